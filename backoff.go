@@ -1,0 +1,58 @@
+package turnstile
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Backoff decides how long Acquire waits before retrying a lock that is
+// held by someone else.
+type Backoff interface {
+	// Delay returns the wait before retry number attempt (0 for the wait
+	// after the first failed try), or false when no retry is left.
+	Delay(attempt int) (time.Duration, bool)
+}
+
+// Exponential is exponential backoff with full jitter (SPEC S-4.5): before
+// retry n it sleeps a uniformly random duration in [0, min(Cap, Base·2^n)).
+// Full jitter spreads competing waiters so that their retries do not
+// arrive in lockstep.
+type Exponential struct {
+	Base time.Duration
+	Cap  time.Duration
+	// MaxRetries is how many retries follow the first attempt; a negative
+	// value retries until the context is done.
+	MaxRetries int
+}
+
+// Delay implements Backoff.
+func (e Exponential) Delay(attempt int) (time.Duration, bool) {
+	if e.MaxRetries >= 0 && attempt >= e.MaxRetries {
+		return 0, false
+	}
+	ceiling := e.Cap
+	if attempt < 62 {
+		if d := e.Base << attempt; d > 0 && d < ceiling && d>>attempt == e.Base {
+			ceiling = d
+		}
+	}
+	if ceiling <= 0 {
+		return 0, true
+	}
+	return rand.N(ceiling), true
+}
+
+func (e Exponential) validate() error {
+	if e.Base <= 0 || e.Cap < e.Base {
+		return fmt.Errorf("%w: exponential backoff needs 0 < base <= cap, got base %v cap %v", ErrInvalidOption, e.Base, e.Cap)
+	}
+	return nil
+}
+
+// NoRetry makes Acquire behave like TryAcquire: one attempt.
+func NoRetry() Backoff { return noRetry{} }
+
+type noRetry struct{}
+
+func (noRetry) Delay(int) (time.Duration, bool) { return 0, false }

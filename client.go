@@ -1,0 +1,227 @@
+// Package turnstile makes "exactly one executor per resource" hold across
+// processes and machines.
+//
+// A Client takes leases on keys from a store (a driver.Backend: Redis,
+// etcd, ZooKeeper, PostgreSQL, MySQL, or the in-process memory backend).
+// Each Lease carries a fencing token that is strictly greater than every
+// token issued before it for the same key, and a context that is cancelled
+// the moment the lease is lost or released. While a lease is held, the
+// Client's watchdog renews it in the store every TTL/3.
+//
+// # What a lease guarantees
+//
+// A lock service alone cannot stop a holder that was paused (GC, VM
+// stall, swapped out) past its TTL from acting after another holder took
+// over: when it wakes up it does not yet know. Two things close that gap.
+// First, Lease.Context() is cancelled as soon as the lease's conservative
+// local deadline passes without a confirmed renewal — measured from when
+// the last successful renewal was sent, minus an allowance for clock drift
+// — so a holder that checks its context stops in time, even if the store
+// never answers. Second, and only this is safe against arbitrary pauses,
+// the storage that the holder writes to checks the fencing token and
+// refuses writes whose token is not greater than the last one it accepted
+// (package fence). See docs/guarantees.md for each backend's limits.
+package turnstile
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+// Client takes leases from one backend. It is safe for concurrent use; make
+// one per backend and share it.
+type Client struct {
+	backend     driver.Backend
+	name        string
+	cfg         config
+	ownsBackend bool // Close closes the backend (set by Open)
+
+	wd     *watchdog
+	closed atomic.Bool
+	bg     sync.WaitGroup // best-effort cleanups after failed acquisitions
+}
+
+// New returns a Client that takes locks from backend.
+func New(backend driver.Backend, opts ...Option) (*Client, error) {
+	if backend == nil {
+		return nil, ErrNilBackend
+	}
+	cfg := defaultConfig()
+	if err := cfg.apply(opts); err != nil {
+		return nil, err
+	}
+	if cfg.instanceID == "" {
+		cfg.instanceID = defaultInstanceID()
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Client{backend: backend, cfg: cfg, name: backendName(backend)}
+	c.wd = newWatchdog(c)
+	return c, nil
+}
+
+func defaultInstanceID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "host"
+	}
+	id := fmt.Sprintf("%s-%d", host, os.Getpid())
+	if len(id) > 64 {
+		id = id[len(id)-64:]
+	}
+	return id
+}
+
+func backendName(b driver.Backend) string {
+	if n, ok := b.(driver.Namer); ok {
+		return n.Name()
+	}
+	return fmt.Sprintf("%T", b)
+}
+
+// Backend returns the store the Client uses.
+func (c *Client) Backend() driver.Backend { return c.backend }
+
+// Acquire takes the lock on key, waiting while another owner holds it: it
+// retries according to the Backoff (default: exponential with full jitter,
+// 10 retries) until the lock is taken, the retries are used up
+// (ErrNotAcquired), or ctx is done (an error that matches ctx.Err() with
+// errors.Is). The returned lease is renewed by the watchdog until it is
+// released or lost.
+func (c *Client) Acquire(ctx context.Context, key string, opts ...Option) (*Lease, error) {
+	return c.acquire(ctx, key, opts, true)
+}
+
+// TryAcquire makes one attempt to take the lock on key. It returns an error
+// matching ErrNotAcquired if another owner holds it.
+func (c *Client) TryAcquire(ctx context.Context, key string, opts ...Option) (*Lease, error) {
+	return c.acquire(ctx, key, opts, false)
+}
+
+func (c *Client) acquire(ctx context.Context, key string, opts []Option, wait bool) (*Lease, error) {
+	if c == nil {
+		return nil, ErrNilClient
+	}
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil context", ErrInvalidOption)
+	}
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	cfg := &c.cfg
+	if len(opts) > 0 {
+		own := c.cfg
+		if err := own.apply(opts); err != nil {
+			return nil, err
+		}
+		cfg = &own
+	}
+	if c.closed.Load() {
+		return nil, c.wrap("acquire", key, ErrClosed)
+	}
+	owner := cfg.instanceID + "/" + rand.Text()
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, c.wrap("acquire", key, errors.Join(context.Cause(ctx), lastErr))
+		}
+		sent := now()
+		token, ok, err := c.backend.Acquire(ctx, key, owner, cfg.ttl)
+		switch {
+		case ok && err == nil:
+			l := c.newLease(ctx, key, owner, token, sent, cfg)
+			if l == nil { // born expired: the round trip ate the whole validity
+				c.releaseInBackground(key, owner, cfg.ttl)
+				lastErr = fmt.Errorf("%w: acquisition took longer than the ttl %v allows", ErrNotAcquired, cfg.ttl)
+				break
+			}
+			return l, nil
+		case err != nil:
+			// The outcome is unknown: the lock may have been taken. Owners
+			// are unique per call, so an owner-checked release is safe.
+			c.releaseInBackground(key, owner, cfg.ttl)
+			if ctx.Err() != nil {
+				return nil, c.wrap("acquire", key, errors.Join(context.Cause(ctx), err))
+			}
+			lastErr = err
+		default:
+			lastErr = ErrNotAcquired
+		}
+		if !wait {
+			return nil, c.wrap("acquire", key, lastErr)
+		}
+		delay, more := cfg.backoff.Delay(attempt)
+		if !more {
+			if !errors.Is(lastErr, ErrNotAcquired) {
+				lastErr = errors.Join(ErrNotAcquired, lastErr)
+			}
+			return nil, c.wrap("acquire", key, fmt.Errorf("%w (after %d retries)", lastErr, attempt))
+		}
+		if err := sleep(ctx, delay); err != nil {
+			return nil, c.wrap("acquire", key, err)
+		}
+	}
+}
+
+// releaseInBackground frees a lock that an attempt may have taken without
+// the caller learning it. It runs detached so that Acquire still returns as
+// soon as its context is done; Close waits for it.
+func (c *Client) releaseInBackground(key, owner string, ttl time.Duration) {
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), min(ttl, 2*time.Second))
+		defer cancel()
+		_, _ = c.backend.Release(ctx, key, owner)
+	}()
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+func (c *Client) wrap(op, key string, err error) error {
+	return &LockError{Op: op, Key: key, Backend: c.name, Err: err}
+}
+
+// Close stops the watchdog — held leases are no longer renewed and their
+// contexts are cancelled with ErrClosed — and closes the backend if the
+// Client opened it (Open). Locks still held in the store expire after their
+// TTL; release them before Close to free them at once.
+func (c *Client) Close() error {
+	if c == nil {
+		return ErrNilClient
+	}
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	c.wd.close()
+	c.bg.Wait()
+	if c.ownsBackend {
+		if cl, ok := c.backend.(io.Closer); ok {
+			return cl.Close()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+// Package driver defines the small interface a lock store implements so that
+// turnstile's Client can use it, in the way database/sql/driver serves
+// database/sql.
+//
+// A Backend only talks to its store. Everything that is the same for every
+// store — retrying, waiting, the watchdog that renews held leases, owner ids,
+// validation of keys and TTLs — lives once in package turnstile. Callers of a
+// Backend are expected to have validated their arguments: keys are non-empty
+// and at most turnstile.MaxKeyLen bytes, owners are opaque non-empty strings,
+// TTLs are at least one millisecond.
+//
+// Optional capabilities (BatchExtender, Notifier, io.Closer) are discovered
+// with type assertions, like io.WriterTo.
+package driver
+
+import (
+	"context"
+	"time"
+)
+
+// Backend is a store that can hold exclusive, expiring locks.
+//
+// Every method is safe for concurrent use and performs at most one round trip
+// to the store (composite backends may contact several stores in parallel).
+type Backend interface {
+	// Acquire takes key for owner for ttl if nobody holds it. On success it
+	// returns ok=true and a fencing token strictly greater than every token
+	// this store issued earlier for key. If another owner holds key it returns
+	// ok=false and a nil error. An error means the outcome is unknown: the
+	// lock may or may not have been taken.
+	Acquire(ctx context.Context, key, owner string, ttl time.Duration) (token uint64, ok bool, err error)
+
+	// Extend resets the expiry of key to ttl from now if, and only if, owner
+	// still holds it. It returns ok=false and a nil error when owner does not
+	// hold key (it expired, was released, or another owner took it).
+	Extend(ctx context.Context, key, owner string, ttl time.Duration) (ok bool, err error)
+
+	// Release frees key if, and only if, owner holds it. It returns ok=false
+	// and a nil error when owner does not hold key. Release never removes a
+	// lock held by another owner.
+	Release(ctx context.Context, key, owner string) (ok bool, err error)
+}
+
+// ExtendRequest is one renewal in a batch.
+type ExtendRequest struct {
+	Key   string
+	Owner string
+	TTL   time.Duration
+}
+
+// ExtendResult is the outcome of one ExtendRequest, with the meaning of the
+// return values of Backend.Extend.
+type ExtendResult struct {
+	OK  bool
+	Err error
+}
+
+// BatchExtender is implemented by backends that can renew many leases in one
+// round trip (for example by pipelining). The watchdog sends renewals that
+// fall due together through it.
+type BatchExtender interface {
+	// ExtendMany performs every request and returns one result per request,
+	// in the same order.
+	ExtendMany(ctx context.Context, reqs []ExtendRequest) []ExtendResult
+}
+
+// Notifier is implemented by backends that can tell waiters when a key is
+// released, so that they retry at once instead of polling.
+type Notifier interface {
+	// Released returns a channel that receives a value (or is closed) after
+	// key has been released, and a function that stops the subscription.
+	// Notices may be lost; callers keep a fallback timer.
+	Released(ctx context.Context, key string) (<-chan struct{}, func(), error)
+}
+
+// Namer is implemented by backends that describe themselves in errors and
+// logs, for example "redis 127.0.0.1:6379".
+type Namer interface {
+	Name() string
+}

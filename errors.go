@@ -1,0 +1,84 @@
+package turnstile
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Every error turnstile returns wraps one of these (or a
+// context error), so callers branch with errors.Is.
+var (
+	// ErrNotAcquired: the lock is held by another owner and the attempt (or
+	// every retry the policy allowed) failed.
+	ErrNotAcquired = errors.New("turnstile: lock not acquired")
+
+	// ErrLockLost: a held lease was lost — a renewal was refused by the
+	// store, or the lease's local deadline passed without a confirmed
+	// renewal. It is the cause of Lease.Context() in that case.
+	ErrLockLost = errors.New("turnstile: lock lost")
+
+	// ErrReleased is the cause of Lease.Context() after Release.
+	ErrReleased = errors.New("turnstile: lease released")
+
+	// ErrNotHeld: Release or Extend was refused because the caller no longer
+	// holds the lock (it expired and perhaps another owner took it).
+	ErrNotHeld = errors.New("turnstile: lock not held by this owner")
+
+	// ErrInvalidKey: the key is empty or longer than MaxKeyLen bytes.
+	ErrInvalidKey = errors.New("turnstile: invalid key")
+
+	// ErrInvalidTTL: the TTL is below MinTTL or above MaxTTL.
+	ErrInvalidTTL = errors.New("turnstile: invalid ttl")
+
+	// ErrInvalidOption: an option has a value that cannot work (negative
+	// retries, a renewal interval not shorter than the TTL, ...).
+	ErrInvalidOption = errors.New("turnstile: invalid option")
+
+	// ErrNilBackend: New was given a nil backend.
+	ErrNilBackend = errors.New("turnstile: nil backend")
+
+	// ErrNilClient: a nil *Client was used.
+	ErrNilClient = errors.New("turnstile: nil client")
+
+	// ErrUnknownScheme: Open was given a URL whose scheme no backend
+	// registered.
+	ErrUnknownScheme = errors.New("turnstile: unknown backend scheme")
+
+	// ErrInvalidURL: Open was given a URL it cannot parse or use.
+	ErrInvalidURL = errors.New("turnstile: invalid backend url")
+
+	// ErrClosed: the Client was closed.
+	ErrClosed = errors.New("turnstile: client closed")
+
+	// ErrNoQuorum: a composite backend could not reach a quorum of its
+	// members.
+	ErrNoQuorum = errors.New("turnstile: no quorum")
+
+	// ErrStaleToken: protected storage refused a write carrying a fencing
+	// token not greater than the last one it accepted.
+	ErrStaleToken = errors.New("turnstile: stale fencing token")
+)
+
+// LockError reports the operation, key and backend of a failure. It wraps
+// the underlying error, so errors.Is(err, ErrNotAcquired) and
+// errors.Is(err, context.Canceled) keep working.
+type LockError struct {
+	Op      string // "acquire", "extend", "release"
+	Key     string
+	Backend string
+	Err     error
+}
+
+func (e *LockError) Error() string {
+	msg := "<nil>"
+	if e.Err != nil {
+		msg = strings.TrimPrefix(e.Err.Error(), "turnstile: ")
+	}
+	if e.Backend == "" {
+		return fmt.Sprintf("turnstile: %s %q: %s", e.Op, e.Key, msg)
+	}
+	return fmt.Sprintf("turnstile: %s %q on %s: %s", e.Op, e.Key, e.Backend, msg)
+}
+
+func (e *LockError) Unwrap() error { return e.Err }

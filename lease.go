@@ -1,0 +1,168 @@
+package turnstile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// epoch anchors the monotonic readings the watchdog works with, so that a
+// deadline fits in an int64 and wall-clock jumps cannot move it.
+var epoch = time.Now()
+
+// mono is a monotonic instant: nanoseconds since epoch.
+type mono int64
+
+func now() mono { return mono(time.Since(epoch)) }
+
+func (m mono) add(d time.Duration) mono { return m + mono(d) }
+
+// Lease states.
+const (
+	stateHeld uint8 = iota
+	stateLost
+	stateReleased
+)
+
+// Lease is a held lock. Its identity (key, token, owner) never changes; its
+// validity moves forward with every confirmed renewal. Methods are safe for
+// concurrent use.
+type Lease struct {
+	c      *Client
+	cfg    *config
+	key    string
+	owner  string
+	token  uint64
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	// Guarded by c.wd.mu.
+	ttl        time.Duration
+	drift      time.Duration
+	renewEvery time.Duration // 0: no watchdog, only the local deadline
+	deadline   mono          // after it the lease is treated as lost
+	due        mono          // next watchdog action
+	index      int           // position in the watchdog heap, -1 when out
+	inflight   bool          // a renewal is on its way to the store
+	gen        uint64        // bumped by Extend, so stale renewals are ignored
+	renewErr   error         // why the last renewal failed, if it did
+	state      uint8
+}
+
+// newLease registers a freshly acquired lock with the watchdog. It returns
+// nil if the lease is already past its deadline.
+func (c *Client) newLease(ctx context.Context, key, owner string, token uint64, sent mono, cfg *config) *Lease {
+	l := &Lease{c: c, cfg: cfg, key: key, owner: owner, token: token, ttl: cfg.ttl, drift: cfg.drift(cfg.ttl), index: -1}
+	if cfg.watchdog {
+		l.renewEvery = cfg.renewInterval(cfg.ttl)
+	}
+	l.deadline = sent.add(l.ttl - l.drift)
+	if now() >= l.deadline {
+		return nil
+	}
+	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	c.wd.add(l, sent)
+	return l
+}
+
+// Key returns the locked key.
+func (l *Lease) Key() string { return l.key }
+
+// Token returns the fencing token: strictly greater than the token of every
+// earlier lease on the same key. Pass it to the storage you write to, and
+// let it refuse writes with a token not greater than the last it saw.
+func (l *Lease) Token() uint64 { return l.token }
+
+// Owner returns the owner id the lock is held under in the store: the
+// Client's instance id, a '/', and 128 random bits.
+func (l *Lease) Owner() string { return l.owner }
+
+// Context returns a context that is cancelled when the lease ends. Its
+// cause (context.Cause) matches ErrLockLost if the lease was lost,
+// ErrReleased after Release, or ErrClosed after Client.Close.
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Validity returns how long the lease is certainly still held: the TTL
+// from the last confirmed acquisition or renewal, minus elapsed time and
+// clock drift. It is zero once the lease has ended.
+func (l *Lease) Validity() time.Duration {
+	l.c.wd.mu.Lock()
+	defer l.c.wd.mu.Unlock()
+	if l.state != stateHeld {
+		return 0
+	}
+	return max(0, time.Duration(l.deadline-now()))
+}
+
+// Extend renews the lease for ttl from now, and makes ttl the lease's TTL
+// for later renewals. If the lock is no longer held by this lease the
+// lease is lost and the error matches ErrNotHeld.
+func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
+	if err := checkTTL(ttl); err != nil {
+		return err
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidOption)
+	}
+	wd := l.c.wd
+	wd.mu.Lock()
+	if l.state != stateHeld {
+		wd.mu.Unlock()
+		return l.c.wrap("extend", l.key, fmt.Errorf("%w: %w", ErrNotHeld, context.Cause(l.ctx)))
+	}
+	l.gen++
+	gen := l.gen
+	wd.mu.Unlock()
+
+	sent := now()
+	ok, err := l.c.backend.Extend(ctx, l.key, l.owner, ttl)
+	if err != nil {
+		return l.c.wrap("extend", l.key, err)
+	}
+	if !ok {
+		wd.lose(l, fmt.Errorf("%w: extend refused, the key is no longer held by this owner", ErrLockLost))
+		return l.c.wrap("extend", l.key, ErrNotHeld)
+	}
+	wd.extended(l, gen, sent, ttl)
+	return nil
+}
+
+// Release frees the lock and stops renewing it. Its context is cancelled
+// with ErrReleased. If the lock was no longer held by this lease — it
+// expired, perhaps another owner took it, or it was released already — the
+// error matches ErrNotHeld and nothing is removed from the store. After a
+// network error the lock is no longer renewed and expires after its TTL;
+// Release may be called again.
+func (l *Lease) Release(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidOption)
+	}
+	wd := l.c.wd
+	wd.mu.Lock()
+	if l.state == stateReleased {
+		wd.mu.Unlock()
+		return l.c.wrap("release", l.key, fmt.Errorf("%w: released already", ErrNotHeld))
+	}
+	wd.remove(l)
+	l.gen++ // a renewal in flight must not put the lease back
+	wd.mu.Unlock()
+	l.cancel(ErrReleased)
+
+	ok, err := l.c.backend.Release(ctx, l.key, l.owner)
+	if err != nil {
+		return l.c.wrap("release", l.key, err)
+	}
+	wd.mu.Lock()
+	l.state = stateReleased
+	wd.mu.Unlock()
+	if !ok {
+		return l.c.wrap("release", l.key, ErrNotHeld)
+	}
+	return nil
+}
+
+// lost reports whether the lease ended by loss (not by release).
+func (l *Lease) lost() bool {
+	return errors.Is(context.Cause(l.ctx), ErrLockLost)
+}

@@ -1,0 +1,89 @@
+package turnstile
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/memory"
+)
+
+// OpenFunc creates a backend from a URL. Backends register one per scheme.
+type OpenFunc func(ctx context.Context, u *url.URL) (driver.Backend, error)
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]OpenFunc{
+		"mem": func(context.Context, *url.URL) (driver.Backend, error) { return memory.New(), nil },
+	}
+)
+
+// Register makes a backend available to Open under scheme. Backend
+// packages call it from init, so importing them is enough:
+//
+//	import _ "github.com/turnstilelock/turnstile/redis"
+//
+// Like sql.Register it panics if scheme is registered twice or open is nil:
+// both are programming errors found at start-up, not inputs.
+func Register(scheme string, open OpenFunc) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if open == nil {
+		panic("turnstile: Register open func is nil for scheme " + scheme)
+	}
+	if _, dup := registry[scheme]; dup {
+		panic("turnstile: Register called twice for scheme " + scheme)
+	}
+	registry[scheme] = open
+}
+
+// Schemes returns the registered URL schemes, sorted.
+func Schemes() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	s := make([]string, 0, len(registry))
+	for k := range registry {
+		s = append(s, k)
+	}
+	slices.Sort(s)
+	return s
+}
+
+// Open connects to the backend named by rawURL — "redis://host:port/db",
+// "mem://", and the schemes of every imported backend package — and returns
+// a Client over it. Close on the Client closes the backend.
+func Open(ctx context.Context, rawURL string, opts ...Option) (*Client, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil context", ErrInvalidOption)
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidURL, err)
+	}
+	if u.Scheme == "" {
+		return nil, fmt.Errorf("%w: %q has no scheme (want one of %s)", ErrInvalidURL, rawURL, strings.Join(Schemes(), ", "))
+	}
+	registryMu.RLock()
+	open := registry[strings.ToLower(u.Scheme)]
+	registryMu.RUnlock()
+	if open == nil {
+		return nil, fmt.Errorf("%w: %q (registered: %s; import the backend package to register it)", ErrUnknownScheme, u.Scheme, strings.Join(Schemes(), ", "))
+	}
+	b, err := open(ctx, u)
+	if err != nil {
+		return nil, fmt.Errorf("turnstile: open %s: %w", u.Redacted(), err)
+	}
+	c, err := New(b, opts...)
+	if err != nil {
+		if cl, ok := b.(interface{ Close() error }); ok {
+			_ = cl.Close()
+		}
+		return nil, err
+	}
+	c.ownsBackend = true
+	return c, nil
+}

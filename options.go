@@ -1,0 +1,211 @@
+package turnstile
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Limits on what Acquire accepts. Values outside them are rejected at once,
+// before any round trip.
+const (
+	// MaxKeyLen is the longest key, in bytes.
+	MaxKeyLen = 512
+	// MinTTL is the shortest lease TTL.
+	MinTTL = time.Millisecond
+	// MaxTTL is the longest lease TTL. Long jobs keep a short TTL and let the
+	// watchdog renew it; a huge TTL only delays recovery after a crash.
+	MaxTTL = 24 * time.Hour
+)
+
+// Defaults (SPEC S-4.4, S-4.5).
+const (
+	DefaultTTL          = 30 * time.Second
+	DefaultBackoffBase  = 10 * time.Millisecond
+	DefaultBackoffCap   = time.Second
+	DefaultMaxRetries   = 10
+	DefaultDriftFactor  = 0.01
+	DefaultDriftMinimum = 2 * time.Millisecond
+)
+
+// config is the set of settings a Client starts with; per-call options are
+// applied to a copy.
+type config struct {
+	ttl         time.Duration
+	renewEvery  time.Duration // 0: ttl/3
+	watchdog    bool
+	backoff     Backoff
+	instanceID  string
+	logger      *slog.Logger
+	driftFactor float64
+	driftFixed  time.Duration
+}
+
+func defaultConfig() config {
+	return config{
+		ttl:         DefaultTTL,
+		watchdog:    true,
+		backoff:     Exponential{Base: DefaultBackoffBase, Cap: DefaultBackoffCap, MaxRetries: DefaultMaxRetries},
+		driftFactor: DefaultDriftFactor,
+		driftFixed:  DefaultDriftMinimum,
+	}
+}
+
+// An Option changes a setting. Options given to New apply to every call of
+// the Client; options given to Acquire, TryAcquire or Do apply to that call.
+type Option func(*config) error
+
+// WithTTL sets the lease TTL: how long the store keeps the lock if the
+// holder stops renewing it (crash, partition). Default 30 s. It must lie in
+// [MinTTL, MaxTTL].
+func WithTTL(ttl time.Duration) Option {
+	return func(c *config) error {
+		if err := checkTTL(ttl); err != nil {
+			return err
+		}
+		c.ttl = ttl
+		return nil
+	}
+}
+
+// WithRenewInterval sets how often the watchdog renews a held lease.
+// Default: a third of the TTL. It must be positive and shorter than the
+// TTL minus the clock-drift allowance.
+func WithRenewInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: renew interval %v must be positive", ErrInvalidOption, d)
+		}
+		c.renewEvery = d
+		return nil
+	}
+}
+
+// WithoutWatchdog turns automatic renewal off: the lease lives for its TTL
+// unless the holder calls Extend. Its context is still cancelled, with
+// ErrLockLost, when the TTL (minus drift) has passed. Default: watchdog on.
+func WithoutWatchdog() Option {
+	return func(c *config) error {
+		c.watchdog = false
+		return nil
+	}
+}
+
+// WithBackoff sets how Acquire waits between attempts while the lock is
+// held by someone else. Default: Exponential{Base: 10 ms, Cap: 1 s,
+// MaxRetries: 10} with full jitter.
+func WithBackoff(b Backoff) Option {
+	return func(c *config) error {
+		if b == nil {
+			return fmt.Errorf("%w: nil backoff", ErrInvalidOption)
+		}
+		if v, ok := b.(interface{ validate() error }); ok {
+			if err := v.validate(); err != nil {
+				return err
+			}
+		}
+		c.backoff = b
+		return nil
+	}
+}
+
+// WithInstanceID sets the instance part of owner ids, which shows in the
+// store next to the 128-bit random part (for example "orders-7f9c/..."), so
+// an operator can tell which instance holds a lock. Default: host name and
+// process id. It must be 1 to 64 bytes without '/'.
+func WithInstanceID(id string) Option {
+	return func(c *config) error {
+		if id == "" || len(id) > 64 {
+			return fmt.Errorf("%w: instance id must be 1 to 64 bytes, got %d", ErrInvalidOption, len(id))
+		}
+		for i := 0; i < len(id); i++ {
+			if id[i] == '/' || id[i] < 0x20 {
+				return fmt.Errorf("%w: instance id %q contains '/' or a control character", ErrInvalidOption, id)
+			}
+		}
+		c.instanceID = id
+		return nil
+	}
+}
+
+// WithLogger sets where the Client reports lost leases and failed
+// renewals. Default: nowhere.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithClockDrift sets the allowance for clock drift between this process
+// and the store: a lease is treated as lost locally factor×TTL + fixed
+// before the store would expire it. Default: 0.01×TTL + 2 ms (SPEC S-4.2),
+// with the fixed part never more than a quarter of the TTL.
+func WithClockDrift(factor float64, fixed time.Duration) Option {
+	return func(c *config) error {
+		if factor < 0 || factor >= 0.5 || factor != factor {
+			return fmt.Errorf("%w: drift factor %v must be in [0, 0.5)", ErrInvalidOption, factor)
+		}
+		if fixed < 0 {
+			return fmt.Errorf("%w: fixed drift %v must not be negative", ErrInvalidOption, fixed)
+		}
+		c.driftFactor, c.driftFixed = factor, fixed
+		return nil
+	}
+}
+
+// drift is the part of ttl that is not trusted, because the clocks of this
+// process and of the store do not run at exactly the same rate.
+func (c *config) drift(ttl time.Duration) time.Duration {
+	fixed := min(c.driftFixed, ttl/4)
+	return time.Duration(float64(ttl)*c.driftFactor) + fixed
+}
+
+// renewInterval is the watchdog period for ttl.
+func (c *config) renewInterval(ttl time.Duration) time.Duration {
+	if c.renewEvery > 0 {
+		return c.renewEvery
+	}
+	return max(ttl/3, time.Microsecond)
+}
+
+// check validates the settings as a whole, after every option ran.
+func (c *config) check() error {
+	if c.watchdog && c.renewEvery > 0 && c.renewEvery >= c.ttl-c.drift(c.ttl) {
+		return fmt.Errorf("%w: renew interval %v must be shorter than the ttl %v minus drift %v",
+			ErrInvalidOption, c.renewEvery, c.ttl, c.drift(c.ttl))
+	}
+	return nil
+}
+
+func (c *config) apply(opts []Option) error {
+	for _, o := range opts {
+		if o == nil {
+			return fmt.Errorf("%w: nil option", ErrInvalidOption)
+		}
+		if err := o(c); err != nil {
+			return err
+		}
+	}
+	return c.check()
+}
+
+func checkTTL(ttl time.Duration) error {
+	if ttl < MinTTL || ttl > MaxTTL {
+		return fmt.Errorf("%w: %v is outside [%v, %v]", ErrInvalidTTL, ttl, MinTTL, MaxTTL)
+	}
+	return nil
+}
+
+func checkKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("%w: empty key", ErrInvalidKey)
+	}
+	if len(key) > MaxKeyLen {
+		return fmt.Errorf("%w: %d bytes, longer than %d", ErrInvalidKey, len(key), MaxKeyLen)
+	}
+	return nil
+}
