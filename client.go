@@ -168,8 +168,11 @@ func (c *Client) acquire(ctx context.Context, key string, opts []Option, wait bo
 			}
 			return nil, c.wrap("acquire", key, fmt.Errorf("%w (after %d retries)", lastErr, attempt))
 		}
+		if lastErr != ErrNotAcquired {
+			c.cfg.logger.Debug("turnstile: acquire failed, retrying", "key", key, "backend", c.name, "attempt", attempt, "err", lastErr)
+		}
 		if err := sleep(ctx, delay); err != nil {
-			return nil, c.wrap("acquire", key, err)
+			return nil, c.wrap("acquire", key, errors.Join(err, lastErr))
 		}
 	}
 }

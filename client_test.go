@@ -237,3 +237,27 @@ func TestConcurrentReleaseAndRenewal(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestOpenErrorHidesPassword(t *testing.T) {
+	_, err := turnstile.Open(context.Background(), "redis://user:s3cret@h:1 x")
+	if !errors.Is(err, turnstile.ErrInvalidURL) {
+		t.Fatalf("err = %v, want ErrInvalidURL", err)
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("error shows the password: %v", err)
+	}
+}
+
+// TestAcquireDeadlineKeepsStoreError: when the wait runs out while the
+// store is failing, the error says both.
+func TestAcquireDeadlineKeepsStoreError(t *testing.T) {
+	f := newFlaky()
+	f.acquireErr = func() error { return errFlaky }
+	c := newClient(t, f, turnstile.WithBackoff(turnstile.Exponential{Base: 5 * time.Millisecond, Cap: 10 * time.Millisecond, MaxRetries: -1}))
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := c.Acquire(ctx, "k")
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, errFlaky) {
+		t.Fatalf("err = %v, want the deadline and the store error", err)
+	}
+}

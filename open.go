@@ -2,6 +2,7 @@ package turnstile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -62,6 +63,11 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Client, error) {
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
+		// url.Error repeats the raw URL, password included: keep only why.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, fmt.Errorf("%w: %w", ErrInvalidURL, err)
 	}
 	if u.Scheme == "" {

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/turnstilelock/turnstile"
+)
+
+// errWaitExpired is the cause of the acquisition context when --wait runs
+// out, which tells it apart from an interruption.
+var errWaitExpired = errors.New("--wait expired")
+
+// acquire opens the backend and takes the lock as --wait and --no-wait
+// say. It returns the Client (nil if the backend could not be opened) and
+// the lease; when either is missing it has said why on stderr and returns
+// the exit code.
+func (o *runOptions) acquire(ctx context.Context, stderr io.Writer) (*turnstile.Client, *turnstile.Lease, int) {
+	c, err := turnstile.Open(ctx, o.backend, turnstile.WithTTL(o.ttl))
+	if err != nil {
+		return nil, nil, o.fail(ctx, stderr, err)
+	}
+
+	wctx := ctx
+	if o.wait > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeoutCause(ctx, o.wait, errWaitExpired)
+		defer cancel()
+	}
+	// One attempt first, even when waiting: a store that cannot be reached
+	// is reported at once instead of being retried for the whole wait.
+	lease, err := c.TryAcquire(wctx, o.key)
+	if err == nil {
+		return c, lease, exitOK
+	}
+	if !errors.Is(err, turnstile.ErrNotAcquired) || o.noWait {
+		return c, nil, o.fail(wctx, stderr, err)
+	}
+	forever := turnstile.Exponential{Base: turnstile.DefaultBackoffBase, Cap: turnstile.DefaultBackoffCap, MaxRetries: -1}
+	lease, err = c.Acquire(wctx, o.key, turnstile.WithBackoff(forever))
+	if err != nil {
+		return c, nil, o.fail(wctx, stderr, err)
+	}
+	return c, lease, exitOK
+}
+
+// fail reports why the lock was not taken and returns the exit code.
+func (o *runOptions) fail(ctx context.Context, stderr io.Writer, err error) int {
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, errWaitExpired):
+		// Claim contention only when the last attempt saw it: the wait may
+		// also have ended while the store was failing.
+		why := ""
+		if errors.Is(err, turnstile.ErrNotAcquired) {
+			why = ": another owner holds it"
+		}
+		fmt.Fprintf(stderr, "turnstile run: lock %q not acquired within --wait %v%s\n", o.key, o.wait, why)
+		return exitNotAcquired
+	case cause != nil:
+		fmt.Fprintf(stderr, "turnstile run: %v while waiting for lock %q\n", cause, o.key)
+		return interruptCode(cause)
+	case errors.Is(err, turnstile.ErrNotAcquired):
+		fmt.Fprintf(stderr, "turnstile run: lock %q is held by another owner (--no-wait)\n", o.key)
+		return exitNotAcquired
+	case errors.Is(err, turnstile.ErrUnknownScheme), errors.Is(err, turnstile.ErrInvalidURL),
+		errors.Is(err, turnstile.ErrInvalidKey), errors.Is(err, turnstile.ErrInvalidTTL),
+		errors.Is(err, turnstile.ErrInvalidOption):
+		fmt.Fprintf(stderr, "turnstile run: %s\nRun \"turnstile run -h\" for usage.\n", describe(err))
+		return exitUsage
+	default:
+		// The library names the store in err, with any password masked;
+		// o.backend would show it in the clear.
+		fmt.Fprintf(stderr, "turnstile run: lock store unavailable: %s\n", describe(err))
+		return exitUnavailable
+	}
+}
+
+// describe is err's message without the "turnstile: " prefix that every
+// library error starts with, since the messages here start with
+// "turnstile run: " already.
+func describe(err error) string {
+	return strings.TrimPrefix(err.Error(), "turnstile: ")
+}
+
+// signalError is the cause of a context cancelled by a signal.
+type signalError struct{ sig os.Signal }
+
+func (e signalError) Error() string { return "received " + signalName(e.sig) }
+
+// interruptCode is the exit code for an interruption: 128+N for signal N,
+// as a shell reports it; other cancellations count as SIGTERM.
+func interruptCode(cause error) int {
+	var se signalError
+	if errors.As(cause, &se) {
+		if s, ok := se.sig.(syscall.Signal); ok {
+			return exitSignalBase + int(s)
+		}
+	}
+	return exitSignalBase + int(syscall.SIGTERM)
+}
+
+// cancelOnSignal cancels with a signalError when a signal arrives on
+// sigs, until the returned stop function is called.
+func cancelOnSignal(sigs <-chan os.Signal, cancel context.CancelCauseFunc) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case s := <-sigs:
+			cancel(signalError{s})
+		case <-done:
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}

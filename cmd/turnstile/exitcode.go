@@ -1,0 +1,34 @@
+package main
+
+// Exit codes of turnstile itself. Where sysexits.h has a fitting code it
+// is used, so that scripts can tell "the lock was busy" (try later) from
+// "the store is down" (page someone) from the command's own failures.
+const (
+	exitOK          = 0
+	exitUsage       = 64  // EX_USAGE: bad flags or arguments
+	exitUnavailable = 69  // EX_UNAVAILABLE: the lock store is unreachable or failing
+	exitNotAcquired = 75  // EX_TEMPFAIL: another owner holds the lock
+	exitLeaseLost   = 79  // the lease was lost while the command ran
+	exitCannotRun   = 126 // the command exists but could not be started (as in sh)
+	exitNotFound    = 127 // the command was not found (as in sh)
+	exitSignalBase  = 128 // 128+N: killed or interrupted by signal N (as in sh)
+)
+
+// exitCodeHelp is the exit-code table shown by "turnstile run -h".
+const exitCodeHelp = `Exit status:
+  0-255  the command's own exit status, when it ran to its end while the
+         lock was held (a command that itself exits 64, 69, 75 or 79 cannot
+         be told apart from turnstile; the message on stderr can)
+  64     usage error: bad flag, duration, key or backend URL, missing "--"
+         or command
+  69     the lock store is unreachable or failing
+  75     lock not acquired: another owner holds it (--no-wait), or --wait
+         expired
+  79     lease lost: the lock was lost while the command ran (the command
+         was stopped), or had already expired when it finished; its work
+         may have overlapped with another holder's
+  126    the command could not be started
+  127    the command was not found
+  128+N  the command died of signal N, or turnstile got signal N while
+         waiting for the lock (the command never started)
+`

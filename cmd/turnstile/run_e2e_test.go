@@ -1,0 +1,194 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/turnstilelock/turnstile/internal/testserver"
+)
+
+// These tests run the built binary against a real redis-server.
+
+func TestRunExcludesConcurrentHolders(t *testing.T) {
+	t.Parallel()
+	srv := testserver.StartRedis(t)
+	logPath := filepath.Join(t.TempDir(), "log")
+	env := []string{"TURNSTILE_BACKEND=" + srv.URL(), "LOG=" + logPath}
+	script := `echo "start $TURNSTILE_TOKEN" >> "$LOG"; sleep 0.3; echo "end $TURNSTILE_TOKEN" >> "$LOG"`
+
+	const holders = 3
+	procs := make([]*proc, holders)
+	for i := range procs {
+		procs[i] = startTurnstile(t, env, "run", "--key", "lock:test:exclusive", "--wait", "30s", "--", "sh", "-c", script)
+	}
+	for i, p := range procs {
+		if r := p.wait(t, 60*time.Second); r.code != 0 {
+			t.Errorf("holder %d: exit code %d, want 0; stderr:\n%s", i, r.code, r.stderr)
+		}
+	}
+
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2*holders {
+		t.Fatalf("log has %d lines, want %d:\n%s", len(lines), 2*holders, b)
+	}
+	var last uint64
+	for i := 0; i < len(lines); i += 2 {
+		start, okStart := strings.CutPrefix(lines[i], "start ")
+		end, okEnd := strings.CutPrefix(lines[i+1], "end ")
+		if !okStart || !okEnd || start != end {
+			t.Fatalf("holders overlapped: lines %d-%d are %q, %q, want start/end of one token:\n%s", i+1, i+2, lines[i], lines[i+1], b)
+		}
+		token, err := strconv.ParseUint(start, 10, 64)
+		if err != nil {
+			t.Fatalf("token %q: %v", start, err)
+		}
+		if token <= last {
+			t.Errorf("token %d of holder %d is not greater than the earlier holder's %d", token, i/2+1, last)
+		}
+		last = token
+	}
+}
+
+func TestRunWhileHeldElsewhere(t *testing.T) {
+	t.Parallel()
+	srv := testserver.StartRedis(t)
+	dir := t.TempDir()
+	env := []string{"TURNSTILE_BACKEND=" + srv.URL(), "DIR=" + dir}
+	const key = "lock:test:busy"
+	ran := filepath.Join(dir, "ran")
+
+	holder := startTurnstile(t, env, "run", "--key", key, "--",
+		"sh", "-c", `trap 'echo term > "$DIR/term"; exit 3' TERM; sleep 30 & touch "$DIR/ready"; wait`)
+	waitForFile(t, filepath.Join(dir, "ready"), 10*time.Second)
+
+	t.Run("no-wait fails at once", func(t *testing.T) {
+		r := runTurnstile(t, env, "run", "--key", key, "--no-wait", "--", "touch", ran)
+		if r.code != exitNotAcquired {
+			t.Errorf("exit code %d, want %d (not acquired); stderr:\n%s", r.code, exitNotAcquired, r.stderr)
+		}
+		if !strings.Contains(r.stderr, "held by another owner") {
+			t.Errorf("stderr does not say why:\n%s", r.stderr)
+		}
+	})
+	t.Run("wait expires", func(t *testing.T) {
+		r := runTurnstile(t, env, "run", "--key", key, "--wait", "300ms", "--", "touch", ran)
+		if r.code != exitNotAcquired {
+			t.Errorf("exit code %d, want %d (not acquired); stderr:\n%s", r.code, exitNotAcquired, r.stderr)
+		}
+		if r.elapsed < 300*time.Millisecond {
+			t.Errorf("gave up after %v, before --wait 300ms", r.elapsed)
+		}
+		if !strings.Contains(r.stderr, "not acquired within --wait 300ms") {
+			t.Errorf("stderr does not say why:\n%s", r.stderr)
+		}
+	})
+	t.Run("interrupted while waiting", func(t *testing.T) {
+		waiter := startTurnstile(t, env, "run", "--key", key, "--", "touch", ran)
+		time.Sleep(500 * time.Millisecond) // let it reach the wait
+		if err := waiter.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		r := waiter.wait(t, 10*time.Second)
+		if r.code != 128+int(syscall.SIGINT) {
+			t.Errorf("exit code %d, want %d; stderr:\n%s", r.code, 128+int(syscall.SIGINT), r.stderr)
+		}
+		if !strings.Contains(r.stderr, "received SIGINT while waiting") {
+			t.Errorf("stderr does not say why:\n%s", r.stderr)
+		}
+	})
+	if exists(ran) {
+		t.Fatal("a command ran while another turnstile held the lock")
+	}
+
+	// SIGTERM to the holder reaches its command, whose status comes back,
+	// and the lock is free again at once rather than after its TTL.
+	if err := holder.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if r := holder.wait(t, 10*time.Second); r.code != 3 {
+		t.Errorf("holder: exit code %d, want the command's 3; stderr:\n%s", r.code, r.stderr)
+	}
+	if !exists(filepath.Join(dir, "term")) {
+		t.Error("SIGTERM was not passed on to the command")
+	}
+	if r := runTurnstile(t, env, "run", "--key", key, "--no-wait", "--", "touch", ran); r.code != 0 {
+		t.Errorf("after the holder exited: exit code %d, want 0; stderr:\n%s", r.code, r.stderr)
+	}
+	if !exists(ran) {
+		t.Error("the command did not run once the lock was released")
+	}
+}
+
+func TestRunPassesExitStatusAndEnvironment(t *testing.T) {
+	t.Parallel()
+	srv := testserver.StartRedis(t)
+	env := []string{"TURNSTILE_BACKEND=" + srv.URL()}
+	tests := []struct {
+		name string
+		argv []string
+		want int
+	}{
+		{"exit 0", []string{"true"}, 0},
+		{"exit 7", []string{"sh", "-c", "exit 7"}, 7},
+		{"killed by SIGKILL", []string{"sh", "-c", "kill -KILL $$"}, 128 + 9},
+		{"not found", []string{"turnstile-no-such-command"}, exitNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runTurnstile(t, env, append([]string{"run", "--key", "lock:test:status", "--"}, tt.argv...)...)
+			if r.code != tt.want {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", r.code, tt.want, r.stderr)
+			}
+		})
+	}
+
+	r := runTurnstile(t, env, "run", "--key", "lock:test:env", "--", "sh", "-c", `echo "$TURNSTILE_KEY $TURNSTILE_TOKEN"`)
+	key, token, _ := strings.Cut(strings.TrimSpace(r.stdout), " ")
+	if r.code != 0 || key != "lock:test:env" {
+		t.Fatalf("exit code %d, stdout %q; stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if n, err := strconv.ParseUint(token, 10, 64); err != nil || n == 0 {
+		t.Errorf("TURNSTILE_TOKEN = %q, want a positive decimal", token)
+	}
+}
+
+func TestRunBackendErrors(t *testing.T) {
+	t.Parallel()
+	srv := testserver.StartRedis(t)
+	url := srv.URL()
+	srv.Kill()
+
+	r := runTurnstile(t, nil, "run", "--backend", url, "--key", "k", "--", "true")
+	if r.code != exitUnavailable {
+		t.Errorf("unreachable store: exit code %d, want %d; stderr:\n%s", r.code, exitUnavailable, r.stderr)
+	}
+	if !strings.Contains(r.stderr, srv.Addr()) {
+		t.Errorf("stderr does not name the store:\n%s", r.stderr)
+	}
+
+	withPassword := strings.Replace(url, "redis://", "redis://user:s3cret@", 1)
+	r = runTurnstile(t, nil, "run", "--backend", withPassword, "--key", "k", "--", "true")
+	if r.code != exitUnavailable || strings.Contains(r.stderr, "s3cret") {
+		t.Errorf("unreachable store with a password: exit code %d, want %d, and no password in stderr:\n%s", r.code, exitUnavailable, r.stderr)
+	}
+
+	r = runTurnstile(t, nil, "run", "--backend", "foo://x", "--key", "k", "--", "true")
+	if r.code != exitUsage || !strings.Contains(r.stderr, `unknown backend scheme: "foo"`) {
+		t.Errorf("unknown scheme: exit code %d, want %d; stderr:\n%s", r.code, exitUsage, r.stderr)
+	}
+	r = runTurnstile(t, nil, "run", "--key", "k", "--ttl", "abc", "--", "true")
+	if r.code != exitUsage || strings.Contains(r.stderr, "panic") {
+		t.Errorf("bad ttl: exit code %d, want %d; stderr:\n%s", r.code, exitUsage, r.stderr)
+	}
+}

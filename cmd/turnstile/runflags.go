@@ -1,0 +1,166 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/turnstilelock/turnstile"
+)
+
+// defaultBackend is the store "turnstile run" uses when neither --backend
+// nor TURNSTILE_BACKEND names one.
+const defaultBackend = "redis://127.0.0.1:6379"
+
+// defaultGrace is how long a command whose lease was lost gets between
+// SIGTERM and SIGKILL.
+const defaultGrace = 10 * time.Second
+
+// runOptions is a parsed and checked "turnstile run" command line.
+type runOptions struct {
+	backend string
+	key     string
+	ttl     time.Duration
+	wait    time.Duration // 0: wait until acquired
+	noWait  bool
+	grace   time.Duration
+	argv    []string
+}
+
+func parseRun(args []string) (*runOptions, error) {
+	o := &runOptions{}
+	backend := os.Getenv("TURNSTILE_BACKEND")
+	if backend == "" {
+		backend = defaultBackend
+	}
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by runCmd, with a hint
+	fs.Usage = func() {}
+	fs.StringVar(&o.backend, "backend", backend, "")
+	fs.StringVar(&o.key, "key", "", "")
+	ttl := durationFlag(turnstile.DefaultTTL)
+	fs.Var(&ttl, "ttl", "")
+	wait := durationFlag(0)
+	fs.Var(&wait, "wait", "")
+	fs.BoolVar(&o.noWait, "no-wait", false, "")
+	grace := durationFlag(defaultGrace)
+	fs.Var(&grace, "grace", "")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	o.ttl, o.wait, o.grace = time.Duration(ttl), time.Duration(wait), time.Duration(grace)
+
+	// flag stops at "--" or at the first argument that is not a flag; only
+	// the first is accepted, so that a mistyped flag after the key can
+	// never be run as the command.
+	rest := fs.Args()
+	if consumed := len(args) - len(rest); consumed == 0 || args[consumed-1] != "--" {
+		if len(rest) > 0 {
+			return nil, fmt.Errorf("missing \"--\" before the command %q", rest[0])
+		}
+		return nil, errors.New("missing \"--\" and the command to run")
+	}
+	if len(rest) == 0 || rest[0] == "" {
+		return nil, errors.New("no command after \"--\"")
+	}
+	o.argv = rest
+
+	waitSet := false
+	fs.Visit(func(f *flag.Flag) { waitSet = waitSet || f.Name == "wait" })
+	if err := o.check(waitSet); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// check rejects settings that cannot work before any connection is made,
+// so that a typo never costs a round trip or a wait.
+func (o *runOptions) check(waitSet bool) error {
+	switch {
+	case o.key == "":
+		return errors.New("--key is required and must not be empty")
+	case len(o.key) > turnstile.MaxKeyLen:
+		return fmt.Errorf("--key is %d bytes long, the limit is %d", len(o.key), turnstile.MaxKeyLen)
+	case o.ttl < turnstile.MinTTL || o.ttl > turnstile.MaxTTL:
+		return fmt.Errorf("--ttl %v is outside [%v, %v]", o.ttl, turnstile.MinTTL, turnstile.MaxTTL)
+	case waitSet && o.noWait:
+		return errors.New("--wait and --no-wait exclude each other")
+	case waitSet && o.wait <= 0:
+		return fmt.Errorf("--wait %v must be positive (omit it to wait until the lock is free, or use --no-wait for a single attempt)", o.wait)
+	case o.grace < 0:
+		return fmt.Errorf("--grace %v must not be negative", o.grace)
+	case o.backend == "":
+		return errors.New("--backend must not be empty")
+	}
+	return nil
+}
+
+// durationFlag is a time.Duration flag whose error message says what a
+// duration looks like.
+type durationFlag time.Duration
+
+func (d *durationFlag) String() string { return time.Duration(*d).String() }
+
+func (d *durationFlag) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("want a duration such as 500ms, 30s or 5m")
+	}
+	*d = durationFlag(v)
+	return nil
+}
+
+func runUsage() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `Usage: turnstile run [flags] -- COMMAND [ARG...]
+
+Run COMMAND while holding the lock on --key; release the lock when it exits.
+While COMMAND runs, the lease is renewed every TTL/3. If it is lost anyway
+(the store dropped the key, or no renewal was confirmed within the TTL),
+another holder may already be running: COMMAND's process group gets SIGTERM,
+then SIGKILL after --grace, and turnstile exits 79.
+
+COMMAND runs in its own process group (given the terminal, if turnstile has
+it, as a shell does for a job), with turnstile's stdin, stdout, stderr and
+environment, plus:
+  TURNSTILE_KEY    the locked key
+  TURNSTILE_TOKEN  the fencing token, in decimal: greater than the token of
+                   every earlier holder of the key. Pass it to the storage
+                   COMMAND writes to, so that it can refuse late writes from
+                   a holder that lost the lock.
+SIGINT, SIGTERM and SIGHUP sent to turnstile are passed on to COMMAND's
+process group; when COMMAND exits, the lock is released and turnstile exits
+with COMMAND's status. Processes COMMAND leaves running in the background are
+not waited for and do not hold the lock. On Linux, COMMAND gets SIGKILL if
+turnstile itself is killed, since nothing renews the lease any more.
+
+Flags:
+  --backend URL  the lock store (default: $TURNSTILE_BACKEND, else
+                 %s). Schemes: %s.
+                 mem:// lives inside this one process and excludes nothing
+                 across processes: use it only to try turnstile out.
+  --key KEY      the lock to hold, e.g. lock:inventory:12345 (required)
+  --ttl D        lease TTL: how long the lock outlives a turnstile that
+                 crashed or lost the store (default %v)
+  --wait D       give up with exit 75 if the lock is not acquired within D
+                 (default: wait until it is, like flock without -w)
+  --no-wait      make a single attempt; exit 75 at once if the lock is held
+  --grace D      time between SIGTERM and SIGKILL when the lease is lost
+                 (default %v)
+Durations are written like 500ms, 30s or 5m.
+
+While the lock is held elsewhere, turnstile retries after random pauses
+(exponential backoff with full jitter: below %v at first, doubling up to
+%v). If the store fails on the first attempt, turnstile exits 69 at once;
+failures later in the wait are retried until the lock is acquired or --wait
+expires.
+
+`, defaultBackend, strings.Join(turnstile.Schemes(), ", "), turnstile.DefaultTTL, defaultGrace,
+		turnstile.DefaultBackoffBase, turnstile.DefaultBackoffCap)
+	b.WriteString(exitCodeHelp)
+	return b.String()
+}

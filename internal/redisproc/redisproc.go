@@ -1,0 +1,190 @@
+// Package redisproc runs redis-server processes on free loopback ports, for
+// tests, the demo and the benchmarks. It speaks just enough RESP to check
+// that a server answers, so it needs no Redis client.
+package redisproc
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// InstallHint is the command that installs redis-server on Debian.
+const InstallHint = "apt-get update && apt-get install -y redis-server (or run ./scripts/test.sh, which installs it)"
+
+// ErrNotInstalled means redis-server is not on PATH.
+var ErrNotInstalled = errors.New("redis-server not found on PATH; install it with: " + InstallHint)
+
+// Server is a running redis-server process.
+type Server struct {
+	bin  string
+	dir  string
+	port int
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+// Available reports whether redis-server is on PATH.
+func Available() bool {
+	_, err := exec.LookPath("redis-server")
+	return err == nil
+}
+
+// Start runs redis-server on a free loopback port with persistence off,
+// keeping its files in dir. Stop it with Kill.
+func Start(dir string) (*Server, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, ErrNotInstalled
+	}
+	s := &Server{bin: bin, dir: dir}
+	var lastErr error
+	for range 5 {
+		if s.port, lastErr = freePort(); lastErr != nil {
+			continue
+		}
+		if lastErr = s.start(); lastErr == nil {
+			return s, nil
+		}
+	}
+	return nil, fmt.Errorf("start redis-server: %w", lastErr)
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// URL is the server's turnstile URL, redis://host:port.
+func (s *Server) URL() string { return "redis://" + s.Addr() }
+
+func (s *Server) start() error {
+	cmd := exec.Command(s.bin,
+		"--port", strconv.Itoa(s.port),
+		"--bind", "127.0.0.1",
+		"--dir", s.dir,
+		"--save", "",
+		"--appendonly", "no",
+		"--daemonize", "no",
+		"--loglevel", "warning",
+		"--logfile", filepath.Join(s.dir, "redis.log"),
+	)
+	dieWithParent(cmd)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+			return fmt.Errorf("redis-server exited: %v: %s", err, strings.TrimSpace(string(log)))
+		default:
+		}
+		if reply, err := s.Do("PING"); err == nil && reply == "PONG" {
+			s.mu.Lock()
+			s.cmd = cmd
+			s.mu.Unlock()
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+	return errors.New("redis-server did not answer PING within 10s")
+}
+
+// Do sends one command and returns the first line of the reply without its
+// type byte (for example "PONG" or "1"), or the whole bulk string. A Redis
+// error reply becomes an error. It is for set-up and inspection, not load.
+func (s *Server) Do(args ...string) (string, error) {
+	conn, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := io.WriteString(conn, b.String()); err != nil {
+		return "", err
+	}
+	rd := bufio.NewReader(conn)
+	line, err := rd.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", errors.New("empty reply")
+	}
+	switch line[0] {
+	case '-':
+		return "", errors.New(line[1:])
+	case '$':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || n < 0 {
+			return "", err
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(rd, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
+	}
+	return line[1:], nil
+}
+
+// Restart kills the server and starts it again on the same port with an
+// empty data set, as a restart without persistence does.
+func (s *Server) Restart() error {
+	s.Kill()
+	var err error
+	for range 50 {
+		if err = s.start(); err == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("restart redis-server: %w", err)
+}
+
+// Kill stops the server with SIGKILL and waits until it no longer answers.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	for range 1000 {
+		if _, err := s.Do("PING"); err != nil {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,37 @@
+-- Acquire a lock and issue its fencing token, in one atomic step.
+--
+-- KEYS[1] lock key   KEYS[2] fence key
+-- ARGV[1] owner      ARGV[2] lock TTL (ms)   ARGV[3] fence TTL (ms): lock TTL + grace
+--
+-- Returns the fencing token, or 0 if another owner holds the lock.
+
+-- Redis < 5 refuses writes after TIME unless effects are replicated; later
+-- versions always replicate effects.
+if redis.replicate_commands then
+  redis.replicate_commands()
+end
+
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  -- Held: by us if this is a retry whose reply was lost, then take it anew.
+  if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+    return 0
+  end
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+
+-- Hybrid logical clock: greater than the last token of this key while its
+-- fence key exists, and the server time in microseconds, which has moved
+-- past every earlier token, once it is gone (eviction, restart).
+local t = redis.call('TIME')
+local token = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
+if last >= token then
+  token = last + 1
+end
+-- Lua numbers are doubles: integers are exact only below 2^53.
+if token >= 9007199254740992 then
+  return redis.error_reply('turnstile: fencing token of ' .. KEYS[1] .. ' out of range')
+end
+-- %.0f: Redis would turn a number into a string with %.14g and round it.
+redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', ARGV[3])
+return token

@@ -1,0 +1,179 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+// Backend keeps locks in Redis. It is safe for concurrent use. The zero
+// value is not usable; call New, NewGoRedis or Dial.
+type Backend struct {
+	conn      conn
+	cfg       config
+	watchers  watchers // subscriptions of Released
+	closeOnce sync.Once
+}
+
+var (
+	_ driver.Backend       = (*Backend)(nil)
+	_ driver.BatchExtender = (*Backend)(nil)
+	_ driver.Namer         = (*Backend)(nil)
+)
+
+// New returns a Backend over an existing rueidis client. The caller keeps
+// owning client; Close on the Backend leaves it open.
+func New(client rueidis.Client, opts ...Option) (*Backend, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil rueidis client", turnstile.ErrInvalidOption)
+	}
+	return newBackend(&rueidisConn{c: client}, opts)
+}
+
+// Dial connects to Redis with a rueidis client of its own, which Close
+// closes. Connecting gives up after opt.Dialer.Timeout (rueidis's default:
+// 5 s) or when ctx's deadline passes, whichever comes first.
+func Dial(ctx context.Context, opt rueidis.ClientOption, opts ...Option) (*Backend, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil context", turnstile.ErrInvalidOption)
+	}
+	cfg := defaultConfig()
+	if err := cfg.apply(opts); err != nil {
+		return nil, err // before dialling: bad options cost no connection
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if opt.Dialer.Timeout == 0 {
+			opt.Dialer.Timeout = rueidis.DefaultDialTimeout
+		}
+		opt.Dialer.Timeout = max(min(opt.Dialer.Timeout, time.Until(dl)), time.Millisecond)
+	}
+	client, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, fmt.Errorf("redis: connect to %v: %w", opt.InitAddress, err)
+	}
+	return &Backend{conn: &rueidisConn{c: client, owns: true}, cfg: cfg}, nil
+}
+
+func newBackend(c conn, opts []Option) (*Backend, error) {
+	cfg := defaultConfig()
+	if err := cfg.apply(opts); err != nil {
+		return nil, err
+	}
+	return &Backend{conn: c, cfg: cfg}, nil
+}
+
+// Name implements driver.Namer: "redis" and the server address(es).
+func (b *Backend) Name() string { return "redis " + b.conn.addr() }
+
+// Close ends the subscriptions of Released and closes the Redis client if
+// the Backend created it (Dial, or turnstile.Open).
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		b.watchers.close()
+		b.conn.close()
+	})
+	return nil
+}
+
+// Acquire implements driver.Backend.
+func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	if err := check(ctx, key); err != nil {
+		return 0, false, err
+	}
+	tok, err := b.conn.eval(ctx, acquireScript, b.lockCall(key, owner, ttl))
+	if err != nil {
+		return 0, false, err
+	}
+	if tok < 0 {
+		return 0, false, fmt.Errorf("redis: acquire script returned %d", tok)
+	}
+	return uint64(tok), tok > 0, nil
+}
+
+// Extend implements driver.Backend.
+func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	if err := check(ctx, key); err != nil {
+		return false, err
+	}
+	n, err := b.conn.eval(ctx, extendScript, b.lockCall(key, owner, ttl))
+	return n == 1, err
+}
+
+// ExtendMany implements driver.BatchExtender: every renewal goes to Redis
+// in one pipelined batch.
+func (b *Backend) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	res := make([]driver.ExtendResult, len(reqs))
+	if len(reqs) == 0 {
+		return res
+	}
+	if err := ctx.Err(); err != nil {
+		for i := range res {
+			res[i].Err = err
+		}
+		return res
+	}
+	calls := make([]call, 0, len(reqs))
+	index := make([]int, 0, len(reqs)) // calls[j] is reqs[index[j]]
+	for i, r := range reqs {
+		if r.Key == "" {
+			res[i].Err = errEmptyKey
+			continue
+		}
+		calls = append(calls, b.lockCall(r.Key, r.Owner, r.TTL))
+		index = append(index, i)
+	}
+	for j, rep := range b.conn.evalMulti(ctx, extendScript, calls) {
+		res[index[j]] = driver.ExtendResult{OK: rep.err == nil && rep.n == 1, Err: rep.err}
+	}
+	return res
+}
+
+// lockCall is the call of the acquire and extend scripts: both set the
+// lock's TTL and the fence's, which outlives it by the grace period.
+func (b *Backend) lockCall(key, owner string, ttl time.Duration) call {
+	n := b.names(key)
+	return call{
+		keys: []string{n.lock, n.fence},
+		args: []string{owner, millis(ttl), millis(ttl + b.cfg.grace)},
+	}
+}
+
+// Release implements driver.Backend.
+func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
+	if err := check(ctx, key); err != nil {
+		return false, err
+	}
+	n := b.names(key)
+	r, err := b.conn.eval(ctx, releaseScript, call{
+		keys: []string{n.lock, n.fence, n.channel},
+		args: []string{owner, millis(b.cfg.grace)},
+	})
+	return r == 1, err
+}
+
+var errEmptyKey = fmt.Errorf("%w: empty key", turnstile.ErrInvalidKey)
+
+// check refuses what would otherwise reach Redis as a malformed script
+// call. The Client validates keys already; a Backend may be used directly.
+func check(ctx context.Context, key string) error {
+	if key == "" {
+		return errEmptyKey
+	}
+	return ctx.Err()
+}
+
+// millis renders d in whole milliseconds, rounded up: a lock must not
+// expire in Redis before the holder's own deadline.
+func millis(d time.Duration) string {
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	return strconv.FormatInt(int64(max(ms, 1)), 10)
+}

@@ -1,0 +1,52 @@
+// Package redis is the Redis backend of turnstile: a lock is a Redis key
+// set with SET NX PX, owner-checked on extend and release, each operation
+// one Lua script and one round trip.
+//
+//	b, err := redis.New(rueidisClient)            // or redis.NewGoRedis(goRedisClient)
+//	c, err := turnstile.New(b)
+//
+//	c, err := turnstile.Open(ctx, "redis://127.0.0.1:6379/0")  // after importing this package
+//
+// # Keys
+//
+// For a lock key K and prefix P (WithPrefix, default none) the backend uses
+//
+//	P{K}            the lock: owner id, expires after the lease TTL
+//	P{K}:fence      the last fencing token of K, expires a grace period after the lock
+//	P{K}:released   channel on which each release is published
+//
+// The braces make K the Redis Cluster hash tag, so the three share a slot
+// and one script can touch them all. Keys may contain braces themselves
+// (lock:inventory:{w1}:{p9} is fine); a key beginning with '}' or '\' is
+// stored with a leading '\' so that its tag is never empty.
+//
+// # Fencing tokens
+//
+// A token is a hybrid logical clock per key: max(last+1, server time in
+// µs), where last is the key's previous token, kept in the fence key. The
+// fence key lives while the lock does and for a grace period after it
+// (WithFenceGrace, default 10 s), so tokens cost no memory for keys that
+// are no longer locked, however many distinct keys are used.
+//
+// Tokens of a key strictly increase as long as the Redis server's clock
+// does not step back by more than the grace period. While the fence key
+// exists, the next token is at least last+1 whatever the clock does. Once
+// it is gone — expired after the grace period, evicted, or lost in a
+// restart without persistence — the next token is the server time, which
+// is past every earlier token: each token is at most the time it was
+// issued (one key cannot be locked more than once per microsecond), and
+// the clock has moved on since. A clock that steps back, or a failover to
+// a replica whose clock lags, breaks this only if the step exceeds the
+// time since the last token was issued and the fence key is gone too.
+// Keep server clocks synchronised (NTP slews rather than steps) and the
+// grace period longer than any step you expect.
+//
+// # What a lock does not guarantee
+//
+// A single Redis server, or a primary with asynchronous replicas, can lose
+// a lock: a restart without persistence or a failover before the write was
+// replicated frees it while its holder still runs. The fencing token
+// still grows across such a loss, so storage that checks tokens refuses
+// the late writes of the old holder. Use several independent servers with
+// package redlock to make losing a lock need a majority of failures.
+package redis

@@ -1,0 +1,228 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/testserver"
+	"github.com/turnstilelock/turnstile/redis"
+)
+
+// TestKeysWithBraces: keys that contain hash tags of their own, or begin
+// with '}', are stored under the documented names, and the lock, fence and
+// channel of each share one Redis Cluster slot. (The test server is not a
+// cluster, where CLUSTER KEYSLOT is refused, so the slot is computed here
+// as the cluster specification defines it.)
+func TestKeysWithBraces(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	b := dial(t, srv)
+	ctx := ctxFor(t, time.Minute)
+	for _, k := range []string{
+		"lock:inventory:{w1}:{p9}",
+		"lock:inventory:12345",
+		"}starts-with-brace",
+		`\starts-with-backslash`,
+		"{}",
+		"{",
+		"}",
+	} {
+		for _, name := range []string{fenceKey(k), channelKey(k)} {
+			if hashSlot(name) != hashSlot(lockKey(k)) {
+				t.Errorf("key %q: %q is in slot %d, the lock %q in slot %d", k, name, hashSlot(name), lockKey(k), hashSlot(lockKey(k)))
+			}
+		}
+		tok, ok, err := b.Acquire(ctx, k, "o", time.Minute)
+		if err != nil || !ok {
+			t.Fatalf("acquire %q: ok=%v err=%v", k, ok, err)
+		}
+		if got := mustDo(t, srv, "GET", lockKey(k)); got != "o" {
+			t.Errorf("key %q: %q holds %q, want the owner", k, lockKey(k), got)
+		}
+		if got := mustDo(t, srv, "GET", fenceKey(k)); got != fmt.Sprint(tok) {
+			t.Errorf("key %q: %q holds %q, want the token %d", k, fenceKey(k), got, tok)
+		}
+		if ok, err := b.Extend(ctx, k, "o", time.Minute); !ok || err != nil {
+			t.Errorf("extend %q: ok=%v err=%v", k, ok, err)
+		}
+		if ok, err := b.Release(ctx, k, "o"); !ok || err != nil {
+			t.Errorf("release %q: ok=%v err=%v", k, ok, err)
+		}
+	}
+	// The escape keeps distinct keys distinct.
+	if lockKey("}x") == lockKey(`\}x`) || lockKey(`\x`) == lockKey("x") {
+		t.Fatal("escaped names collide")
+	}
+}
+
+// TestPrefix: WithPrefix goes in front of every name.
+func TestPrefix(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	b := dial(t, srv, redis.WithPrefix("app:"))
+	ctx := ctxFor(t, time.Minute)
+	if _, ok, err := b.Acquire(ctx, "k", "o", time.Minute); !ok || err != nil {
+		t.Fatalf("acquire: ok=%v err=%v", ok, err)
+	}
+	if got := mustDo(t, srv, "GET", "app:{k}"); got != "o" {
+		t.Fatalf("app:{k} holds %q", got)
+	}
+	if got := mustDo(t, srv, "EXISTS", "app:{k}:fence"); got != "1" {
+		t.Fatalf("app:{k}:fence missing")
+	}
+	if got := mustDo(t, srv, "EXISTS", "{k}"); got != "0" {
+		t.Fatalf("unprefixed key written")
+	}
+}
+
+// TestReleasePublishes: a release is published on the key's channel, a
+// refused release is not.
+func TestReleasePublishes(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	b := dial(t, srv)
+	sub := rueidisClient(t, srv)
+	ctx := ctxFor(t, time.Minute)
+	const k = "lock:inventory:{w1}:{p9}"
+
+	got := make(chan string, 4)
+	subscribed := make(chan struct{})
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		hooked := rueidis.WithOnSubscriptionHook(rctx, func(s rueidis.PubSubSubscription) {
+			if s.Kind == "subscribe" {
+				close(subscribed)
+			}
+		})
+		done <- sub.Receive(hooked, sub.B().Subscribe().Channel(channelKey(k)).Build(), func(m rueidis.PubSubMessage) {
+			got <- m.Channel
+		})
+	}()
+	defer func() { stop(); <-done }()
+	select {
+	case <-subscribed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no subscription confirmation")
+	}
+
+	if _, ok, err := b.Acquire(ctx, k, "o", time.Minute); !ok || err != nil {
+		t.Fatalf("acquire: ok=%v err=%v", ok, err)
+	}
+	if ok, err := b.Release(ctx, k, "someone-else"); ok || err != nil {
+		t.Fatalf("release by a non-owner: ok=%v err=%v", ok, err)
+	}
+	if ok, err := b.Release(ctx, k, "o"); !ok || err != nil {
+		t.Fatalf("release: ok=%v err=%v", ok, err)
+	}
+	select {
+	case ch := <-got:
+		if ch != channelKey(k) {
+			t.Fatalf("message on %q, want %q", ch, channelKey(k))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no message on the release channel")
+	}
+	select {
+	case <-got:
+		t.Fatal("a refused release was published too")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// TestExtendMany: one batch renews the leases still held and refuses the
+// rest, in request order, on both client libraries.
+func TestExtendMany(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	for name, b := range map[string]*redis.Backend{"rueidis": dial(t, srv), "go-redis": goRedisBackend(t, srv)} {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxFor(t, time.Minute)
+			const n = 1000
+			reqs := make([]driver.ExtendRequest, n)
+			for i := range reqs {
+				reqs[i] = driver.ExtendRequest{Key: fmt.Sprintf("%s:batch:%d", name, i), Owner: "o", TTL: time.Minute}
+				if i%3 == 0 {
+					continue // never acquired
+				}
+				if _, ok, err := b.Acquire(ctx, reqs[i].Key, "o", time.Second); !ok || err != nil {
+					t.Fatalf("acquire: ok=%v err=%v", ok, err)
+				}
+				if i%3 == 1 {
+					reqs[i].Owner = "someone-else"
+				}
+			}
+			for i, r := range b.ExtendMany(ctx, reqs) {
+				if want := i%3 == 2; r.OK != want || r.Err != nil {
+					t.Fatalf("request %d: %+v, want OK=%v", i, r, want)
+				}
+			}
+			if pttl := mustDo(t, srv, "PTTL", lockKey(reqs[2].Key)); len(pttl) < 5 {
+				t.Fatalf("renewed lock PTTL %s ms, want about a minute", pttl)
+			}
+			if got := b.ExtendMany(ctx, nil); len(got) != 0 {
+				t.Fatalf("empty batch = %v", got)
+			}
+			cctx, cancel := context.WithCancel(ctx)
+			cancel()
+			for _, r := range b.ExtendMany(cctx, reqs[:3]) {
+				if r.OK || r.Err == nil {
+					t.Fatalf("cancelled batch: %+v", r)
+				}
+			}
+		})
+	}
+}
+
+func TestName(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	want := "redis " + srv.Addr()
+	if got := dial(t, srv).Name(); got != want {
+		t.Errorf("rueidis Name() = %q, want %q", got, want)
+	}
+	if got := goRedisBackend(t, srv).Name(); got != want {
+		t.Errorf("go-redis Name() = %q, want %q", got, want)
+	}
+	if !strings.HasPrefix(want, "redis 127.0.0.1:") {
+		t.Errorf("unexpected address %q", want)
+	}
+}
+
+// hashSlot is the Redis Cluster key slot: CRC16 (XMODEM) of the hash tag,
+// or of the whole key if it has no non-empty tag, modulo 16384.
+func hashSlot(key string) uint16 {
+	if s := strings.IndexByte(key, '{'); s >= 0 {
+		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
+			key = key[s+1 : s+1+e]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
+}
+
+func TestHashSlot(t *testing.T) {
+	// Reference values from the Redis Cluster specification (CRC16 check
+	// value) and the CLUSTER KEYSLOT documentation.
+	for key, want := range map[string]uint16{
+		"123456789":     0x31C3,
+		"somekey":       11058,
+		"foo{hash_tag}": 2515,
+		"hash_tag":      2515,
+	} {
+		if got := hashSlot(key); got != want {
+			t.Errorf("hashSlot(%q) = %d, want %d", key, got, want)
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package redis_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"go.uber.org/goleak"
+
+	"github.com/turnstilelock/turnstile/internal/testserver"
+	"github.com/turnstilelock/turnstile/locktest"
+	"github.com/turnstilelock/turnstile/redis"
+)
+
+func TestMain(m *testing.M) {
+	locktest.RunChild()
+	goleak.VerifyTestMain(m,
+		// When rueidis.NewClient fails to connect (TestDialFailsInTime) it
+		// has already scheduled a cluster-topology refresh that sleeps up
+		// to a second and then ends; NewClient returns no client to close
+		// that could stop it.
+		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"),
+	)
+}
+
+// dial returns a backend with a client of its own, closed when the test
+// ends.
+func dial(t testing.TB, srv *testserver.Redis, opts ...redis.Option) *redis.Backend {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := redis.Dial(ctx, rueidis.ClientOption{InitAddress: []string{srv.Addr()}}, opts...)
+	if err != nil {
+		t.Fatalf("redis.Dial: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// rueidisClient returns a client of the test's own, closed when it ends.
+func rueidisClient(t testing.TB, srv *testserver.Redis) rueidis.Client {
+	t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
+	if err != nil {
+		t.Fatalf("rueidis.NewClient: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// lockKey is the documented Redis key of the lock on key (no prefix).
+func lockKey(key string) string {
+	if strings.HasPrefix(key, "}") || strings.HasPrefix(key, `\`) {
+		key = `\` + key
+	}
+	return "{" + key + "}"
+}
+
+func fenceKey(key string) string   { return lockKey(key) + ":fence" }
+func channelKey(key string) string { return lockKey(key) + ":released" }
+
+func ctxFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// mustDo runs a command on the test server and fails the test on error.
+func mustDo(t testing.TB, srv *testserver.Redis, args ...string) string {
+	t.Helper()
+	r, err := srv.Do(args...)
+	if err != nil {
+		t.Fatalf("%s: %v", strings.Join(args, " "), err)
+	}
+	return r
+}
+
+// goRedisBackend returns a backend over a go-redis client closed when the
+// test ends.
+func goRedisBackend(t testing.TB, srv *testserver.Redis) *redis.Backend {
+	t.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	b, err := redis.NewGoRedis(c)
+	if err != nil {
+		t.Fatalf("NewGoRedis: %v", err)
+	}
+	return b
+}

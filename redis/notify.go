@@ -1,0 +1,175 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+var _ driver.Notifier = (*Backend)(nil)
+
+// watchers shares one subscription per release channel between every
+// waiter of a Backend, so that a thousand waiters on one key cost one
+// SUBSCRIBE, and one waiter giving up does not unsubscribe the others.
+type watchers struct {
+	mu       sync.Mutex
+	byChan   map[string]*watch
+	stopping map[string]chan struct{} // channel → done of a subscription being ended
+	closed   bool
+	wg       sync.WaitGroup // subscription goroutines
+}
+
+// watch is the subscription to one channel.
+type watch struct {
+	waiters map[chan struct{}]struct{} // guarded by watchers.mu
+	ready   chan struct{}              // closed once subscribed, or failed
+	err     error                      // why it failed; set before ready is closed
+	cancel  context.CancelFunc         // ends the subscription
+	done    chan struct{}              // closed when the server no longer has it
+}
+
+// Released implements driver.Notifier. The returned channel receives a
+// value after each release of key. It is subscribed when Released
+// returns, and stays subscribed until stop is called or ctx is done. If
+// the connection breaks, the client library subscribes again when it
+// reconnects and the channel receives a value then too, because a release
+// may have been missed in the gap. Waiters on one key share one
+// subscription per Backend.
+func (b *Backend) Released(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	if err := check(ctx, key); err != nil {
+		return nil, nil, err
+	}
+	channel := b.names(key).channel
+	w := &b.watchers
+	ch := make(chan struct{}, 1)
+
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil, nil, fmt.Errorf("redis: subscribe: %w", turnstile.ErrClosed)
+	}
+	if w.byChan == nil {
+		w.byChan = make(map[string]*watch)
+		w.stopping = make(map[string]chan struct{})
+	}
+	sub := w.byChan[channel]
+	if sub == nil {
+		sub = b.startWatch(channel)
+	}
+	sub.waiters[ch] = struct{}{}
+	w.mu.Unlock()
+
+	var once sync.Once
+	stop := func() { once.Do(func() { b.unwatch(channel, sub, ch) }) }
+	select {
+	case <-sub.ready:
+		if sub.err != nil {
+			stop()
+			return nil, nil, sub.err
+		}
+	case <-ctx.Done():
+		stop()
+		return nil, nil, ctx.Err()
+	}
+	release := context.AfterFunc(ctx, stop)
+	return ch, func() { release(); stop() }, nil
+}
+
+// startWatch subscribes to channel in the background. Called with w.mu
+// held.
+func (b *Backend) startWatch(channel string) *watch {
+	w := &b.watchers
+	ctx, cancel := context.WithCancel(context.Background())
+	sub := &watch{
+		waiters: make(map[chan struct{}]struct{}),
+		ready:   make(chan struct{}),
+		cancel:  cancel,
+		done:    make(chan struct{}),
+	}
+	w.byChan[channel] = sub
+	// An UNSUBSCRIBE of the previous subscription still on its way would
+	// cancel this one's SUBSCRIBE, so wait for it first.
+	prev := w.stopping[channel]
+	var readyOnce sync.Once
+	w.wg.Go(func() {
+		defer func() {
+			w.mu.Lock()
+			if w.stopping[channel] == sub.done {
+				delete(w.stopping, channel)
+			}
+			w.mu.Unlock()
+			close(sub.done)
+		}()
+		var err error
+		if prev != nil {
+			select {
+			case <-prev:
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+		}
+		if err == nil {
+			err = b.conn.subscribe(ctx, channel,
+				func() { readyOnce.Do(func() { close(sub.ready) }) },
+				func() { b.notify(sub) },
+			)
+		}
+		w.mu.Lock()
+		if w.byChan[channel] == sub {
+			delete(w.byChan, channel)
+		}
+		w.mu.Unlock()
+		if ctx.Err() == nil {
+			// Ended, not stopped (the client was closed): wake the waiters
+			// so that they do not wait for a notice that cannot come.
+			b.notify(sub)
+		}
+		readyOnce.Do(func() {
+			sub.err = errors.Join(fmt.Errorf("redis: subscribe to %s failed", channel), err)
+			close(sub.ready)
+		})
+	})
+	return sub
+}
+
+func (b *Backend) notify(sub *watch) {
+	b.watchers.mu.Lock()
+	defer b.watchers.mu.Unlock()
+	for ch := range sub.waiters {
+		select {
+		case ch <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	}
+}
+
+// unwatch removes one waiter, and the subscription with the last one.
+func (b *Backend) unwatch(channel string, sub *watch, ch chan struct{}) {
+	w := &b.watchers
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(sub.waiters, ch)
+	if len(sub.waiters) == 0 {
+		if w.byChan[channel] == sub {
+			delete(w.byChan, channel)
+			w.stopping[channel] = sub.done
+		}
+		sub.cancel()
+	}
+}
+
+// close ends every subscription and waits until they are gone.
+func (w *watchers) close() {
+	w.mu.Lock()
+	w.closed = true
+	for _, sub := range w.byChan {
+		sub.cancel()
+	}
+	w.byChan = nil
+	w.mu.Unlock()
+	w.wg.Wait()
+}

@@ -1,0 +1,71 @@
+package redis
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/turnstilelock/turnstile"
+)
+
+// DefaultFenceGrace is how long a key's fencing state outlives its lock.
+const DefaultFenceGrace = 10 * time.Second
+
+// maxFenceGrace keeps the fence TTL (lock TTL + grace) far from overflow and
+// from keeping state for days.
+const maxFenceGrace = 24 * time.Hour
+
+type config struct {
+	prefix string
+	grace  time.Duration
+}
+
+func defaultConfig() config { return config{grace: DefaultFenceGrace} }
+
+// An Option changes a setting of a Backend.
+type Option func(*config) error
+
+// WithPrefix puts prefix in front of every Redis key and channel the
+// backend uses, so that several applications can share one Redis. Default
+// "". It must not contain '{' or '}': the backend places the lock key in a
+// hash tag of its own, and braces in the prefix would move the tag.
+func WithPrefix(prefix string) Option {
+	return func(c *config) error {
+		if strings.ContainsAny(prefix, "{}") {
+			return fmt.Errorf("%w: redis key prefix %q must not contain '{' or '}'", turnstile.ErrInvalidOption, prefix)
+		}
+		if len(prefix) > turnstile.MaxKeyLen {
+			return fmt.Errorf("%w: redis key prefix is %d bytes, longer than %d", turnstile.ErrInvalidOption, len(prefix), turnstile.MaxKeyLen)
+		}
+		c.prefix = prefix
+		return nil
+	}
+}
+
+// WithFenceGrace sets how long the last fencing token of a key is kept
+// after its lock was released or expired. Default 10 s. Within the grace
+// period a new token is derived from the stored one; after it, from the
+// server clock alone, so the grace is how far the server clock may step
+// back without tokens going backwards (see the package documentation). It
+// must lie in [1 ms, 24 h].
+func WithFenceGrace(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Millisecond || d > maxFenceGrace {
+			return fmt.Errorf("%w: fence grace %v is outside [1ms, %v]", turnstile.ErrInvalidOption, d, maxFenceGrace)
+		}
+		c.grace = d
+		return nil
+	}
+}
+
+func (c *config) apply(opts []Option) error {
+	for _, o := range opts {
+		if o == nil {
+			return fmt.Errorf("%w: nil redis option", turnstile.ErrInvalidOption)
+		}
+		if err := o(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+package redis
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// rueidisScripts are shared by every rueidis client: a Lua value only
+// holds the source and its SHA-1.
+var rueidisScripts = func() (s [numScripts]*rueidis.Lua) {
+	for i, src := range sources {
+		s[i] = rueidis.NewLuaScript(src)
+	}
+	return s
+}()
+
+// unsubscribeTimeout bounds the UNSUBSCRIBE that ends a subscription.
+const unsubscribeTimeout = 2 * time.Second
+
+// rueidisConn runs the scripts on a rueidis client. rueidis pipelines
+// concurrent commands on shared connections by itself, and its Lua helper
+// falls back from EVALSHA to EVAL when the server lost its script cache.
+type rueidisConn struct {
+	c    rueidis.Client
+	owns bool
+}
+
+func (r *rueidisConn) eval(ctx context.Context, s script, c call) (int64, error) {
+	return rueidisScripts[s].Exec(ctx, r.c, c.keys, c.args).AsInt64()
+}
+
+// evalMulti: ExecMulti first loads the script on every node (one more
+// round trip per batch), so no call of the batch meets NOSCRIPT, then
+// sends every EVALSHA in one pipeline.
+func (r *rueidisConn) evalMulti(ctx context.Context, s script, cs []call) []reply {
+	execs := make([]rueidis.LuaExec, len(cs))
+	for i, c := range cs {
+		execs[i] = rueidis.LuaExec{Keys: c.keys, Args: c.args}
+	}
+	res := rueidisScripts[s].ExecMulti(ctx, r.c, execs...)
+	out := make([]reply, len(cs))
+	for i := range out {
+		out[i].n, out[i].err = res[i].AsInt64()
+	}
+	return out
+}
+
+// subscribe shares the client's pipelined connection. rueidis subscribes
+// again after a reconnect; that confirmation counts as a message, because
+// a release may have been missed in between. Receive alone would leave the
+// server subscribed after ctx ends, hence the UNSUBSCRIBE.
+func (r *rueidisConn) subscribe(ctx context.Context, channel string, ready, message func()) error {
+	var confirmed atomic.Bool
+	ctx = rueidis.WithOnSubscriptionHook(ctx, func(s rueidis.PubSubSubscription) {
+		if s.Kind != "subscribe" || s.Channel != channel {
+			return
+		}
+		if confirmed.Swap(true) {
+			message()
+		} else {
+			ready()
+		}
+	})
+	ctx = rueidis.WithOnReceiveReturnHook(ctx, func(err error, c rueidis.CommandClient) error {
+		uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
+		defer cancel()
+		_ = c.Do(uctx, c.B().Unsubscribe().Channel(channel).Build()).Error() // a broken connection has no subscriptions left
+		return err
+	})
+	return r.c.Receive(ctx, r.c.B().Subscribe().Channel(channel).Build(), func(rueidis.PubSubMessage) { message() })
+}
+
+func (r *rueidisConn) addr() string {
+	addrs := make([]string, 0, 1)
+	for a := range r.c.Nodes() {
+		addrs = append(addrs, a)
+	}
+	slices.Sort(addrs)
+	return strings.Join(addrs, ",")
+}
+
+func (r *rueidisConn) close() {
+	if r.owns {
+		r.c.Close()
+	}
+}

@@ -1,0 +1,63 @@
+package redis
+
+import (
+	"context"
+	_ "embed" // the Lua scripts
+)
+
+// Each operation is one script, so each is one round trip and atomic on
+// the server. Both client adapters run the same sources.
+var (
+	//go:embed acquire.lua
+	acquireLua string
+	//go:embed extend.lua
+	extendLua string
+	//go:embed release.lua
+	releaseLua string
+)
+
+// script names one of the Lua scripts, as an index into an adapter's table
+// of prepared scripts.
+type script int
+
+const (
+	acquireScript script = iota
+	extendScript
+	releaseScript
+	numScripts
+)
+
+var sources = [numScripts]string{
+	acquireScript: acquireLua,
+	extendScript:  extendLua,
+	releaseScript: releaseLua,
+}
+
+// call is one execution of a script.
+type call struct {
+	keys []string
+	args []string
+}
+
+// reply is the integer a script returned, or why it did not run.
+type reply struct {
+	n   int64
+	err error
+}
+
+// conn is what the backend needs from a Redis client: run the scripts,
+// alone or many in one pipelined batch. There is one implementation per
+// client library, kept small.
+type conn interface {
+	eval(ctx context.Context, s script, c call) (int64, error)
+	evalMulti(ctx context.Context, s script, cs []call) []reply
+	// subscribe listens on channel until ctx is done or the client is
+	// closed: it calls ready once the server confirmed the subscription,
+	// and message for every message and for every confirmation after a
+	// reconnect. The server no longer has the subscription when it returns.
+	subscribe(ctx context.Context, channel string, ready, message func()) error
+	// addr describes the server(s), for Name.
+	addr() string
+	// close releases the client if the backend owns it.
+	close()
+}

@@ -1,0 +1,116 @@
+package redis
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+// DefaultDialTimeout bounds connecting when a URL sets no dial_timeout.
+const DefaultDialTimeout = 5 * time.Second
+
+func init() {
+	turnstile.Register("redis", open)
+	turnstile.Register("rediss", open)
+}
+
+// open serves turnstile.Open for
+//
+//	redis://[user:password@]host[:port][/db][?dial_timeout=5s&prefix=app:&fence_grace=10s]
+//
+// and rediss:// for TLS. The port defaults to 6379, the database to 0.
+func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
+	opt, opts, err := parseURL(u)
+	if err != nil {
+		return nil, err
+	}
+	return Dial(ctx, opt, opts...)
+}
+
+func parseURL(u *url.URL) (rueidis.ClientOption, []Option, error) {
+	var opt rueidis.ClientOption
+	bad := func(format string, a ...any) (rueidis.ClientOption, []Option, error) {
+		return opt, nil, fmt.Errorf("%w: %s", turnstile.ErrInvalidURL, fmt.Sprintf(format, a...))
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "redis" && scheme != "rediss" {
+		return bad("scheme %q is not redis or rediss", u.Scheme)
+	}
+	if u.Opaque != "" {
+		return bad("want %s://host:port, got %s:%s", scheme, scheme, u.Opaque)
+	}
+	if u.Fragment != "" {
+		return bad("unexpected fragment #%s", u.Fragment)
+	}
+
+	host, port := u.Hostname(), u.Port()
+	if host == "" {
+		host = "localhost"
+	}
+	if port == "" {
+		port = "6379"
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return bad("port %q is not a number in [1, 65535]", port)
+	}
+	opt.InitAddress = []string{net.JoinHostPort(host, port)}
+	if scheme == "rediss" {
+		opt.TLSConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	}
+	if u.User != nil {
+		opt.Username = u.User.Username()
+		opt.Password, _ = u.User.Password()
+	}
+	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
+		n, err := strconv.Atoi(db)
+		if err != nil || n < 0 {
+			return bad("database %q in the path is not a non-negative number", db)
+		}
+		opt.SelectDB = n
+	}
+	// Lock scripts never read through a client-side cache; without it the
+	// connection skips CLIENT TRACKING.
+	opt.DisableCache = true
+	opt.Dialer.Timeout = DefaultDialTimeout
+
+	var opts []Option
+	for name, vals := range u.Query() {
+		if len(vals) != 1 {
+			return bad("query parameter %q given %d times", name, len(vals))
+		}
+		v := vals[0]
+		switch name {
+		case "dial_timeout":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return bad("dial_timeout=%q is not a positive duration such as 5s", v)
+			}
+			opt.Dialer.Timeout = d
+		case "prefix":
+			opts = append(opts, WithPrefix(v))
+		case "fence_grace":
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return bad("fence_grace=%q is not a duration such as 10s", v)
+			}
+			opts = append(opts, WithFenceGrace(d))
+		default:
+			return bad("unknown query parameter %q (known: dial_timeout, prefix, fence_grace)", name)
+		}
+	}
+	// Check the options here, so a bad prefix is reported as a bad URL.
+	cfg := defaultConfig()
+	if err := cfg.apply(opts); err != nil {
+		return opt, nil, fmt.Errorf("%w: %w", turnstile.ErrInvalidURL, err)
+	}
+	return opt, opts, nil
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Installs what the tests need (Debian packages, idempotently) and runs every
+# test of every module against real servers the tests start themselves.
+#
+#   ./scripts/test.sh            everything: lint, race tests, the rest
+#   ./scripts/test.sh -run Foo   extra flags go to every `go test`
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages the tests start as real servers.
+packages=(redis-server)
+binaries=(redis-server)
+
+missing=()
+for i in "${!binaries[@]}"; do
+	command -v "${binaries[$i]}" >/dev/null 2>&1 || missing+=("${packages[$i]}")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+	echo "== installing ${missing[*]}"
+	sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo="sudo"
+	export DEBIAN_FRONTEND=noninteractive
+	$sudo apt-get update -qq
+	$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# The packages start system services; the tests run their own servers.
+	for svc in redis-server; do
+		$sudo service "$svc" stop >/dev/null 2>&1 || true
+	done
+fi
+
+modules=$(go list -m -f '{{.Dir}}')
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+echo "== go vet, staticcheck"
+staticcheck=$(command -v staticcheck || true)
+if [ -z "$staticcheck" ]; then
+	GOBIN="$(go env GOPATH)/bin" go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+	staticcheck="$(go env GOPATH)/bin/staticcheck"
+fi
+for m in $modules; do
+	(cd "$m" && go vet ./... && "$staticcheck" ./...)
+done
+
+status=0
+# Tests too slow under the race detector carry `//go:build !race` and run
+# here, without it.
+echo "== go test (tests built only without -race)"
+norace=$(grep -rl --include='*_test.go' '^//go:build !race' . | xargs -r grep -ho '^func \(Test[A-Za-z0-9_]*\)' | sed 's/^func //' | paste -sd'|' -)
+if [ -n "$norace" ]; then
+	for m in $modules; do
+		(cd "$m" && go test -count=1 -timeout 15m -run "^($norace)\$" "$@" ./...) || status=1
+	done
+fi
+echo "== go test -race"
+for m in $modules; do
+	(cd "$m" && go test -race -count=1 -timeout 15m "$@" ./...) || status=1
+done
+exit $status
