@@ -78,3 +78,14 @@ type Notifier interface {
 type Namer interface {
 	Name() string
 }
+
+// Fencer is implemented by backends that can raise the fencing token of a
+// held lock. Composite backends use it to make tokens agree across stores:
+// Redlock writes the token it returns back to a quorum of its members, so
+// that any later quorum meets at least one store that issues larger ones.
+type Fencer interface {
+	// RaiseFence makes every token issued later for key greater than
+	// token, if and only if owner holds key. It returns ok=false and a nil
+	// error when owner does not hold key; then nothing changes.
+	RaiseFence(ctx context.Context, key, owner string, token uint64) (ok bool, err error)
+}

@@ -39,7 +39,11 @@ type entry struct {
 	expires time.Time
 }
 
-var _ driver.Backend = (*Backend)(nil)
+var (
+	_ driver.Backend       = (*Backend)(nil)
+	_ driver.BatchExtender = (*Backend)(nil)
+	_ driver.Fencer        = (*Backend)(nil)
+)
 
 // New returns an empty store.
 func New() *Backend {
@@ -119,6 +123,28 @@ func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) 
 	}
 	delete(s.locks, key)
 	return now.Before(e.expires), nil
+}
+
+// RaiseFence implements driver.Fencer. Tokens come from one counter for
+// all keys, so raising it is enough.
+func (b *Backend) RaiseFence(ctx context.Context, key, owner string, token uint64) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s := b.shard(key)
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, held := s.locks[key]
+	if !held || e.owner != owner || !now.Before(e.expires) {
+		return false, nil
+	}
+	for {
+		cur := b.tokens.Load()
+		if cur >= token || b.tokens.CompareAndSwap(cur, token) {
+			return true, nil
+		}
+	}
 }
 
 // Holder describes who holds key: the owner id, the fencing token and the

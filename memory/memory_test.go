@@ -69,3 +69,22 @@ func TestCancelledContext(t *testing.T) {
 		t.Fatal("Acquire with a cancelled context succeeded")
 	}
 }
+
+func TestRaiseFence(t *testing.T) {
+	ctx := context.Background()
+	b := memory.New()
+	if _, ok, _ := b.Acquire(ctx, "k", "me", time.Minute); !ok {
+		t.Fatal("acquire")
+	}
+	if ok, err := b.RaiseFence(ctx, "k", "other", 1000); ok || err != nil {
+		t.Fatalf("RaiseFence by a non-owner = %v, %v; want false, nil", ok, err)
+	}
+	if ok, err := b.RaiseFence(ctx, "k", "me", 1000); !ok || err != nil {
+		t.Fatalf("RaiseFence = %v, %v", ok, err)
+	}
+	b.Release(ctx, "k", "me")
+	tok, ok, _ := b.Acquire(ctx, "k", "me2", time.Minute)
+	if !ok || tok <= 1000 {
+		t.Fatalf("token after RaiseFence(1000) = %d", tok)
+	}
+}
