@@ -130,7 +130,7 @@ func (c *Client) acquire(ctx context.Context, key string, opts []Option, wait bo
 	if c.closed.Load() {
 		return nil, c.wrap("acquire", key, ErrClosed)
 	}
-	owner := cfg.instanceID + "/" + rand.Text()
+	owner := newOwner(cfg)
 	var lastErr error
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -143,14 +143,17 @@ func (c *Client) acquire(ctx context.Context, key string, opts []Option, wait bo
 			l := c.newLease(ctx, key, owner, token, sent, cfg)
 			if l == nil { // born expired: the round trip ate the whole validity
 				c.releaseInBackground(key, owner, cfg.ttl)
+				owner = newOwner(cfg)
 				lastErr = fmt.Errorf("%w: acquisition took longer than the ttl %v allows", ErrNotAcquired, cfg.ttl)
 				break
 			}
 			return l, nil
 		case err != nil:
-			// The outcome is unknown: the lock may have been taken. Owners
-			// are unique per call, so an owner-checked release is safe.
+			// The outcome is unknown: the lock may have been taken. The
+			// owner-checked release runs detached, so the next attempt
+			// takes a new owner id: the release must not meet its grant.
 			c.releaseInBackground(key, owner, cfg.ttl)
+			owner = newOwner(cfg)
 			if ctx.Err() != nil {
 				return nil, c.wrap("acquire", key, errors.Join(context.Cause(ctx), err))
 			}
@@ -176,6 +179,9 @@ func (c *Client) acquire(ctx context.Context, key string, opts []Option, wait bo
 		}
 	}
 }
+
+// newOwner returns a fresh owner id: the instance id and 128 random bits.
+func newOwner(cfg *config) string { return cfg.instanceID + "/" + rand.Text() }
 
 // releaseInBackground frees a lock that an attempt may have taken without
 // the caller learning it. It runs detached so that Acquire still returns as

@@ -38,6 +38,8 @@ type flaky struct {
 	batches     atomic.Int32
 	batchSizes  sync.Map // size -> count
 	extends     atomic.Int32
+	releaseGate chan struct{} // if set, Release waits for it to close
+	releases    atomic.Int32  // completed Release calls
 }
 
 type errString string
@@ -67,6 +69,14 @@ func (f *flaky) Extend(ctx context.Context, key, owner string, ttl time.Duration
 		return false, errFlaky
 	}
 	return f.Backend.Extend(ctx, key, owner, ttl)
+}
+
+func (f *flaky) Release(ctx context.Context, key, owner string) (bool, error) {
+	if f.releaseGate != nil {
+		<-f.releaseGate
+	}
+	defer f.releases.Add(1)
+	return f.Backend.Release(ctx, key, owner)
 }
 
 func (f *flaky) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {

@@ -206,3 +206,36 @@ func TestExtendChangesRenewal(t *testing.T) {
 	}
 	_ = l.Release(ctx)
 }
+
+// TestRetryAfterLostReplyIsNotReleasedBehindItsBack: after a failed
+// attempt the client releases that attempt's owner in the background; a
+// later attempt that succeeds must not be freed by that release.
+func TestRetryAfterLostReplyIsNotReleasedBehindItsBack(t *testing.T) {
+	ctx := context.Background()
+	f := newFlaky()
+	var calls atomic.Int32
+	gate := make(chan struct{})
+	f.releaseGate = gate // the background release arrives late, after the second attempt
+	f.acquireErr = func() error {
+		switch calls.Add(1) {
+		case 1:
+			return errFlaky // first attempt: the lock was taken but the reply lost
+		case 2:
+			close(gate)
+		}
+		return nil
+	}
+	c := newClient(t, f, turnstile.WithBackoff(turnstile.Exponential{Base: time.Millisecond, Cap: 5 * time.Millisecond, MaxRetries: 50}))
+	l, err := c.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f.releases.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	owner, _, _, held := f.Holder("k")
+	if !held || owner != l.Owner() {
+		t.Fatalf("after the retry the store holds %q (held %v), want the lease's owner %q", owner, held, l.Owner())
+	}
+	_ = l.Release(ctx)
+}

@@ -145,8 +145,9 @@ func testExpiryWithoutWatchdog(t *testing.T, h *Harness) {
 	ttl := 2 * h.ttl()
 	k := key(t)
 	ctx := ctxFor(t, time.Minute)
+	c := h.client(t)
 	start := time.Now()
-	l, err := h.client(t).TryAcquire(ctx, k, turnstile.WithTTL(ttl), turnstile.WithoutWatchdog())
+	l, err := c.TryAcquire(ctx, k, turnstile.WithTTL(ttl), turnstile.WithoutWatchdog())
 	if err != nil {
 		t.Fatal(err)
 	}
