@@ -1,14 +1,37 @@
 -- Acquire a lock and issue its fencing token, in one atomic step.
 --
--- KEYS[1] lock key   KEYS[2] fence key
+-- KEYS[1] lock key   KEYS[2] fence key   KEYS[3] start marker (only with a quarantine)
 -- ARGV[1] owner      ARGV[2] lock TTL (ms)   ARGV[3] fence TTL (ms): lock TTL + grace
+-- ARGV[4] restart quarantine (ms), given with KEYS[3]
 --
--- Returns the fencing token, or 0 if another owner holds the lock.
+-- Returns the fencing token; 0 if another owner holds the lock; -n if the
+-- server process started less than the quarantine ago and refuses every
+-- lock for n ms more.
 
 -- Redis < 5 refuses writes after TIME unless effects are replicated; later
 -- versions always replicate effects.
 if redis.replicate_commands then
   redis.replicate_commands()
+end
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+
+if KEYS[3] then
+  -- The marker holds the time (µs) this server process started. A restart
+  -- without persistence loses it with the locks; the first acquisition
+  -- after that reads the start time from INFO (once per marker, not per
+  -- call: INFO is slow) and writes it back.
+  local started = tonumber(redis.call('GET', KEYS[3]) or '')
+  if not started or started > now then -- missing, garbled, or the clock stepped back
+    local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)') or '')
+    started = now - (up or 0) * 1000000
+    redis.call('SET', KEYS[3], string.format('%.0f', started))
+  end
+  local left = started + tonumber(ARGV[4]) * 1000 - now
+  if left > 0 then
+    return -math.ceil(left / 1000)
+  end
 end
 
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -22,8 +45,7 @@ end
 -- Hybrid logical clock: greater than the last token of this key while its
 -- fence key exists, and the server time in microseconds, which has moved
 -- past every earlier token, once it is gone (eviction, restart).
-local t = redis.call('TIME')
-local token = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local token = now
 local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
 if last >= token then
   token = last + 1

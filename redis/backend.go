@@ -25,6 +25,7 @@ var (
 	_ driver.Backend       = (*Backend)(nil)
 	_ driver.BatchExtender = (*Backend)(nil)
 	_ driver.Namer         = (*Backend)(nil)
+	_ driver.Fencer        = (*Backend)(nil)
 )
 
 // New returns a Backend over an existing rueidis client. The caller keeps
@@ -58,6 +59,9 @@ func Dial(ctx context.Context, opt rueidis.ClientOption, opts ...Option) (*Backe
 	}
 	client, err := rueidis.NewClient(opt)
 	if err != nil {
+		if client != nil { // ForceSingleClient returns a client even when dialling failed
+			client.Close()
+		}
 		return nil, fmt.Errorf("redis: connect to %v: %w", opt.InitAddress, err)
 	}
 	return &Backend{conn: &rueidisConn{c: client, owns: true}, cfg: cfg}, nil
@@ -89,11 +93,19 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 	if err := check(ctx, key); err != nil {
 		return 0, false, err
 	}
-	tok, err := b.conn.eval(ctx, acquireScript, b.lockCall(key, owner, ttl))
+	c := b.lockCall(key, owner, ttl)
+	if b.cfg.quarantine > 0 {
+		c.keys = append(c.keys, b.marker(c.keys[0]))
+		c.args = append(c.args, millis(b.cfg.quarantine))
+	}
+	tok, err := b.conn.eval(ctx, acquireScript, c)
 	if err != nil {
 		return 0, false, err
 	}
 	if tok < 0 {
+		if b.cfg.quarantine > 0 {
+			return 0, false, &QuarantineError{Server: b.Name(), Left: time.Duration(-tok) * time.Millisecond}
+		}
 		return 0, false, fmt.Errorf("redis: acquire script returned %d", tok)
 	}
 	return uint64(tok), tok > 0, nil
@@ -154,8 +166,8 @@ func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) 
 	}
 	n := b.names(key)
 	r, err := b.conn.eval(ctx, releaseScript, call{
-		keys: []string{n.lock, n.fence, n.channel},
-		args: []string{owner, millis(b.cfg.grace)},
+		keys: []string{n.lock, n.fence},
+		args: []string{owner, millis(b.cfg.grace), n.channel},
 	})
 	return r == 1, err
 }

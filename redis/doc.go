@@ -6,6 +6,10 @@
 //	c, err := turnstile.New(b)
 //
 //	c, err := turnstile.Open(ctx, "redis://127.0.0.1:6379/0")  // after importing this package
+//	c, err := turnstile.Open(ctx, "redis://h1:7000,h2:7000,h3:7000")  // a Redis Cluster
+//
+// Several hosts in one URL are one Redis Cluster (the list need not be
+// complete), not independent servers: for those, use package redlock.
 //
 // # Keys
 //
@@ -13,7 +17,10 @@
 //
 //	P{K}            the lock: owner id, expires after the lease TTL
 //	P{K}:fence      the last fencing token of K, expires a grace period after the lock
-//	P{K}:released   channel on which each release is published
+//	P{K}:released   channel on which each release is published (a shard
+//	                channel, SPUBLISH, on Redis 7.0 and later)
+//	P{T}:started    with WithRestartQuarantine only: when the server process
+//	                started, one key per hash tag T
 //
 // The braces make K the Redis Cluster hash tag, so the three share a slot
 // and one script can touch them all. Keys may contain braces themselves
@@ -40,6 +47,17 @@
 // time since the last token was issued and the fence key is gone too.
 // Keep server clocks synchronised (NTP slews rather than steps) and the
 // grace period longer than any step you expect.
+//
+// # Restarted servers
+//
+// A server that restarts without its data forgets the locks it held. With
+// WithRestartQuarantine(d) the acquire script notices that the hash slot's
+// P{T}:started marker is gone and refuses to grant any lock in that slot
+// until d has passed since the server started (ErrQuarantined): holders
+// that lost their lock to the restart learn it at their next renewal, and
+// their leases end before anyone else can be granted the key. d must be at
+// least the longest TTL any client uses. Off by default on a single node;
+// package redlock turns it on for its nodes.
 //
 // # What a lock does not guarantee
 //

@@ -2,8 +2,10 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/turnstilelock/turnstile"
@@ -96,10 +98,50 @@ func anys(ss []string) []any {
 }
 
 // subscribe uses a connection of its own, as go-redis does for every
-// PubSub. go-redis subscribes again after a reconnect; that confirmation
-// counts as a message, because a release may have been missed in between.
+// PubSub; a ClusterClient opens it to the node that owns the channel's
+// slot. A server older than Redis 7.0 refuses SSUBSCRIBE as an unknown
+// command, and its release script publishes with PUBLISH, so Released
+// then falls back to SUBSCRIBE.
 func (g *goredisConn) subscribe(ctx context.Context, channel string, ready, message func()) error {
-	ps := g.c.Subscribe(ctx, channel)
+	for attempt := 0; ; attempt++ {
+		err := g.receive(ctx, g.c.SSubscribe(ctx, channel), "sunsubscribe", ready, message)
+		var re goredis.Error
+		if !errors.As(err, &re) {
+			return err
+		}
+		if unknownCommand(re.Error()) {
+			return g.receive(ctx, g.c.Subscribe(ctx, channel), "unsubscribe", ready, message)
+		}
+		// A ClusterClient whose slot map is out of date (the slot moved)
+		// subscribes on the old owner and is redirected; unlike commands,
+		// go-redis does not follow that by itself.
+		cc, ok := g.c.(*goredis.ClusterClient)
+		if !ok || attempt == maxRedirects || !(strings.HasPrefix(re.Error(), "MOVED ") || strings.HasPrefix(re.Error(), "ASK ")) {
+			return err
+		}
+		cc.ReloadState(ctx)
+		select {
+		case <-time.After(redirectBackoff << attempt):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// A ClusterClient reloads its slot map in the background: the subscription
+// is tried again after 10, 20, 40, 80 and 160 ms.
+const (
+	maxRedirects    = 5
+	redirectBackoff = 10 * time.Millisecond
+)
+
+// receive runs one subscription until ctx ends, the client is closed, or
+// the server ends it (as a cluster node does for a shard channel whose
+// slot moved away: go-redis would not follow the slot, so the
+// subscription ends and the next Released opens a new one). go-redis
+// subscribes again after a reconnect; that confirmation counts as a
+// message, because a release may have been missed in between.
+func (g *goredisConn) receive(ctx context.Context, ps *goredis.PubSub, unsubKind string, ready, message func()) error {
 	defer ps.Close()
 	// Closing unblocks Receive when ctx ends.
 	defer context.AfterFunc(ctx, func() { _ = ps.Close() })()
@@ -107,7 +149,10 @@ func (g *goredisConn) subscribe(ctx context.Context, channel string, ready, mess
 		return err
 	}
 	ready()
-	for range ps.ChannelWithSubscriptions() { // until Close
+	for m := range ps.ChannelWithSubscriptions() { // until Close
+		if s, ok := m.(*goredis.Subscription); ok && s.Kind == unsubKind {
+			return nil
+		}
 		message()
 	}
 	return ctx.Err()

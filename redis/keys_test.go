@@ -79,8 +79,8 @@ func TestPrefix(t *testing.T) {
 	}
 }
 
-// TestReleasePublishes: a release is published on the key's channel, a
-// refused release is not.
+// TestReleasePublishes: a release is published on the key's shard channel
+// (Redis 7.0 and later), a refused release is not.
 func TestReleasePublishes(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	b := dial(t, srv)
@@ -94,11 +94,11 @@ func TestReleasePublishes(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		hooked := rueidis.WithOnSubscriptionHook(rctx, func(s rueidis.PubSubSubscription) {
-			if s.Kind == "subscribe" {
+			if s.Kind == "ssubscribe" {
 				close(subscribed)
 			}
 		})
-		done <- sub.Receive(hooked, sub.B().Subscribe().Channel(channelKey(k)).Build(), func(m rueidis.PubSubMessage) {
+		done <- sub.Receive(hooked, sub.B().Ssubscribe().Channel(channelKey(k)).Build(), func(m rueidis.PubSubMessage) {
 			got <- m.Channel
 		})
 	}()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/turnstilelock/turnstile"
@@ -14,7 +15,7 @@ var _ driver.Notifier = (*Backend)(nil)
 
 // watchers shares one subscription per release channel between every
 // waiter of a Backend, so that a thousand waiters on one key cost one
-// SUBSCRIBE, and one waiter giving up does not unsubscribe the others.
+// SSUBSCRIBE, and one waiter giving up does not unsubscribe the others.
 type watchers struct {
 	mu       sync.Mutex
 	byChan   map[string]*watch
@@ -39,6 +40,13 @@ type watch struct {
 // reconnects and the channel receives a value then too, because a release
 // may have been missed in the gap. Waiters on one key share one
 // subscription per Backend.
+//
+// Notices use sharded pub/sub (SPUBLISH, SSUBSCRIBE) on Redis 7.0 and
+// later: on a cluster a notice then travels only to the node that owns the
+// key's slot, instead of being broadcast to every node. When that slot
+// moves to another node, the node ends the subscription; the waiters are
+// woken, and the next Released subscribes on the new owner. Older servers
+// use PUBLISH and SUBSCRIBE.
 func (b *Backend) Released(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if err := check(ctx, key); err != nil {
 		return nil, nil, err
@@ -91,8 +99,8 @@ func (b *Backend) startWatch(channel string) *watch {
 		done:    make(chan struct{}),
 	}
 	w.byChan[channel] = sub
-	// An UNSUBSCRIBE of the previous subscription still on its way would
-	// cancel this one's SUBSCRIBE, so wait for it first.
+	// The unsubscribe of the previous subscription, still on its way,
+	// would cancel this one's subscribe, so wait for it first.
 	prev := w.stopping[channel]
 	var readyOnce sync.Once
 	w.wg.Go(func() {
@@ -172,4 +180,14 @@ func (w *watchers) close() {
 	w.byChan = nil
 	w.mu.Unlock()
 	w.wg.Wait()
+}
+
+// unknownCommand reports whether a server error says the command does not
+// exist, as Redis before 7.0 says of SSUBSCRIBE. Any other refusal (ACL,
+// cluster redirection) is no reason to fall back to plain pub/sub, which
+// the release script would not publish on. rueidis strips the "ERR "
+// that go-redis keeps.
+func unknownCommand(msg string) bool {
+	msg = strings.ToLower(msg)
+	return strings.HasPrefix(strings.TrimPrefix(msg, "err "), "unknown command")
 }

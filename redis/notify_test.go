@@ -24,9 +24,9 @@ func TestReleased(t *testing.T) {
 			ctx := ctxFor(t, time.Minute)
 			k := "notify:" + name
 			numsub := func() int {
-				// PUBSUB NUMSUB answers an array; count the subscriptions
-				// with a script instead of parsing it.
-				n, err := strconv.Atoi(mustDo(t, srv, "EVAL", "return redis.call('PUBSUB', 'NUMSUB', KEYS[1])[2]", "1", channelKey(k)))
+				// PUBSUB SHARDNUMSUB answers an array; count the
+				// subscriptions with a script instead of parsing it.
+				n, err := strconv.Atoi(mustDo(t, srv, "EVAL", "return redis.call('PUBSUB', 'SHARDNUMSUB', KEYS[1])[2]", "1", channelKey(k)))
 				if err != nil {
 					t.Fatal(err)
 				}

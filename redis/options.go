@@ -15,9 +15,14 @@ const DefaultFenceGrace = 10 * time.Second
 // from keeping state for days.
 const maxFenceGrace = 24 * time.Hour
 
+// maxQuarantine bounds the restart quarantine: a day of refusing locks
+// after every restart is already far more than any lease needs.
+const maxQuarantine = 24 * time.Hour
+
 type config struct {
-	prefix string
-	grace  time.Duration
+	prefix     string
+	grace      time.Duration
+	quarantine time.Duration // 0: off
 }
 
 func defaultConfig() config { return config{grace: DefaultFenceGrace} }
@@ -56,6 +61,37 @@ func WithFenceGrace(d time.Duration) Option {
 		c.grace = d
 		return nil
 	}
+}
+
+// WithRestartQuarantine makes the server refuse every lock for d after its
+// process started, so that a server that restarted without its data cannot
+// grant a lock that another holder still holds in its lost data set
+// ("delayed restart"). d must be at least the largest TTL any client of
+// this server uses, and lie in [0, 24 h]. Default 0: off, because on a
+// lone server it turns every start and restart into an outage of d;
+// without it a holder whose lock was lost learns at its next renewal (at
+// most TTL/3 later), another holder may enter meanwhile, and the fencing
+// tokens still increase. Turn it on where a second holder is worse than
+// the outage, and for members of a Redlock, where the other servers keep
+// serving (package redlock does so by default). While the server refuses,
+// Acquire returns an error matching ErrQuarantined.
+func WithRestartQuarantine(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 || d > maxQuarantine {
+			return fmt.Errorf("%w: restart quarantine %v is outside [0, %v]", turnstile.ErrInvalidOption, d, maxQuarantine)
+		}
+		c.quarantine = d
+		return nil
+	}
+}
+
+// CheckOptions reports the first option that New, NewGoRedis or Dial
+// would refuse, without a client: for callers that build backends later
+// and want bad settings reported first (package redlock checks its URL
+// this way before it dials anything).
+func CheckOptions(opts ...Option) error {
+	cfg := defaultConfig()
+	return cfg.apply(opts)
 }
 
 func (c *config) apply(opts []Option) error {

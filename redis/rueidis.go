@@ -50,14 +50,37 @@ func (r *rueidisConn) evalMulti(ctx context.Context, s script, cs []call) []repl
 	return out
 }
 
-// subscribe shares the client's pipelined connection. rueidis subscribes
-// again after a reconnect; that confirmation counts as a message, because
-// a release may have been missed in between. Receive alone would leave the
-// server subscribed after ctx ends, hence the UNSUBSCRIBE.
+// subscribe shares the client's pipelined connection. On a cluster,
+// rueidis sends SSUBSCRIBE to the node that owns the channel's slot, and
+// after a connection failure (a failover) subscribes again on whichever
+// node owns it then. A server older than Redis 7.0 refuses SSUBSCRIBE as
+// an unknown command, and its release script publishes with PUBLISH, so
+// Released then falls back to SUBSCRIBE.
 func (r *rueidisConn) subscribe(ctx context.Context, channel string, ready, message func()) error {
+	err := r.receive(ctx, channel, true, ready, message)
+	if re, ok := rueidis.IsRedisErr(err); ok && unknownCommand(re.Error()) {
+		err = r.receive(ctx, channel, false, ready, message)
+	}
+	return err
+}
+
+// receive runs one subscription until ctx ends, the client is closed, or
+// the server ends it (as a cluster node does for a shard channel whose
+// slot moved away). rueidis subscribes again after a reconnect; that
+// confirmation counts as a message, because a release may have been
+// missed in between. Receive alone would leave the server subscribed
+// after ctx ends, hence the unsubscribe in the return hook.
+func (r *rueidisConn) receive(ctx context.Context, channel string, sharded bool, ready, message func()) error {
+	var kind string
+	var sub rueidis.Completed
+	if sharded {
+		kind, sub = "ssubscribe", r.c.B().Ssubscribe().Channel(channel).Build()
+	} else {
+		kind, sub = "subscribe", r.c.B().Subscribe().Channel(channel).Build()
+	}
 	var confirmed atomic.Bool
 	ctx = rueidis.WithOnSubscriptionHook(ctx, func(s rueidis.PubSubSubscription) {
-		if s.Kind != "subscribe" || s.Channel != channel {
+		if s.Kind != kind || s.Channel != channel {
 			return
 		}
 		if confirmed.Swap(true) {
@@ -66,13 +89,24 @@ func (r *rueidisConn) subscribe(ctx context.Context, channel string, ready, mess
 			ready()
 		}
 	})
+	// rueidis calls the hook once per attempt, and recycles a command once
+	// sent: build the unsubscribe anew each time.
 	ctx = rueidis.WithOnReceiveReturnHook(ctx, func(err error, c rueidis.CommandClient) error {
+		if _, refused := rueidis.IsRedisErr(err); refused {
+			return err // the server holds no subscription
+		}
+		var unsub rueidis.Completed
+		if sharded {
+			unsub = c.B().Sunsubscribe().Channel(channel).Build()
+		} else {
+			unsub = c.B().Unsubscribe().Channel(channel).Build()
+		}
 		uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
 		defer cancel()
-		_ = c.Do(uctx, c.B().Unsubscribe().Channel(channel).Build()).Error() // a broken connection has no subscriptions left
+		_ = c.Do(uctx, unsub).Error() // a broken connection has no subscriptions left
 		return err
 	})
-	return r.c.Receive(ctx, r.c.B().Subscribe().Channel(channel).Build(), func(rueidis.PubSubMessage) { message() })
+	return r.c.Receive(ctx, sub, func(rueidis.PubSubMessage) { message() })
 }
 
 func (r *rueidisConn) addr() string {

@@ -14,6 +14,8 @@ var (
 	extendLua string
 	//go:embed release.lua
 	releaseLua string
+	//go:embed raise.lua
+	raiseLua string
 )
 
 // script names one of the Lua scripts, as an index into an adapter's table
@@ -24,6 +26,7 @@ const (
 	acquireScript script = iota
 	extendScript
 	releaseScript
+	raiseScript
 	numScripts
 )
 
@@ -31,6 +34,7 @@ var sources = [numScripts]string{
 	acquireScript: acquireLua,
 	extendScript:  extendLua,
 	releaseScript: releaseLua,
+	raiseScript:   raiseLua,
 }
 
 // call is one execution of a script.

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -26,8 +27,16 @@ func init() {
 // open serves turnstile.Open for
 //
 //	redis://[user:password@]host[:port][/db][?dial_timeout=5s&prefix=app:&fence_grace=10s]
+//	redis://[user:password@]host1:port1,host2:port2,...[?...]
 //
 // and rediss:// for TLS. The port defaults to 6379, the database to 0.
+// Several hosts name nodes of one Redis Cluster: the client learns the
+// whole cluster from whichever of them answers first, so the list need
+// not be complete, and a cluster has database 0 only. A single host may
+// be a cluster node too; the client notices and follows the cluster.
+// Independent servers are no cluster: lock on them with package redlock.
+// In a list, name IPv6 nodes by host name: net/url refuses bracketed
+// IPv6 literals anywhere but alone.
 func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
 	opt, opts, err := parseURL(u)
 	if err != nil {
@@ -52,19 +61,16 @@ func parseURL(u *url.URL) (rueidis.ClientOption, []Option, error) {
 		return bad("unexpected fragment #%s", u.Fragment)
 	}
 
-	host, port := u.Hostname(), u.Port()
-	if host == "" {
-		host = "localhost"
+	addrs, err := parseHosts(u.Host)
+	if err != nil {
+		return opt, nil, err
 	}
-	if port == "" {
-		port = "6379"
-	}
-	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-		return bad("port %q is not a number in [1, 65535]", port)
-	}
-	opt.InitAddress = []string{net.JoinHostPort(host, port)}
+	opt.InitAddress = addrs
 	if scheme == "rediss" {
-		opt.TLSConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+		opt.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		if len(addrs) == 1 {
+			opt.TLSConfig.ServerName, _, _ = net.SplitHostPort(addrs[0])
+		} // else crypto/tls checks each node's certificate against the address dialled
 	}
 	if u.User != nil {
 		opt.Username = u.User.Username()
@@ -74,6 +80,9 @@ func parseURL(u *url.URL) (rueidis.ClientOption, []Option, error) {
 		n, err := strconv.Atoi(db)
 		if err != nil || n < 0 {
 			return bad("database %q in the path is not a non-negative number", db)
+		}
+		if n != 0 && len(addrs) > 1 {
+			return bad("database %d: Redis Cluster has database 0 only", n)
 		}
 		opt.SelectDB = n
 	}
@@ -113,4 +122,37 @@ func parseURL(u *url.URL) (rueidis.ClientOption, []Option, error) {
 		return opt, nil, fmt.Errorf("%w: %w", turnstile.ErrInvalidURL, err)
 	}
 	return opt, opts, nil
+}
+
+// parseHosts splits the host part of a URL, host[:port][,host[:port]...],
+// into addresses. An empty host means localhost, as for a single host.
+func parseHosts(hosts string) ([]string, error) {
+	bad := func(format string, a ...any) ([]string, error) {
+		return nil, fmt.Errorf("%w: %s", turnstile.ErrInvalidURL, fmt.Sprintf(format, a...))
+	}
+	entries := strings.Split(hosts, ",")
+	addrs := make([]string, 0, len(entries))
+	for i, e := range entries {
+		if e == "" && len(entries) > 1 {
+			return bad("host %d of %q is empty", i+1, hosts)
+		}
+		// url.URL splits host and port as for a URL of one host, brackets
+		// of IPv6 literals included.
+		h := &url.URL{Host: e}
+		host, port := h.Hostname(), h.Port()
+		if host == "" {
+			host = "localhost"
+		}
+		if port == "" {
+			port = "6379"
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return bad("port %q is not a number in [1, 65535]", port)
+		}
+		if _, err := netip.ParseAddr(host); strings.Contains(host, ":") && err != nil {
+			return bad("host %q: want host:port, or [address]:port for IPv6", e)
+		}
+		addrs = append(addrs, net.JoinHostPort(host, port))
+	}
+	return addrs, nil
 }

@@ -26,9 +26,10 @@ var ErrNotInstalled = errors.New("redis-server not found on PATH; install it wit
 
 // Server is a running redis-server process.
 type Server struct {
-	bin  string
-	dir  string
-	port int
+	bin   string
+	dir   string
+	port  int
+	extra []string // more redis-server arguments, e.g. cluster mode
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -77,6 +78,7 @@ func (s *Server) start() error {
 		"--loglevel", "warning",
 		"--logfile", filepath.Join(s.dir, "redis.log"),
 	)
+	cmd.Args = append(cmd.Args, s.extra...)
 	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return err
