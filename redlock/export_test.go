@@ -1,0 +1,12 @@
+package redlock
+
+import "time"
+
+// Validity exposes the SPEC S-4.2 formula to the external tests.
+func Validity(ttl, elapsed time.Duration) time.Duration { return validity(ttl, elapsed) }
+
+// NodeTimeout exposes the per-call node timeout for a lease of ttl.
+func (b *Backend) NodeTimeout(ttl time.Duration) time.Duration { return b.cfg.timeout(ttl) }
+
+// SetClock replaces the clock a Backend measures validity with.
+func (b *Backend) SetClock(now func() time.Time) { b.now = now }

@@ -1,0 +1,174 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/redis"
+)
+
+// The deployment phases of SPEC S-11, each as the configuration the docs
+// give, against real servers: take a lock, hold it (past its TTL where
+// the watchdog renews it), keep everyone else out meanwhile, release it.
+
+// TestPhase1SingleNodeFixedTTL: one Redis, SET NX, a fixed TTL and no
+// watchdog. The lease ends by itself after its TTL.
+func TestPhase1SingleNodeFixedTTL(t *testing.T) {
+	const ttl = 500 * time.Millisecond
+	srv := startNodes(t, 1)[0]
+	ctx := ctxFor(t, time.Minute)
+	open := func() *turnstile.Client {
+		c, err := turnstile.Open(ctx, srv.URL(), turnstile.WithTTL(ttl), turnstile.WithoutWatchdog())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	holder, other := open(), open()
+
+	l := holdAndCheck(t, holder, other, "phase1", ttl/2)
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	mustTake(t, other, "phase1")
+
+	// A fixed TTL: without renewals the lease ends after it.
+	l, err := holder.TryAcquire(ctx, "phase1:expires")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Context().Done():
+		if !errors.Is(context.Cause(l.Context()), turnstile.ErrLockLost) {
+			t.Fatalf("cause %v, want ErrLockLost", context.Cause(l.Context()))
+		}
+	case <-time.After(2 * ttl):
+		t.Fatal("a lease without watchdog outlived its TTL")
+	}
+	// The holder stops trusting its lease a drift allowance before the
+	// server frees the lock.
+	waitFor(t, ttl, "the server frees the expired lock", func() bool {
+		l, err := other.TryAcquire(ctx, "phase1:expires")
+		if err == nil {
+			_ = l.Release(ctx)
+		}
+		return err == nil
+	})
+}
+
+// TestPhase2ThreeNodeRedlockWatchdog: a Redlock of 3 servers, renewed by
+// the watchdog, held for 4 TTLs.
+func TestPhase2ThreeNodeRedlockWatchdog(t *testing.T) {
+	const ttl = 500 * time.Millisecond
+	srvs := startNodes(t, 3)
+	ctx := ctxFor(t, time.Minute)
+	url := redlockURL(srvs, "quarantine=500ms&fencing=off")
+	holder, other := openClient(t, url, ttl), openClient(t, url, ttl)
+	waitQuarantine(t, holder, "phase2")
+
+	l := holdAndCheck(t, holder, other, "phase2", 4*ttl)
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("release after 4 TTLs: %v", err)
+	}
+	mustTake(t, other, "phase2")
+}
+
+// TestPhase3FiveNodeRedlockFencing: a Redlock of 5 servers with fencing
+// (the default) and release notices: held past its TTL, released, the
+// waiter is told at once, and the next holder's token is larger.
+func TestPhase3FiveNodeRedlockFencing(t *testing.T) {
+	const ttl = 500 * time.Millisecond
+	srvs := startNodes(t, 5)
+	ctx := ctxFor(t, time.Minute)
+	url := redlockURL(srvs, "quarantine=500ms")
+	holder, other := openClient(t, url, ttl), openClient(t, url, ttl)
+	waitQuarantine(t, holder, "phase3")
+
+	l := holdAndCheck(t, holder, other, "phase3", 3*ttl)
+	notices, stop, err := other.Backend().(driver.Notifier).Released(ctx, "phase3")
+	if err != nil {
+		t.Fatalf("subscribe to releases: %v", err)
+	}
+	defer stop()
+	released := time.Now()
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	select {
+	case <-notices:
+		t.Logf("release notice after %v", time.Since(released))
+	case <-time.After(2 * time.Second):
+		t.Fatal("no release notice")
+	}
+	next := mustTake(t, other, "phase3")
+	if next.Token() <= l.Token() {
+		t.Fatalf("next holder's token %d is not greater than %d", next.Token(), l.Token())
+	}
+}
+
+func openClient(t *testing.T, url string, ttl time.Duration) *turnstile.Client {
+	t.Helper()
+	c, err := turnstile.Open(ctxFor(t, 10*time.Second), url, turnstile.WithTTL(ttl))
+	if err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// waitQuarantine waits until servers started by the test grant key. The
+// start markers are per hash slot, and the start time they hold is read
+// in whole seconds, so another slot may be refused up to a second longer.
+func waitQuarantine(t *testing.T, c *turnstile.Client, key string) {
+	t.Helper()
+	ctx := ctxFor(t, 30*time.Second)
+	waitFor(t, 10*time.Second, "the fresh servers' quarantine ends", func() bool {
+		l, err := c.TryAcquire(ctx, key)
+		if err == nil {
+			_ = l.Release(ctx)
+			return true
+		}
+		if !errors.Is(err, redis.ErrQuarantined) {
+			t.Fatalf("warm-up: %v", err)
+		}
+		return false
+	})
+}
+
+// holdAndCheck takes key with holder and holds it for d, checking that
+// the lease stays valid and other cannot take the key meanwhile.
+func holdAndCheck(t *testing.T, holder, other *turnstile.Client, key string, d time.Duration) *turnstile.Lease {
+	t.Helper()
+	ctx := ctxFor(t, time.Minute)
+	l, err := holder.TryAcquire(ctx, key)
+	if err != nil {
+		t.Fatalf("acquire %s: %v", key, err)
+	}
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if l.Context().Err() != nil {
+			t.Fatalf("lease ended while held: %v", context.Cause(l.Context()))
+		}
+		if _, err := other.TryAcquire(ctx, key); !errors.Is(err, turnstile.ErrNotAcquired) {
+			t.Fatalf("another client got a held lock: %v", err)
+		}
+	}
+	return l
+}
+
+// mustTake takes key with c on the first try and releases it when the
+// test ends.
+func mustTake(t *testing.T, c *turnstile.Client, key string) *turnstile.Lease {
+	t.Helper()
+	ctx := ctxFor(t, 10*time.Second)
+	l, err := c.TryAcquire(ctx, key)
+	if err != nil {
+		t.Fatalf("take %s: %v", key, err)
+	}
+	t.Cleanup(func() { _ = l.Release(context.Background()) })
+	return l
+}

@@ -1,0 +1,52 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/turnstilelock/turnstile"
+)
+
+// Release implements driver.Backend. It goes to every node, including
+// those that did not grant the lock (a grant may have landed after its
+// node timed out), waits for all of them up to the node timeout, and
+// returns true when a quorum released it, false when so many nodes did
+// not hold it that no quorum could have, and a *QuorumError when too many
+// nodes failed to tell.
+func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
+	if err := b.check(ctx, 0); err != nil {
+		return false, err
+	}
+	late := b.pending.lookup(key, owner) // an acquisition still answering
+	r := b.start(ctx, "release", b.cfg.nodeTimeout, b.all, func(ctx context.Context, n *node) answer {
+		return b.releaseAfter(ctx, late, n.index, key, owner)
+	})
+	// Every node's answer is awaited (up to the node timeout): once Release
+	// returns, every node that answers is free for the next owner, which
+	// early return would leave to chance when a minority lags.
+	r.wait(b, 0, time.Now().Add(b.cfg.nodeTimeout))
+	return r.verdict(b)
+}
+
+// RaiseFence implements driver.Fencer, so that a Redlock can itself be a
+// member of a Redlock: it raises the fence on every node and succeeds when
+// a quorum of them holds the lock for owner; every later acquisition's
+// quorum then meets one of them. It fails if a node cannot raise tokens
+// (possible only with WithoutFencing).
+func (b *Backend) RaiseFence(ctx context.Context, key, owner string, token uint64) (bool, error) {
+	if err := b.check(ctx, 0); err != nil {
+		return false, err
+	}
+	for _, n := range b.nodes {
+		if n.fencer == nil {
+			return false, fmt.Errorf("%w: redlock %s cannot raise fencing tokens (driver.Fencer)", turnstile.ErrInvalidOption, n.name)
+		}
+	}
+	r := b.start(ctx, "raise fence", b.cfg.nodeTimeout, b.all, func(ctx context.Context, n *node) answer {
+		ok, err := n.fencer.RaiseFence(ctx, key, owner, token)
+		return answer{yes: ok && err == nil, err: err}
+	})
+	r.wait(b, b.quorum, time.Now().Add(b.cfg.nodeTimeout))
+	return r.verdict(b)
+}
