@@ -89,3 +89,17 @@ type Fencer interface {
 	// error when owner does not hold key; then nothing changes.
 	RaiseFence(ctx context.Context, key, owner string, token uint64) (ok bool, err error)
 }
+
+// Queuer is implemented by backends that keep waiters in a queue of their
+// own — ZooKeeper's sequential nodes, etcd's revisions — so that the lock
+// passes to waiters in arrival order and each waiter watches only its
+// predecessor instead of polling. Client.Acquire uses it instead of
+// retrying with backoff; TryAcquire still uses Acquire, which never queues.
+type Queuer interface {
+	// AcquireWait waits in key's queue until owner holds key, and returns
+	// its fencing token. When ctx is done it leaves the queue (and releases
+	// key if it was granted meanwhile) and returns an error matching
+	// ctx.Err(). As with Acquire, an error from the store means the outcome
+	// is unknown.
+	AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (token uint64, err error)
+}
