@@ -43,6 +43,26 @@ func (e Exponential) Delay(attempt int) (time.Duration, bool) {
 	return rand.N(ceiling), true
 }
 
+// maxWait is the longest Acquire can wait in total: the sum of every
+// retry's ceiling. Stores that queue waiters themselves wait this long in
+// their queue. Unbounded when MaxRetries is negative.
+func (e Exponential) maxWait() (time.Duration, bool) {
+	if e.MaxRetries < 0 {
+		return 0, false
+	}
+	var total time.Duration
+	for attempt := range e.MaxRetries {
+		ceiling := e.Cap
+		if attempt < 62 {
+			if d := e.Base << attempt; d > 0 && d < ceiling && d>>attempt == e.Base {
+				ceiling = d
+			}
+		}
+		total += ceiling
+	}
+	return total, true
+}
+
 func (e Exponential) validate() error {
 	if e.Base <= 0 || e.Cap < e.Base {
 		return fmt.Errorf("%w: exponential backoff needs 0 < base <= cap, got base %v cap %v", ErrInvalidOption, e.Base, e.Cap)

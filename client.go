@@ -130,6 +130,11 @@ func (c *Client) acquire(ctx context.Context, key string, opts []Option, wait bo
 	if c.closed.Load() {
 		return nil, c.wrap("acquire", key, ErrClosed)
 	}
+	if q, ok := c.backend.(driver.Queuer); ok && wait {
+		if _, once := cfg.backoff.(noRetry); !once {
+			return c.acquireQueued(ctx, q, key, cfg)
+		}
+	}
 	owner := newOwner(cfg)
 	var lastErr error
 	for attempt := 0; ; attempt++ {

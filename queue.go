@@ -1,0 +1,61 @@
+package turnstile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+// errQueueBudget ends a wait in a store's queue that outlasted the
+// backoff's total wait.
+var errQueueBudget = errors.New("turnstile: queue wait budget used up")
+
+// acquireQueued waits in the store's own queue (driver.Queuer) instead of
+// retrying. The wait is bounded by the longest total wait the Backoff
+// allows (Exponential: the sum of its retries' ceilings), or by ctx alone
+// when the Backoff has no bound.
+func (c *Client) acquireQueued(ctx context.Context, q driver.Queuer, key string, cfg *config) (*Lease, error) {
+	qctx := ctx
+	var budget time.Duration
+	if b, ok := cfg.backoff.(interface{ maxWait() (time.Duration, bool) }); ok {
+		if d, bounded := b.maxWait(); bounded {
+			var cancel context.CancelFunc
+			budget = d
+			qctx, cancel = context.WithTimeoutCause(ctx, d, errQueueBudget)
+			defer cancel()
+		}
+	}
+	owner := newOwner(cfg)
+	token, err := q.AcquireWait(qctx, key, owner, cfg.ttl)
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return nil, c.wrap("acquire", key, errors.Join(context.Cause(ctx), err))
+		case errors.Is(context.Cause(qctx), errQueueBudget):
+			return nil, c.wrap("acquire", key, fmt.Errorf("%w (waited %v in the store's queue)", ErrNotAcquired, budget))
+		}
+		c.releaseInBackground(key, owner, cfg.ttl)
+		return nil, c.wrap("acquire", key, err)
+	}
+	// The store granted the lock at some moment during the wait; renewing
+	// it now gives the lease a send time that is certainly no later than
+	// the start of the TTL the store counts.
+	sent := now()
+	ok, err := c.backend.Extend(ctx, key, owner, cfg.ttl)
+	if err != nil || !ok {
+		c.releaseInBackground(key, owner, cfg.ttl)
+		if err == nil {
+			err = fmt.Errorf("%w: lost right after the store's queue granted it", ErrNotAcquired)
+		}
+		return nil, c.wrap("acquire", key, err)
+	}
+	l := c.newLease(ctx, key, owner, token, sent, cfg)
+	if l == nil {
+		c.releaseInBackground(key, owner, cfg.ttl)
+		return nil, c.wrap("acquire", key, fmt.Errorf("%w: renewal took longer than the ttl %v allows", ErrNotAcquired, cfg.ttl))
+	}
+	return l, nil
+}
