@@ -1,0 +1,149 @@
+// Package etcd is a turnstile lock store on etcd's v3 API.
+//
+// A lock on key is the etcd key <prefix>locks/<key> (prefix "/turnstile/"
+// by default) whose value is the owner, attached to an etcd lease of its
+// own with the lock's TTL. The lease is what expires: when the holder dies,
+// stops renewing or is cut off, etcd deletes the key once the lease's TTL
+// has run out on the etcd leader. Extend renews the lease (KeepAliveOnce);
+// turnstile's watchdog calls it, so the watchdog is the keep-alive, and a
+// refused or failed renewal cancels Lease.Context().
+//
+// Fencing token: the etcd revision of the write that granted the lock —
+// the key's create revision, or, when the same owner takes the lock again
+// (a retry after a lost reply), the mod revision of that re-grant. etcd
+// revisions are cluster-wide and only grow, so every token for a key is
+// larger than every earlier one, across owners, clients and restarts of a
+// member (the revision survives in the data directory and in the quorum).
+//
+// TTLs: etcd leases count whole seconds, so a TTL is rounded up to the
+// next second, and etcd raises TTLs below its minimum (1.5 × the election
+// timeout, rounded up: 2 s with default flags). The store may therefore
+// hold a lock somewhat longer than asked, never shorter; turnstile's own
+// deadline still uses the TTL you asked for. An Extend with a TTL shorter
+// than the lease's renews the lease with its own, longer TTL; a longer one
+// moves the key to a new lease.
+//
+// Waiting: Backend implements driver.Queuer like etcd's
+// concurrency.Mutex. A waiter writes <prefix>queue/<escaped key>/<owner>
+// under a lease, watches only the deletion of the waiter just ahead of it
+// (by create revision), then takes the lock key, watching it for deletion
+// while another holds it. Locks pass to queued waiters in arrival order;
+// TryAcquire does not queue and may take a free lock ahead of the queue.
+//
+// Guarantees and limits. The holder's deadline runs on its own monotonic
+// clock from before it asked; etcd counts a lease on the leader's
+// monotonic clock from when it granted or renewed it, so the store
+// expires a lock after the holder stopped trusting it, and wall-clock
+// jumps on either side change nothing. A paused holder (GC, SIGSTOP, VM
+// migration) can wake after its lease expired and act before it notices:
+// check the fencing token where that matters. A client cut off from the
+// quorum cannot renew: its watchdog reports the lock lost when the local
+// deadline passes, and the quorum side expires the lease no earlier. When
+// leadership moves — a leader crash, a restart of a one-member cluster, a
+// partition — the new leader restarts every lease at its full TTL plus an
+// election timeout, so a renewal answered by a deposed leader is still
+// covered, and the lock of a crashed holder may linger up to that much
+// longer. Locks and revisions are in the replicated log, so they survive
+// member restarts; tokens never go back.
+package etcd
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+var (
+	_ driver.Backend = (*Backend)(nil)
+	_ driver.Queuer  = (*Backend)(nil)
+	_ driver.Namer   = (*Backend)(nil)
+)
+
+// Backend is a lock store on an etcd cluster. It is safe for concurrent
+// use.
+type Backend struct {
+	cli  *clientv3.Client
+	owns bool // Close closes cli
+	cfg  config
+}
+
+// New returns a backend over cli. Closing the backend leaves cli open.
+func New(cli *clientv3.Client, opts ...Option) (*Backend, error) {
+	if cli == nil {
+		return nil, errors.New("etcd: nil client")
+	}
+	cfg := defaultConfig()
+	if err := cfg.apply(opts); err != nil {
+		return nil, err
+	}
+	return &Backend{cli: cli, cfg: cfg}, nil
+}
+
+// Dial connects a client of the backend's own with cfg and returns a
+// backend over it; Close closes that client. With cfg.DialTimeout set it
+// waits until a connection is up; ctx bounds that wait too.
+func Dial(ctx context.Context, cfg clientv3.Config, opts ...Option) (*Backend, error) {
+	c := defaultConfig()
+	if err := c.apply(opts); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if dl, ok := ctx.Deadline(); ok && (cfg.DialTimeout == 0 || time.Until(dl) < cfg.DialTimeout) {
+		cfg.DialTimeout = max(time.Until(dl), time.Millisecond)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, errors.Join(ctx.Err(), err)
+		}
+		return nil, err
+	}
+	return &Backend{cli: cli, owns: true, cfg: c}, nil
+}
+
+// Client returns the etcd client the backend uses.
+func (b *Backend) Client() *clientv3.Client { return b.cli }
+
+// Close closes the client if Dial made it.
+func (b *Backend) Close() error {
+	if !b.owns {
+		return nil
+	}
+	return b.cli.Close()
+}
+
+// Name implements driver.Namer: "etcd" and the endpoints.
+func (b *Backend) Name() string { return "etcd " + strings.Join(b.cli.Endpoints(), ",") }
+
+// LockKey is the etcd key that holds the lock on key.
+func (b *Backend) LockKey(key string) string { return b.cfg.prefix + "locks/" + key }
+
+// queuePrefix is the directory of key's waiters. The key is escaped so
+// that no key's directory contains another's ("a/" and "a/b/").
+func (b *Backend) queuePrefix(key string) string {
+	return b.cfg.prefix + "queue/" + url.PathEscape(key) + "/"
+}
+
+// leaseSeconds rounds ttl up to whole seconds, as etcd leases count.
+func leaseSeconds(ttl time.Duration) int64 {
+	s := int64((ttl + time.Second - 1) / time.Second)
+	return max(s, 1)
+}
+
+// cleanupCtx bounds work that must happen even though ctx is done, such
+// as revoking the lease of a failed attempt.
+func cleanupCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+}

@@ -1,0 +1,54 @@
+package etcd_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+
+	"github.com/turnstilelock/turnstile/etcd"
+	"github.com/turnstilelock/turnstile/internal/testserver"
+	"github.com/turnstilelock/turnstile/locktest"
+)
+
+func TestMain(m *testing.M) {
+	locktest.RunChild()
+	goleak.VerifyTestMain(m)
+}
+
+// dial returns a backend with a client of its own, closed when the test
+// ends.
+func dial(t testing.TB, srv *testserver.Etcd, opts ...etcd.Option) *etcd.Backend {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := etcd.Dial(ctx, clientv3.Config{Endpoints: []string{srv.Endpoint()}, DialTimeout: 5 * time.Second}, opts...)
+	if err != nil {
+		t.Fatalf("etcd.Dial: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// rawClient returns an etcd client of the test's own, closed when it ends.
+func rawClient(t testing.TB, srv *testserver.Etcd) *clientv3.Client {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatalf("clientv3.New: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// lockKey is the documented etcd key of the lock on key (default prefix).
+func lockKey(key string) string { return etcd.DefaultPrefix + "locks/" + key }
+
+func ctxFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
