@@ -1,0 +1,26 @@
+package testserver
+
+import (
+	"testing"
+
+	"github.com/turnstilelock/turnstile/internal/zkproc"
+)
+
+// ZooKeeper is a standalone ZooKeeper server started for a test.
+type ZooKeeper struct {
+	*zkproc.Server
+}
+
+// StartZooKeeper starts a standalone ZooKeeper server on a free loopback
+// port with its data in a temporary directory, and stops it when the test
+// (or benchmark) ends. Starting the JVM takes a second or two: start one
+// server per test package, in TestMain or a shared helper.
+func StartZooKeeper(t testing.TB) *ZooKeeper {
+	t.Helper()
+	s, err := zkproc.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Kill)
+	return &ZooKeeper{Server: s}
+}

@@ -1,0 +1,212 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+// DefaultSessionTimeout is the session timeout when WithSessionTimeout is
+// not given: turnstile's default TTL, so that by default a partitioned
+// holder's lease ends locally before the server frees its lock.
+const DefaultSessionTimeout = 30 * time.Second
+
+// DefaultRoot is the directory under which lock nodes live.
+const DefaultRoot = "/turnstile/locks"
+
+// ErrSuspended means the client is disconnected from ZooKeeper and its
+// session may or may not still be alive (Curator's SUSPENDED): the holder
+// must not assume it still holds its locks. It is transient.
+var ErrSuspended = errors.New("zookeeper: connection suspended")
+
+// Backend is a lock store on a ZooKeeper ensemble, with one session.
+type Backend struct {
+	conn    *zk.Conn
+	servers string
+	root    string
+	timeout time.Duration
+	logger  *slog.Logger
+
+	mu     sync.Mutex
+	closed bool
+	holds  map[holdKey]*hold // locks this Backend took, with their TTL timers
+	wg     sync.WaitGroup    // TTL deletions in flight
+}
+
+var (
+	_ driver.Backend = (*Backend)(nil)
+	_ driver.Queuer  = (*Backend)(nil)
+	_ driver.Namer   = (*Backend)(nil)
+)
+
+// Option configures Dial.
+type Option func(*config) error
+
+type config struct {
+	timeout time.Duration
+	root    string
+	logger  *slog.Logger
+}
+
+// WithSessionTimeout sets the session timeout: how long the server keeps
+// the session, and so the locks, of a client it no longer hears from.
+// Default DefaultSessionTimeout. Keep lease TTLs no longer than it.
+func WithSessionTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Millisecond {
+			return fmt.Errorf("session timeout %v is not positive", d)
+		}
+		c.timeout = d
+		return nil
+	}
+}
+
+// WithRoot sets the directory under which lock nodes live, for example a
+// chroot plus /turnstile/locks. Default DefaultRoot.
+func WithRoot(path string) Option {
+	return func(c *config) error {
+		r, err := cleanRoot(path)
+		if err != nil {
+			return err
+		}
+		if r == "" {
+			return errors.New("root must not be /")
+		}
+		c.root = r
+		return nil
+	}
+}
+
+// WithLogger sends the ZooKeeper client's log lines to l at debug level.
+// Default: discarded.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error { c.logger = l; return nil }
+}
+
+type zkLogger struct{ l *slog.Logger }
+
+func (z zkLogger) Printf(format string, a ...any) {
+	if z.l != nil {
+		z.l.Debug(fmt.Sprintf(format, a...), "component", "zookeeper")
+	}
+}
+
+// Dial connects to the ensemble at servers (host:port each) and waits
+// until it has a session or ctx is done.
+func Dial(ctx context.Context, servers []string, opts ...Option) (*Backend, error) {
+	cfg := config{timeout: DefaultSessionTimeout, root: DefaultRoot}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, fmt.Errorf("zookeeper: %w", err)
+		}
+	}
+	if len(servers) == 0 {
+		return nil, errors.New("zookeeper: no servers")
+	}
+	sessions := make(chan struct{}, 1)
+	conn, _, err := zk.Connect(servers, cfg.timeout,
+		zk.WithLogger(zkLogger{cfg.logger}),
+		zk.WithLogInfo(false),
+		zk.WithEventCallback(func(ev zk.Event) {
+			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
+				select {
+				case sessions <- struct{}{}:
+				default:
+				}
+			}
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("zookeeper: connect %s: %w", strings.Join(servers, ","), err)
+	}
+	b := &Backend{
+		conn:    conn,
+		servers: strings.Join(servers, ","),
+		root:    cfg.root,
+		timeout: cfg.timeout,
+		logger:  cfg.logger,
+		holds:   make(map[holdKey]*hold),
+	}
+	if conn.State() == zk.StateHasSession {
+		return b, nil
+	}
+	select {
+	case <-sessions:
+		return b, nil
+	case <-ctx.Done():
+		conn.Close()
+		return nil, fmt.Errorf("zookeeper: no session with %s: %w", b.servers, ctx.Err())
+	}
+}
+
+// Name implements driver.Namer.
+func (b *Backend) Name() string { return "zookeeper " + b.servers }
+
+// SessionTimeout is the session timeout the Backend asked for.
+func (b *Backend) SessionTimeout() time.Duration { return b.timeout }
+
+// Close stops the TTL timers and closes the session, which makes the
+// server delete every node it holds: its locks are released.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	for k, h := range b.holds {
+		h.timer.Stop()
+		delete(b.holds, k)
+	}
+	b.mu.Unlock()
+	b.conn.Close()
+	b.wg.Wait()
+	return nil
+}
+
+// live fails fast while the client has no session: requests would wait
+// for a reconnection that may never come.
+func (b *Backend) live() error {
+	if s := b.conn.State(); s != zk.StateHasSession {
+		return fmt.Errorf("%w (state %v)", ErrSuspended, s)
+	}
+	return nil
+}
+
+// call runs a blocking ZooKeeper request and stops waiting for it when
+// ctx is done. The request itself ends when the server answers or the
+// connection is lost or closed.
+func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	if err := ctx.Err(); err != nil {
+		var zero T
+		return zero, err
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// Dir is the znode under which key's queue lives: the root, then the key
+// with bytes outside [A-Za-z0-9_:-] escaped as %XX. Its children are named
+// <escaped owner>-<10-digit sequence>; the lowest sequence holds the lock.
+func (b *Backend) Dir(key string) string { return b.dir(key) }

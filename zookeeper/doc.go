@@ -1,0 +1,69 @@
+// Package zookeeper is a turnstile backend on Apache ZooKeeper, with the
+// recipe ZooKeeper's documentation and Apache Curator use for locks:
+// every contender creates an EPHEMERAL_SEQUENTIAL node under the key's
+// directory, the lowest sequence number holds the lock, and each waiter
+// watches only its predecessor, so the lock passes in arrival order
+// (driver.Queuer) without a thundering herd.
+//
+//	/turnstile/locks/<escaped key>/<escaped owner>-0000000042
+//
+// # Liveness: the session, and the TTL
+//
+// ZooKeeper frees a lock when the session that created its node ends:
+// when the holder closes its Backend, or when the server has heard nothing
+// from the client for the session timeout (a crash, a pause or a
+// partition longer than it). A Backend has one session; its timeout is
+// WithSessionTimeout (default 30 s, the same as turnstile's default TTL;
+// the server may negotiate it into its [min,max]SessionTimeout range).
+//
+// The per-call TTL of the driver SPI is kept by the Backend that took the
+// lock: it deletes its node when the TTL passes without an Extend, so a
+// holder that stops renewing (turnstile.WithoutWatchdog) frees the key at
+// its TTL as on every other backend. The TTL is measured with the holder's
+// monotonic clock and the session timeout with the server's, so neither
+// depends on wall clocks. Extend and Release work from any Backend, but
+// only the Backend that acquired a lock runs its TTL timer.
+//
+// # Fencing token
+//
+// The token is a zxid, ZooKeeper's transaction id, which the ensemble
+// makes strictly increasing across all keys and across leader changes
+// (the epoch is its high 32 bits): the zxid of the transaction that
+// created the holder's node, or, for a lock granted after waiting in the
+// queue or taken again by its owner, of a write made at the moment of the
+// grant. So every token is larger than every token issued before it.
+//
+// # Connection states
+//
+// As in Curator: while the client is disconnected (SUSPENDED) the session
+// may still be alive, and Acquire, Extend and Release fail at once with
+// ErrSuspended (a transient error: the watchdog retries, and the lease
+// ends at its local deadline if the connection does not come back).
+// When the session has expired (LOST) its nodes are gone: Extend returns
+// false and the lease is lost at once, and the client carries on with a
+// new session.
+//
+// # Guarantees and their limits
+//
+//   - Pause of the holder: shorter than the session timeout, nothing
+//     happens in the store beyond the TTL timer, which fires when the
+//     process runs again (the lock may be held a little past its TTL, never
+//     less). Longer, the server expires the session and another contender
+//     takes the lock; the paused holder's lease has ended locally by then
+//     as long as its TTL is at most the session timeout.
+//   - Partition: the server frees the lock one session timeout after it
+//     last heard from the holder. Keep TTL ≤ session timeout: a lease
+//     renewed just before the partition then ends locally before the
+//     server frees the lock. With a longer TTL a partitioned holder may
+//     believe it holds the lock after the server freed it.
+//   - Server restart or leader failover: sessions survive a failover in an
+//     ensemble if the client reconnects within the session timeout; a
+//     standalone server that restarts keeps sessions it has persisted.
+//     Tokens keep increasing either way.
+//   - Clock jumps: neither the TTL (Go's monotonic clock) nor session
+//     expiry (the server's monotonic clock) reads wall clocks.
+//
+// Open URLs have the form
+//
+//	zookeeper://host[:port][,host[:port]...][/chroot][?session_timeout=30s]
+package zookeeper

@@ -1,0 +1,219 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+var acl = zk.WorldACL(zk.PermAll)
+
+func (b *Backend) dir(key string) string { return b.root + "/" + escape(key) }
+
+// enqueue creates owner's node at the end of key's queue. zxid is that of
+// the creating transaction, which also touches the key's directory so
+// that its Mzxid is returned: ZooKeeper's plain create does not return
+// the new node's Stat.
+func (b *Backend) enqueue(ctx context.Context, key, owner string) (string, int64, error) {
+	dir := b.dir(key)
+	ops := []any{
+		&zk.CreateRequest{Path: dir + "/" + escape(owner) + "-", Acl: acl, Flags: zk.FlagEphemeralSequential},
+		&zk.SetDataRequest{Path: dir, Version: -1},
+	}
+	for attempt := 0; ; attempt++ {
+		res, err := call(ctx, func() ([]zk.MultiResponse, error) { return b.conn.Multi(ops...) })
+		if err == nil && len(res) == 2 && res[0].Error == nil && res[1].Error == nil && res[1].Stat != nil {
+			return res[0].String, res[1].Stat.Mzxid, nil
+		}
+		if err == nil {
+			err = errors.New("unexpected reply to multi")
+			for _, r := range res {
+				if r.Error != nil {
+					err = r.Error
+					break
+				}
+			}
+		}
+		if !errors.Is(err, zk.ErrNoNode) || attempt == 3 {
+			return "", 0, fmt.Errorf("zookeeper: create lock node under %s: %w", dir, err)
+		}
+		// The key's directory does not exist yet, or ZooKeeper removed the
+		// empty container just now.
+		if err := b.mkdir(ctx, dir); err != nil {
+			return "", 0, err
+		}
+	}
+}
+
+// mkdir creates dir as a container node — ZooKeeper deletes containers
+// once their last child is gone — and its parents as persistent nodes.
+func (b *Backend) mkdir(ctx context.Context, dir string) error {
+	_, err := call(ctx, func() (string, error) { return b.conn.CreateContainer(dir, nil, zk.FlagContainer, acl) })
+	if err == nil || errors.Is(err, zk.ErrNodeExists) {
+		return nil
+	}
+	if !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("zookeeper: create %s: %w", dir, err)
+	}
+	var parents []string
+	for p := path.Dir(dir); p != "/"; p = path.Dir(p) {
+		parents = append([]string{p}, parents...)
+	}
+	for _, p := range parents {
+		_, err := call(ctx, func() (string, error) { return b.conn.Create(p, nil, zk.FlagPersistent, acl) })
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("zookeeper: create %s: %w", p, err)
+		}
+	}
+	_, err = call(ctx, func() (string, error) { return b.conn.CreateContainer(dir, nil, zk.FlagContainer, acl) })
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return fmt.Errorf("zookeeper: create %s: %w", dir, err)
+	}
+	return nil
+}
+
+// list returns key's queue; an absent directory is an empty queue.
+func (b *Backend) list(ctx context.Context, key string) ([]node, error) {
+	children, err := call(ctx, func() ([]string, error) {
+		c, _, err := b.conn.Children(b.dir(key))
+		return c, err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("zookeeper: list %s: %w", b.dir(key), err)
+	}
+	return queue(children), nil
+}
+
+func (b *Backend) remove(ctx context.Context, p string) error {
+	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, b.conn.Delete(p, -1) })
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("zookeeper: delete %s: %w", p, err)
+	}
+	return nil
+}
+
+// Acquire implements driver.Backend. It never queues: it creates a node,
+// keeps it if the node is first in the queue (or the owner's own node is),
+// and deletes it otherwise. Two to three round trips.
+func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	if err := b.live(); err != nil {
+		return 0, false, err
+	}
+	mine, zxid, err := b.enqueue(ctx, key, owner)
+	if err != nil {
+		return 0, false, err
+	}
+	q, err := b.list(ctx, key)
+	if err != nil {
+		b.cleanup(mine)
+		return 0, false, err
+	}
+	name, eo := path.Base(mine), escape(owner)
+	switch {
+	case len(q) > 0 && q[0].name == name:
+		b.arm(holdKey{key, owner}, mine, ttl)
+		return uint64(zxid), true, nil
+	case len(q) > 0 && q[0].owner == eo:
+		// Taken again by its holder (a retry after a lost reply): keep the
+		// first node, whose place in the queue is the lock, and hand out
+		// the new, larger zxid as the token.
+		if err := b.remove(ctx, mine); err != nil {
+			return 0, false, err
+		}
+		b.arm(holdKey{key, owner}, b.dir(key)+"/"+q[0].name, ttl)
+		return uint64(zxid), true, nil
+	default:
+		if err := b.remove(ctx, mine); err != nil {
+			return 0, false, err
+		}
+		return 0, false, nil
+	}
+}
+
+// cleanup deletes a node whose acquisition failed, in the background so
+// that a done context does not leave it behind.
+func (b *Backend) cleanup(p string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+		defer cancel()
+		_ = b.remove(ctx, p)
+	}()
+}
+
+// Extend implements driver.Backend. The lock lives as long as the session
+// and the owner's node do; Extend checks that the owner's node is still
+// first in the queue (one round trip) and restarts the TTL timer of a lock
+// this Backend took. While the connection is suspended it fails with
+// ErrSuspended; after the session expired it returns false.
+func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	if err := b.live(); err != nil {
+		return false, err
+	}
+	k := holdKey{key, owner}
+	h, expired := b.pause(k)
+	if expired {
+		return false, nil
+	}
+	q, err := b.list(ctx, key)
+	held := err == nil && len(q) > 0 && q[0].owner == escape(owner)
+	if h != nil {
+		b.resume(k, h, ttl, held, err == nil && !held)
+	}
+	if err != nil {
+		return false, err
+	}
+	return held, nil
+}
+
+// Release implements driver.Backend. A lock this Backend took is released
+// by deleting its node (one round trip); otherwise Release deletes every
+// node of owner in key's queue and reports whether one of them held the
+// lock.
+func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
+	if err := b.live(); err != nil {
+		return false, err
+	}
+	if p, ok := b.take(holdKey{key, owner}); ok {
+		// A granted node stays first in its queue while it exists.
+		_, err := call(ctx, func() (struct{}, error) { return struct{}{}, b.conn.Delete(p, -1) })
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, zk.ErrNoNode):
+			return false, nil
+		default:
+			return false, fmt.Errorf("zookeeper: delete %s: %w", p, err)
+		}
+	}
+	q, err := b.list(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	b.drop(holdKey{key, owner})
+	eo := escape(owner)
+	held := false
+	for i, n := range q {
+		if n.owner != eo {
+			continue
+		}
+		if err := b.remove(ctx, b.dir(key)+"/"+n.name); err != nil {
+			return false, err
+		}
+		held = held || i == 0
+	}
+	return held, nil
+}

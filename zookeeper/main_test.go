@@ -1,0 +1,118 @@
+package zookeeper_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
+
+	"github.com/turnstilelock/turnstile/internal/zkproc"
+	"github.com/turnstilelock/turnstile/locktest"
+	"github.com/turnstilelock/turnstile/zookeeper"
+)
+
+// sessionTimeout is short so that a killed holder's session, and its
+// locks, end within a couple of seconds.
+const sessionTimeout = 2 * time.Second
+
+// srv is the one ZooKeeper server of this package: the JVM takes a while
+// to start.
+var srv *zkproc.Server
+
+func TestMain(m *testing.M) {
+	locktest.RunChild()
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "turnstile-zk-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	srv, err = zkproc.Start(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	srv.Kill()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			return 1
+		}
+	}
+	return code
+}
+
+func serverURL() string {
+	return "zookeeper://" + srv.Addr() + "?session_timeout=" + sessionTimeout.String()
+}
+
+// dial returns a backend with a session of its own, closed when the test
+// ends.
+func dial(t testing.TB, opts ...zookeeper.Option) *zookeeper.Backend {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := zookeeper.Dial(ctx, []string{srv.Addr()}, append([]zookeeper.Option{zookeeper.WithSessionTimeout(sessionTimeout)}, opts...)...)
+	if err != nil {
+		t.Fatalf("zookeeper.Dial: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// rawConn is a plain ZooKeeper client of the test's own, as an operator
+// would use.
+func rawConn(t testing.TB) *zk.Conn {
+	t.Helper()
+	c, _, err := zk.Connect([]string{srv.Addr()}, sessionTimeout, zk.WithLogger(quiet{}), zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
+// queue lists the node names in dir, first in line first.
+func queue(t testing.TB, c *zk.Conn, dir string) []string {
+	t.Helper()
+	names, _, err := c.Children(dir)
+	if err == zk.ErrNoNode {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("children of %s: %v", dir, err)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i][len(names[i])-10:] < names[j][len(names[j])-10:] })
+	return names
+}
+
+func ctxFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// startServer starts a server of the test's own, for tests that stop it.
+func startServer(t testing.TB) *zkproc.Server {
+	t.Helper()
+	s, err := zkproc.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Kill)
+	return s
+}

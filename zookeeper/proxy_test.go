@@ -1,0 +1,87 @@
+package zookeeper_test
+
+import (
+	"io"
+	"net"
+	"sync"
+	"testing"
+)
+
+// proxy forwards TCP connections to a server and can cut them all, as a
+// network partition would.
+type proxy struct {
+	l      net.Listener
+	target string
+
+	mu    sync.Mutex
+	cut   bool
+	conns []net.Conn
+	wg    sync.WaitGroup
+}
+
+func startProxy(t testing.TB, target string) *proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{l: l, target: target}
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(func() {
+		_ = l.Close()
+		p.partition(true)
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *proxy) Addr() string { return p.l.Addr().String() }
+
+func (p *proxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			p.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		p.conns = append(p.conns, c, s)
+		p.wg.Add(2)
+		p.mu.Unlock()
+		go p.pipe(c, s)
+		go p.pipe(s, c)
+	}
+}
+
+func (p *proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	_, _ = io.Copy(dst, src)
+	_ = dst.Close()
+	_ = src.Close()
+}
+
+// partition cuts every connection and refuses new ones (true), or lets
+// connections through again (false).
+func (p *proxy) partition(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for _, c := range p.conns {
+			_ = c.Close()
+		}
+		p.conns = nil
+	}
+}

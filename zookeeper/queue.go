@@ -1,0 +1,97 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ErrNodeVanished means a waiter's own node disappeared from the queue:
+// its session expired, or an operator deleted it.
+var ErrNodeVanished = errors.New("zookeeper: lock node vanished while waiting")
+
+// AcquireWait implements driver.Queuer: the owner's node joins the end of
+// key's queue and waits, watching only the node just ahead of it, until it
+// is first. Each change wakes one waiter, so there is no herd. When ctx is
+// done the node leaves the queue (releasing the lock if it was granted
+// meanwhile) and the error matches ctx.Err().
+func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (uint64, error) {
+	if err := b.live(); err != nil {
+		return 0, err
+	}
+	mine, _, err := b.enqueue(ctx, key, owner)
+	if err != nil {
+		return 0, err
+	}
+	name, eo := path.Base(mine), escape(owner)
+	for {
+		q, err := b.list(ctx, key)
+		if err != nil {
+			b.cleanup(mine)
+			return 0, err
+		}
+		at := -1
+		for i, n := range q {
+			if n.name == name {
+				at = i
+				break
+			}
+		}
+		switch {
+		case at < 0:
+			return 0, fmt.Errorf("%w: %s", ErrNodeVanished, mine)
+		case at == 0 || q[0].owner == eo:
+			return b.granted(ctx, key, owner, mine, q[0], ttl)
+		}
+		pred := b.dir(key) + "/" + q[at-1].name
+		// GetW, unlike ExistsW, leaves no watch behind on a node that is
+		// already gone.
+		ch, err := call(ctx, func() (<-chan zk.Event, error) {
+			_, _, ch, err := b.conn.GetW(pred)
+			return ch, err
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			b.cleanup(mine)
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			return 0, fmt.Errorf("zookeeper: watch %s: %w", pred, err)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			b.cleanup(mine)
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// granted finishes AcquireWait once the owner is first in the queue. The
+// token is the zxid of a write made now, so it exceeds every token handed
+// out while the owner waited.
+func (b *Backend) granted(ctx context.Context, key, owner, mine string, first node, ttl time.Duration) (uint64, error) {
+	held := b.dir(key) + "/" + first.name
+	if held != mine {
+		// The owner already held the key through an earlier node.
+		if err := b.remove(ctx, mine); err != nil {
+			return 0, err
+		}
+	}
+	st, err := call(ctx, func() (*zk.Stat, error) { return b.conn.Set(held, nil, -1) })
+	if err != nil {
+		b.cleanup(held)
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		return 0, fmt.Errorf("zookeeper: mark %s granted: %w", held, err)
+	}
+	b.arm(holdKey{key, owner}, held, ttl)
+	return uint64(st.Mzxid), nil
+}
