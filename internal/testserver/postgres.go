@@ -1,0 +1,25 @@
+package testserver
+
+import (
+	"testing"
+
+	"github.com/turnstilelock/turnstile/internal/pgproc"
+)
+
+// Postgres is a PostgreSQL server started for a test.
+type Postgres struct {
+	*pgproc.Server
+}
+
+// StartPostgres initialises a cluster and runs postgres on a free loopback
+// port with fsync off, and stops it (removing its files) when the test or
+// benchmark ends.
+func StartPostgres(t testing.TB) *Postgres {
+	t.Helper()
+	s, err := pgproc.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Kill)
+	return &Postgres{Server: s}
+}

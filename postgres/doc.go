@@ -1,0 +1,51 @@
+// Package postgres is a turnstile backend on PostgreSQL.
+//
+// A lock on key is two things, and another owner can take key only when
+// both are free:
+//
+//   - a session-scoped advisory lock, pg_try_advisory_lock on a 64-bit
+//     FNV-1a hash of key, held by one of a small fixed number of lock
+//     connections per Backend (key hash → connection), so that any number
+//     of held locks needs at most that many connections (SPEC S-5.3: one
+//     connection per held lock exhausts pools at about 1,000 TPS);
+//   - a row in table turnstile_locks with owner, fencing token and an
+//     expiry on the server's clock.
+//
+// The row gives the lease its TTL: a holder that crashes — its session
+// dies and its advisory locks go with it — still blocks others until the
+// TTL runs out, like every other turnstile backend. The advisory lock
+// gives exclusion between processes while the holder's session lives:
+// even after the row expired, a paused holder whose session is alive keeps
+// key until its Backend notices the local deadline has passed and unlocks
+// (a timer per held key). A session that dies frees its advisory locks at
+// once; the server notices a vanished client through TCP keepalives
+// (set to about 25 s on lock connections), sooner when the client's kernel
+// resets the connection.
+//
+// Advisory locks are reentrant per session, so owners of one Backend that
+// share a lock connection are told apart by the row and by a map of
+// key → owner kept in the Backend. Hence a lock can be extended and
+// released only through the Backend that took it.
+//
+// Fencing tokens come from the row: INSERT ... ON CONFLICT DO UPDATE SET
+// token = token + 1, strictly increasing per key for as long as the row
+// lives. Rows are never deleted (release blanks the owner), so the table
+// keeps about 100 bytes per key ever locked; deleting rows by hand resets
+// their tokens.
+//
+// Two keys whose hashes collide share one advisory lock: they exclude each
+// other across processes. That costs throughput, never safety.
+//
+// Connections: WithConns lock connections (default 4), plus one LISTEN
+// connection once a waiter asks for release notices (driver.Notifier;
+// Release sends NOTIFY turnstile_released with the key). Renewals that
+// fall due together go out as one UPDATE per lock connection
+// (driver.BatchExtender). The server's lock table must have room for
+// every advisory lock held at once: it holds max_locks_per_transaction ×
+// (max_connections + max_prepared_transactions) locks in all, 6,400 with
+// the defaults.
+//
+// If a lock connection breaks (server restart, network), every advisory
+// lock on it is gone: Extend of those keys reports them lost, and the
+// connection is dialled again on next use.
+package postgres

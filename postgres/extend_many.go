@@ -1,0 +1,129 @@
+package postgres
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+//go:embed extend_many.sql
+var extendManySQL string
+
+var _ driver.BatchExtender = (*Backend)(nil)
+
+// ExtendMany implements driver.BatchExtender: one UPDATE per lock
+// connection, the connections in parallel.
+func (b *Backend) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	res := make([]driver.ExtendResult, len(reqs))
+	byShard := map[*shard][]int{}
+	for i, r := range reqs {
+		s := b.shard(keyHash(r.Key))
+		byShard[s] = append(byShard[s], i)
+	}
+	var wg sync.WaitGroup
+	for s, idx := range byShard {
+		wg.Go(func() { b.extendShard(ctx, s, reqs, idx, res) })
+	}
+	wg.Wait()
+	return res
+}
+
+// extendShard performs the requests idx, all of keys on s, and fills in
+// their results.
+func (b *Backend) extendShard(ctx context.Context, s *shard, reqs []driver.ExtendRequest, idx []int, res []driver.ExtendResult) {
+	fail := func(err error) {
+		for _, i := range idx {
+			res[i] = driver.ExtendResult{Err: err}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		fail(err)
+		return
+	}
+	if err := s.lock(ctx); err != nil {
+		fail(err)
+		return
+	}
+	defer s.unlock()
+	if s.held == nil {
+		fail(errClosed)
+		return
+	}
+	start := time.Now()
+	var keys, owners []string
+	var ttls []int64
+	var asked []int
+	for _, i := range idx {
+		r := reqs[i]
+		h := s.held[r.Key]
+		if h == nil || h.owner != r.Owner || h.gen != s.gen || !start.Before(h.deadline) {
+			continue // not held: OK stays false
+		}
+		keys, owners, ttls = append(keys, r.Key), append(owners, r.Owner), append(ttls, r.TTL.Milliseconds())
+		asked = append(asked, i)
+	}
+	if len(asked) == 0 {
+		return
+	}
+	fail = func(err error) {
+		for _, i := range asked {
+			res[i] = driver.ExtendResult{Err: err}
+		}
+	}
+	conn, qctx, cancel, err := s.session()
+	if err != nil {
+		fail(fmt.Errorf("%s: %w", b.name, err))
+		return
+	}
+	defer cancel()
+	gen := s.gen
+	rows, err := conn.Query(qctx, extendManySQL, keys, owners, ttls)
+	if err != nil {
+		s.failed()
+		fail(fmt.Errorf("%s: extend: %w", b.name, err))
+		return
+	}
+	extended := map[string]bool{}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			rows.Close()
+			s.failed()
+			fail(fmt.Errorf("%s: extend: %w", b.name, err))
+			return
+		}
+		extended[k] = true
+	}
+	if err := rows.Err(); err != nil {
+		s.failed()
+		fail(fmt.Errorf("%s: extend: %w", b.name, err))
+		return
+	}
+	var lost []int64
+	for _, i := range asked {
+		r := reqs[i]
+		h := s.held[r.Key]
+		if h == nil || h.gen != gen {
+			continue // the session was replaced meanwhile; OK stays false
+		}
+		if !extended[r.Key] {
+			// Removed behind our back: let others have the advisory lock too.
+			h.timer.Stop()
+			delete(s.held, r.Key)
+			lost = append(lost, h.hash)
+			continue
+		}
+		h.deadline = start.Add(r.TTL)
+		s.arm(r.Key, h, r.TTL)
+		res[i].OK = true
+	}
+	if len(lost) > 0 {
+		if _, err := conn.Exec(qctx, "SELECT pg_advisory_unlock(h) FROM unnest($1::bigint[]) AS h", lost); err != nil {
+			s.failed()
+		}
+	}
+}

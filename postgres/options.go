@@ -1,0 +1,51 @@
+package postgres
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/turnstilelock/turnstile"
+)
+
+// DefaultConns is the number of lock connections when WithConns is not
+// given.
+const DefaultConns = 4
+
+// DefaultOpTimeout bounds one operation on a lock connection when
+// WithOpTimeout is not given.
+const DefaultOpTimeout = 5 * time.Second
+
+// Option configures a Backend.
+type Option func(*config)
+
+type config struct {
+	conns     int
+	opTimeout time.Duration
+}
+
+func defaultConfig() config { return config{conns: DefaultConns, opTimeout: DefaultOpTimeout} }
+
+func (c *config) apply(opts []Option) error {
+	for _, o := range opts {
+		o(c)
+	}
+	if c.conns < 1 || c.conns > 1024 {
+		return fmt.Errorf("%w: postgres: %d lock connections, want 1 to 1024", turnstile.ErrInvalidOption, c.conns)
+	}
+	if c.opTimeout <= 0 {
+		return fmt.Errorf("%w: postgres: operation timeout %v is not positive", turnstile.ErrInvalidOption, c.opTimeout)
+	}
+	return nil
+}
+
+// WithConns sets how many connections hold the Backend's advisory locks,
+// and so the most it opens. Keys are spread over them by hash; operations
+// on keys of one connection run one at a time. Default DefaultConns (4).
+func WithConns(n int) Option { return func(c *config) { c.conns = n } }
+
+// WithOpTimeout bounds one query on a lock connection, the dial included.
+// It replaces the caller's context while the query runs, because
+// cancelling a query closes its connection and so frees every advisory
+// lock on it; a query that times out does close it. Default
+// DefaultOpTimeout (5s).
+func WithOpTimeout(d time.Duration) Option { return func(c *config) { c.opTimeout = d } }
