@@ -1,0 +1,224 @@
+// Package mysqlproc runs private MariaDB (or MySQL) server processes on free
+// loopback ports, for tests and benchmarks. It sets them up with the
+// mariadb command-line client, so it needs no Go MySQL driver.
+package mysqlproc
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// InstallHint is the command that installs MariaDB on Debian.
+const InstallHint = "apt-get update && apt-get install -y mariadb-server (or run ./scripts/test.sh, which installs it)"
+
+// ErrNotInstalled means mariadbd or its tools are not on PATH.
+var ErrNotInstalled = errors.New("mariadbd not found on PATH; install it with: " + InstallHint)
+
+// User, Password and Database are what Start creates for clients: a user
+// with a password, over TCP, with every privilege on one database.
+const (
+	User     = "turnstile"
+	Password = "turnstile-test"
+	Database = "turnstile"
+)
+
+// Server is a running mariadbd process.
+type Server struct {
+	dir    string // data directory
+	sock   string // unix socket for the root set-up connection
+	port   int
+	bins   map[string]string
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// Available reports whether the server and its tools are on PATH.
+func Available() bool {
+	_, err := lookAll()
+	return err == nil
+}
+
+func lookAll() (map[string]string, error) {
+	bins := map[string]string{}
+	for _, n := range []string{"mariadbd", "mariadb-install-db", "mariadb"} {
+		p, err := exec.LookPath(n)
+		if err != nil {
+			if n == "mariadbd" { // Debian puts it in /usr/sbin
+				if _, err := os.Stat("/usr/sbin/mariadbd"); err == nil {
+					bins[n] = "/usr/sbin/mariadbd"
+					continue
+				}
+			}
+			return nil, ErrNotInstalled
+		}
+		bins[n] = p
+	}
+	return bins, nil
+}
+
+// Start initialises a data directory under dir, runs mariadbd on a free
+// loopback port and creates User and Database. Stop it with Kill.
+func Start(dir string) (*Server, error) {
+	bins, err := lookAll()
+	if err != nil {
+		return nil, err
+	}
+	// Unix socket paths are limited to about 100 bytes; test temp dirs can
+	// be longer.
+	sockDir, err := os.MkdirTemp("", "mdb")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: filepath.Join(dir, "data"), sock: filepath.Join(sockDir, "sock"), bins: bins}
+	install := exec.Command(bins["mariadb-install-db"], "--no-defaults", "--datadir="+s.dir,
+		"--user=root", "--auth-root-authentication-method=normal", "--skip-test-db")
+	if out, err := install.CombinedOutput(); err != nil {
+		s.Remove()
+		return nil, fmt.Errorf("mariadb-install-db: %v: %s", err, out)
+	}
+	var lastErr error
+	for range 5 {
+		if s.port, lastErr = freePort(); lastErr != nil {
+			continue
+		}
+		if lastErr = s.start(); lastErr == nil {
+			break
+		}
+	}
+	if lastErr != nil {
+		s.Remove()
+		return nil, fmt.Errorf("start mariadbd: %w", lastErr)
+	}
+	setup := fmt.Sprintf("CREATE DATABASE %s; CREATE USER '%s'@'%%' IDENTIFIED BY '%s'; "+
+		"GRANT ALL ON %s.* TO '%s'@'%%'; GRANT PROCESS, CONNECTION ADMIN ON *.* TO '%s'@'%%';",
+		Database, User, Password, Database, User, User)
+	if _, err := s.Exec(setup); err != nil {
+		s.Kill()
+		s.Remove()
+		return nil, fmt.Errorf("set up mariadbd: %w", err)
+	}
+	return s, nil
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// URL is the server's turnstile URL, mysql://user:password@host:port/db.
+func (s *Server) URL() string {
+	return fmt.Sprintf("mysql://%s:%s@%s/%s", User, Password, s.Addr(), Database)
+}
+
+func (s *Server) start() error {
+	cmd := exec.Command(s.bins["mariadbd"], "--no-defaults",
+		"--datadir="+s.dir,
+		"--socket="+s.sock,
+		"--port="+strconv.Itoa(s.port),
+		"--bind-address=127.0.0.1",
+		"--user=root",
+		"--skip-log-bin",
+		"--skip-name-resolve",
+		"--innodb-buffer-pool-size=16M",
+		// Tests need speed, not durability; see the package doc of
+		// package mysql for what production needs.
+		"--innodb-flush-log-at-trx-commit=2",
+		"--max-connections=500",
+		"--log-error="+filepath.Join(s.dir, "error.log"),
+	)
+	dieWithParent(cmd)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(filepath.Join(s.dir, "error.log"))
+			return fmt.Errorf("mariadbd exited: %s", lastLines(string(log), 5))
+		default:
+		}
+		if _, err := s.Exec("SELECT 1"); err == nil {
+			s.mu.Lock()
+			s.cmd, s.exited = cmd, exited
+			s.mu.Unlock()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+	return errors.New("mariadbd did not accept connections within 30s")
+}
+
+// Exec runs SQL as root over the unix socket with the mariadb client and
+// returns its tab-separated output without column names. It is for set-up
+// and inspection, not load.
+func (s *Server) Exec(sql string) (string, error) {
+	cmd := exec.Command(s.bins["mariadb"], "--no-defaults", "--socket="+s.sock, "-uroot",
+		"--batch", "--skip-column-names", "--connect-timeout=2", "-e", sql)
+	var out, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+// Restart kills the server and starts it again on the same port with the
+// same data directory, as after a crash: committed rows survive, sessions
+// and their user locks do not.
+func (s *Server) Restart() error {
+	s.Kill()
+	var err error
+	for range 50 {
+		if err = s.start(); err == nil {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("restart mariadbd: %w", err)
+}
+
+// Kill stops the server with SIGKILL and waits for it to exit.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+}
+
+// Remove deletes the directory of the server's socket; the data directory
+// belongs to the caller.
+func (s *Server) Remove() { _ = os.RemoveAll(filepath.Dir(s.sock)) }
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,75 @@
+// Package mysql is a turnstile backend on MySQL 5.7+ or MariaDB 10.0.2+,
+// registered for turnstile.Open under the scheme mysql:
+//
+//	mysql://user:password@host:3306/db?conns=4&dial_timeout=5s
+//
+// # How a lock is held
+//
+// A lock is two things on the server. The first is a named user lock,
+// GET_LOCK(name, 0), taken on one of a small fixed set of connections the
+// Backend pins for its lifetime (conns, default 4; the lock's name picks
+// the connection). GET_LOCK is per session, so any number of locks needs
+// only those connections, and a session that dies — process crash,
+// network cut, KILL — frees its locks on the server at once. The second is
+// a row in the table turnstile_locks (created on Dial) holding the owner,
+// the fencing token and an expiry computed by the server's clock. The row
+// keeps the lock unavailable to others until its TTL ends even when the
+// session died earlier: a holder cut off from the server still believes
+// it holds the lock until its local deadline, so the lock must not pass on
+// before then.
+//
+// Several owners of one Backend share its connections; GET_LOCK is
+// re-entrant per session, so the Backend tells them apart in memory.
+// Between processes, and between Backends, GET_LOCK and the row exclude.
+//
+// Names longer than 64 characters (GET_LOCK's limit) are replaced by
+// "ts:" and 61 hex digits of their SHA-256 (see LockName). Two keys whose
+// names collide exclude each other and share a token counter: that costs
+// throughput, never safety. User-lock names are global to the server, not
+// per database: applications on one server that use the same keys exclude
+// each other.
+//
+// # Expiry
+//
+// The server does not expire user locks, so the Backend does: a lock whose
+// TTL passes without Extend is released by a sweeper every 25 ms, and any
+// operation on it finds it expired. The row's expiry, on the server's
+// clock, is the authority for other processes.
+//
+// Operations on one connection run one at a time. A statement is bounded
+// by its context's deadline but not interrupted by cancellation: the driver
+// would close the connection and so end every lock on it. When a
+// connection fails anyway, its locks end on the server; their rows keep
+// others out until their TTLs, and their owners learn of the loss at
+// their next Extend. ExtendMany renews all locks of one connection in one
+// statement.
+//
+// # Guarantees and limits
+//
+//   - Pause: a paused holder process keeps its session and so its user
+//     lock; the row expires after the TTL, but other processes still wait
+//     for the user lock until the holder runs again, sweeps, or its
+//     connection is dropped (wait_timeout, default 8 hours). A pause never
+//     yields two holders; it can delay others beyond the TTL. The holder's
+//     own lease ends at its local deadline, as with every backend.
+//   - Partition: the holder's Extend fails and its lease ends at its local
+//     deadline. The server frees the cut-off session's user locks only when
+//     it notices the dead connection — at once if the holder's process
+//     died, else at wait_timeout (default 8 hours) or TCP keep-alive — and
+//     the row only at its expiry, so no one else takes the lock before the
+//     TTL, but others may wait long after it: lower wait_timeout (say, to a
+//     minute) for the lock user; a Backend whose watchdog renews locks keeps
+//     its connections busy, and one whose idle connection was closed dials
+//     a new one on the next Acquire.
+//   - Restart: user locks do not survive a server restart; rows do, so
+//     after a restart no lock passes on before its row expires. Tokens stay
+//     increasing only if the row's last update was durable
+//     (innodb_flush_log_at_trx_commit=1, the default) and, with
+//     replication, if failover waits for the replica to apply it.
+//   - Clock jumps: expiry is measured on the server's clock (NOW(6)) for
+//     other processes and on the Backend's monotonic clock for its own
+//     sweeper; a jump of the server's wall clock moves every row's expiry
+//     by the jump: forward frees leases early, backward holds them longer.
+//   - Fencing: tokens come from the row's counter (LAST_INSERT_ID(token +
+//     1)), strictly increasing per name, across restarts (see above).
+package mysql

@@ -1,0 +1,11 @@
+-- Takes the lease on name for owner when it is free, expired, or already
+-- owner's (a retry), with the next token; leaves the row untouched (0 rows
+-- affected) when another owner's lease is still live. Assignments run left
+-- to right: token and owner test the old row, expires_at tests whether
+-- owner changed hands. The new token comes back as the insert id.
+INSERT INTO turnstile_locks (name, token, owner, expires_at)
+VALUES (?, LAST_INSERT_ID(1), ?, NOW(6) + INTERVAL ? MICROSECOND)
+ON DUPLICATE KEY UPDATE
+    token      = IF(owner = VALUES(owner) OR expires_at <= NOW(6), LAST_INSERT_ID(token + 1), token),
+    owner      = IF(owner = VALUES(owner) OR expires_at <= NOW(6), VALUES(owner), owner),
+    expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at)

@@ -1,0 +1,1 @@
+DO RELEASE_LOCK(?)
