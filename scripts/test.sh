@@ -7,13 +7,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the tests start as real servers.
-packages=(redis-server)
-binaries=(redis-server)
+# Debian packages the tests start as real servers (each test package starts
+# its own server processes on free loopback ports).
+packages=(redis-server etcd-server zookeeper postgresql mariadb-server)
 
 missing=()
-for i in "${!binaries[@]}"; do
-	command -v "${binaries[$i]}" >/dev/null 2>&1 || missing+=("${packages[$i]}")
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
 	echo "== installing ${missing[*]}"
@@ -21,9 +21,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
 	export DEBIAN_FRONTEND=noninteractive
 	$sudo apt-get update -qq
-	$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-	# The packages start system services; the tests run their own servers.
-	for svc in redis-server; do
+	$sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+	# The packages may start system services; the tests run their own servers.
+	for svc in redis-server etcd zookeeper postgresql mariadb; do
 		$sudo service "$svc" stop >/dev/null 2>&1 || true
 	done
 fi
