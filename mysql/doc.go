@@ -70,6 +70,9 @@
 //     other processes and on the Backend's monotonic clock for its own
 //     sweeper; a jump of the server's wall clock moves every row's expiry
 //     by the jump: forward frees leases early, backward holds them longer.
-//   - Fencing: tokens come from the row's counter (LAST_INSERT_ID(token +
-//     1)), strictly increasing per name, across restarts (see above).
+//   - Fencing: tokens come from the row, a hybrid logical clock
+//     max(token + 1, server time in µs) (LAST_INSERT_ID(GREATEST(...))),
+//     strictly increasing per name, across restarts (see above), and
+//     comparable with the Redis and PostgreSQL backends' tokens, which are
+//     made the same way.
 package mysql

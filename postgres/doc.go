@@ -27,9 +27,10 @@
 // key → owner kept in the Backend. Hence a lock can be extended and
 // released only through the Backend that took it.
 //
-// Fencing tokens come from the row: INSERT ... ON CONFLICT DO UPDATE SET
-// token = token + 1, strictly increasing per key for as long as the row
-// lives. Rows are never deleted (release blanks the owner), so the table
+// Fencing tokens come from the row: a hybrid logical clock, max(token + 1,
+// server time in µs), strictly increasing per key for as long as the row
+// lives, and comparable with the Redis backend's tokens, which are made
+// the same way (so they keep increasing across a fallback switch). Rows are never deleted (release blanks the owner), so the table
 // keeps about 100 bytes per key ever locked; deleting rows by hand resets
 // their tokens.
 //

@@ -20,14 +20,18 @@ CREATE OR REPLACE FUNCTION turnstile_acquire(k text, hash bigint, o text, ttl_ms
 RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
 	tok bigint;
+	-- Tokens are a hybrid logical clock, max(last + 1, server time in µs),
+	-- so that they stay comparable with the tokens of other stores (the
+	-- fallback composite switches between stores).
+	now_us bigint := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
 BEGIN
 	IF NOT have AND NOT pg_try_advisory_lock(hash) THEN
 		RETURN NULL;
 	END IF;
 	INSERT INTO turnstile_locks AS t (key, owner, token, expires_at)
-	VALUES (k, o, 1, clock_timestamp() + ttl_ms * interval '1 millisecond')
+	VALUES (k, o, now_us, clock_timestamp() + ttl_ms * interval '1 millisecond')
 	ON CONFLICT (key) DO UPDATE
-		SET owner = excluded.owner, token = t.token + 1, expires_at = excluded.expires_at
+		SET owner = excluded.owner, token = greatest(t.token + 1, now_us), expires_at = excluded.expires_at
 		WHERE t.owner = excluded.owner OR t.expires_at <= clock_timestamp()
 	RETURNING t.token INTO tok;
 	IF tok IS NULL AND NOT have THEN

@@ -4,8 +4,8 @@
 -- to right: token and owner test the old row, expires_at tests whether
 -- owner changed hands. The new token comes back as the insert id.
 INSERT INTO turnstile_locks (name, token, owner, expires_at)
-VALUES (?, LAST_INSERT_ID(1), ?, NOW(6) + INTERVAL ? MICROSECOND)
+VALUES (?, LAST_INSERT_ID(CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED)), ?, NOW(6) + INTERVAL ? MICROSECOND)
 ON DUPLICATE KEY UPDATE
-    token      = IF(owner = VALUES(owner) OR expires_at <= NOW(6), LAST_INSERT_ID(token + 1), token),
+    token      = IF(owner = VALUES(owner) OR expires_at <= NOW(6), LAST_INSERT_ID(GREATEST(token + 1, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED))), token),
     owner      = IF(owner = VALUES(owner) OR expires_at <= NOW(6), VALUES(owner), owner),
     expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at)

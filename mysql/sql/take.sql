@@ -5,10 +5,10 @@
 -- and the caller frees the user lock with release_lock.sql, which is
 -- harmless if this session never got it.
 INSERT INTO turnstile_locks (name, token, owner, expires_at)
-SELECT ?, LAST_INSERT_ID(1), ?, NOW(6) + INTERVAL ? MICROSECOND
+SELECT ?, LAST_INSERT_ID(CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED)), ?, NOW(6) + INTERVAL ? MICROSECOND
 FROM DUAL
 WHERE GET_LOCK(?, 0) = 1
 ON DUPLICATE KEY UPDATE
-    token      = IF(owner = VALUES(owner) OR expires_at <= NOW(6), LAST_INSERT_ID(token + 1), token),
+    token      = IF(owner = VALUES(owner) OR expires_at <= NOW(6), LAST_INSERT_ID(GREATEST(token + 1, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED))), token),
     owner      = IF(owner = VALUES(owner) OR expires_at <= NOW(6), VALUES(owner), owner),
     expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at)
