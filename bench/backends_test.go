@@ -2,15 +2,13 @@ package bench
 
 import (
 	"context"
-	"crypto/rand"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/testserver"
+	"github.com/turnstilelock/turnstile/locktest"
 
 	_ "github.com/turnstilelock/turnstile/etcd"
 	_ "github.com/turnstilelock/turnstile/mysql"
@@ -92,63 +90,11 @@ func BenchmarkBackends(b *testing.B) {
 	}
 }
 
-// run has workers goroutines share sb.N TryAcquire+Release pairs on c and
-// reports throughput and acquire latency.
+// run has workers goroutines share sb.N TryAcquire+Release pairs on c
+// (locktest.Pairs, the benchmark every backend's own tests run too).
 func run(sb *testing.B, c *turnstile.Client) {
-	ctx := context.Background()
-	lat := make([][]time.Duration, workers)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	sb.ResetTimer()
-	begin := time.Now()
-	for w := range workers {
-		n := sb.N / workers
-		if w < sb.N%workers {
-			n++
-		}
-		lat[w] = make([]time.Duration, 0, n)
-		wg.Go(func() {
-			for range n {
-				key := "bench-" + rand.Text()
-				t0 := time.Now()
-				l, err := c.TryAcquire(ctx, key)
-				lat[w] = append(lat[w], time.Since(t0))
-				if err != nil {
-					errs[w] = err
-					return
-				}
-				if err := l.Release(ctx); err != nil {
-					errs[w] = err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(begin)
-	sb.StopTimer()
-	for _, err := range errs {
-		if err != nil {
-			sb.Fatal(err)
-		}
-	}
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	sb.ReportMetric(float64(sb.N)/elapsed.Seconds(), "pairs/s")
-	sb.ReportMetric(micros(percentile(all, 0.50)), "p50-µs")
-	sb.ReportMetric(micros(percentile(all, 0.99)), "p99-µs")
+	locktest.Pairs(sb, workers, locktest.DistinctKeys(c))
 }
-
-// percentile is the p-th quantile (nearest rank) of the sorted d.
-func percentile(d []time.Duration, p float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	i := int(p*float64(len(d))+0.5) - 1
-	return d[min(max(i, 0), len(d)-1)]
-}
-
-func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // parentTB lends a sub-benchmark's servers to the parent benchmark, so
 // they outlive the sub-benchmark's rounds, while a failure to start them

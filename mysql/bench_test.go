@@ -1,15 +1,12 @@
 package mysql_test
 
 import (
-	"context"
 	"fmt"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/testserver"
+	"github.com/turnstilelock/turnstile/locktest"
 	"github.com/turnstilelock/turnstile/mysql"
 )
 
@@ -26,46 +23,10 @@ func BenchmarkLockUnlock(b *testing.B) {
 }
 
 func benchLockUnlock(b *testing.B, be *mysql.Backend) {
-	const workers = 16
-	ctx := context.Background()
-	var (
-		next atomic.Int64
-		mu   sync.Mutex
-		lat  []time.Duration
-		wg   sync.WaitGroup
-	)
-	b.ResetTimer()
-	start := time.Now()
-	for w := range workers {
-		wg.Go(func() {
-			key, owner := fmt.Sprintf("bench:%d", w), fmt.Sprintf("owner-%d", w)
-			var mine []time.Duration
-			for next.Add(1) <= int64(b.N) {
-				t0 := time.Now()
-				_, ok, err := be.Acquire(ctx, key, owner, 10*time.Second)
-				mine = append(mine, time.Since(t0))
-				if err != nil || !ok {
-					b.Errorf("acquire: ok=%v err=%v", ok, err)
-					return
-				}
-				if ok, err := be.Release(ctx, key, owner); err != nil || !ok {
-					b.Errorf("release: ok=%v err=%v", ok, err)
-					return
-				}
-			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			mu.Unlock()
-		})
+	c, err := turnstile.New(be)
+	if err != nil {
+		b.Fatal(err)
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	if len(lat) == 0 {
-		return
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "pairs/s")
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	defer c.Close()
+	locktest.Pairs(b, 16, locktest.DistinctKeys(c))
 }
