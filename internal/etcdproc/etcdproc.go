@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/turnstilelock/turnstile/internal/proc"
 )
 
 // InstallHint is the command that installs etcd on Debian.
@@ -52,10 +54,10 @@ func Start(dir string) (*Server, error) {
 	s := &Server{bin: bin, dir: dir}
 	var lastErr error
 	for range 5 {
-		if s.clientPort, lastErr = freePort(); lastErr != nil {
+		if s.clientPort, lastErr = proc.FreePort(); lastErr != nil {
 			continue
 		}
-		if s.peerPort, lastErr = freePort(); lastErr != nil || s.peerPort == s.clientPort {
+		if s.peerPort, lastErr = proc.FreePort(); lastErr != nil || s.peerPort == s.clientPort {
 			continue
 		}
 		if lastErr = s.start(); lastErr == nil {
@@ -96,7 +98,7 @@ func (s *Server) start() error {
 		"--log-level", "warn",
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	dieWithParent(cmd)
+	proc.DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -156,13 +158,4 @@ func tail(s string, n int) string {
 		return "..." + s[len(s)-n:]
 	}
 	return s
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

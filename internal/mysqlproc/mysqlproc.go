@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/turnstilelock/turnstile/internal/proc"
 )
 
 // InstallHint is the command that installs MariaDB on Debian.
@@ -87,7 +89,7 @@ func Start(dir string) (*Server, error) {
 	}
 	var lastErr error
 	for range 5 {
-		if s.port, lastErr = freePort(); lastErr != nil {
+		if s.port, lastErr = proc.FreePort(); lastErr != nil {
 			continue
 		}
 		if lastErr = s.start(); lastErr == nil {
@@ -133,7 +135,7 @@ func (s *Server) start() error {
 		"--max-connections=500",
 		"--log-error="+filepath.Join(s.dir, "error.log"),
 	)
-	dieWithParent(cmd)
+	proc.DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -212,13 +214,4 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/turnstilelock/turnstile/internal/proc"
 )
 
 // InstallHint is the command that installs PostgreSQL on Debian.
@@ -75,7 +77,8 @@ func Start() (*Server, error) {
 	}
 	data := filepath.Join(dir, "data")
 	cmd := exec.Command(initdb, "-D", data, "-U", "postgres", "--auth=trust", "-N", "-E", "UTF8", "--locale=C")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	proc.DieWithParent(cmd)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %v: %s", err, strings.TrimSpace(string(out)))
@@ -83,7 +86,7 @@ func Start() (*Server, error) {
 	s := &Server{dir: dir}
 	var lastErr error
 	for range 5 {
-		if s.port, lastErr = freePort(); lastErr != nil {
+		if s.port, lastErr = proc.FreePort(); lastErr != nil {
 			continue
 		}
 		if lastErr = s.start(postgres, data, cred); lastErr == nil {
@@ -130,7 +133,8 @@ func (s *Server) start(bin, data string, cred *syscall.Credential) error {
 		"-c", "max_locks_per_transaction=256", // sizes the shared lock table that advisory locks live in
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	proc.DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -194,13 +198,4 @@ func (s *Server) Kill() {
 		}
 	}
 	_ = os.RemoveAll(s.dir)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

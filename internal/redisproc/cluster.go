@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/turnstilelock/turnstile/internal/proc"
 )
 
 // clusterBusOffset is how far above its client port a cluster node opens
@@ -87,7 +89,7 @@ func startClusterNode(bin, dir string) (*Server, error) {
 // bus port is free too.
 func freeClusterPort() (int, error) {
 	for range 100 {
-		port, err := freePort()
+		port, err := proc.FreePort()
 		if err != nil {
 			return 0, err
 		}

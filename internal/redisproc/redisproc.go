@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/turnstilelock/turnstile/internal/proc"
 )
 
 // InstallHint is the command that installs redis-server on Debian.
@@ -51,7 +53,7 @@ func Start(dir string) (*Server, error) {
 	s := &Server{bin: bin, dir: dir}
 	var lastErr error
 	for range 5 {
-		if s.port, lastErr = freePort(); lastErr != nil {
+		if s.port, lastErr = proc.FreePort(); lastErr != nil {
 			continue
 		}
 		if lastErr = s.start(); lastErr == nil {
@@ -79,7 +81,7 @@ func (s *Server) start() error {
 		"--logfile", filepath.Join(s.dir, "redis.log"),
 	)
 	cmd.Args = append(cmd.Args, s.extra...)
-	dieWithParent(cmd)
+	proc.DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -180,13 +182,4 @@ func (s *Server) Kill() {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

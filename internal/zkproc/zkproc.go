@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/turnstilelock/turnstile/internal/proc"
 )
 
 // InstallHint is the command that installs the ZooKeeper server on Debian.
@@ -65,7 +67,7 @@ func Start(dir string) (*Server, error) {
 	s := &Server{java: java, dir: dir}
 	var lastErr error
 	for range 3 {
-		if s.port, lastErr = freePort(); lastErr != nil {
+		if s.port, lastErr = proc.FreePort(); lastErr != nil {
 			continue
 		}
 		if lastErr = s.start(); lastErr == nil {
@@ -110,7 +112,7 @@ func (s *Server) start() error {
 		"-cp", Jar,
 		"org.apache.zookeeper.server.ZooKeeperServerMain", cfg)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	dieWithParent(cmd)
+	proc.DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -188,13 +190,4 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

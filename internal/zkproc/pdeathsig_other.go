@@ -1,9 +1,0 @@
-//go:build !linux
-
-package zkproc
-
-import "os/exec"
-
-// dieWithParent has no portable equivalent outside Linux: there the server
-// is stopped by Kill only.
-func dieWithParent(*exec.Cmd) {}
