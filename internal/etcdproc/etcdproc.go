@@ -35,7 +35,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
-	exited chan error // receives cmd.Wait's result
+	exited <-chan struct{} // closed once the process has exited
 }
 
 // Available reports whether etcd is on PATH.
@@ -99,30 +99,14 @@ func (s *Server) start() error {
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	proc.DieWithParent(cmd)
-	if err := cmd.Start(); err != nil {
+	exited, err := proc.Start(cmd, "etcd", logPath, 20*time.Second, 20*time.Millisecond, s.healthy)
+	if err != nil {
 		return err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-exited:
-			log, _ := os.ReadFile(logPath)
-			return fmt.Errorf("etcd exited: %v: %s", err, tail(string(log), 2000))
-		default:
-		}
-		if s.healthy() {
-			s.mu.Lock()
-			s.cmd, s.exited = cmd, exited
-			s.mu.Unlock()
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	_ = cmd.Process.Kill()
-	<-exited
-	return errors.New("etcd did not report healthy within 20s")
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	return nil
 }
 
 // healthy asks etcd's /health endpoint, which answers true once the
@@ -150,12 +134,4 @@ func (s *Server) Kill() {
 	}
 	_ = cmd.Process.Kill()
 	<-exited
-}
-
-func tail(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if len(s) > n {
-		return "..." + s[len(s)-n:]
-	}
-	return s
 }

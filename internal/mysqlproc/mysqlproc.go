@@ -40,7 +40,7 @@ type Server struct {
 	bins   map[string]string
 	mu     sync.Mutex
 	cmd    *exec.Cmd
-	exited chan struct{}
+	exited <-chan struct{}
 }
 
 // Available reports whether the server and its tools are on PATH.
@@ -136,30 +136,14 @@ func (s *Server) start() error {
 		"--log-error="+filepath.Join(s.dir, "error.log"),
 	)
 	proc.DieWithParent(cmd)
-	if err := cmd.Start(); err != nil {
+	exited, err := proc.Start(cmd, "mariadbd", filepath.Join(s.dir, "error.log"), 30*time.Second, 50*time.Millisecond, func() bool { _, err := s.Exec("SELECT 1"); return err == nil })
+	if err != nil {
 		return err
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			log, _ := os.ReadFile(filepath.Join(s.dir, "error.log"))
-			return fmt.Errorf("mariadbd exited: %s", lastLines(string(log), 5))
-		default:
-		}
-		if _, err := s.Exec("SELECT 1"); err == nil {
-			s.mu.Lock()
-			s.cmd, s.exited = cmd, exited
-			s.mu.Unlock()
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	_ = cmd.Process.Kill()
-	<-exited
-	return errors.New("mariadbd did not accept connections within 30s")
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	return nil
 }
 
 // Exec runs SQL as root over the unix socket with the mariadb client and
@@ -207,11 +191,3 @@ func (s *Server) Kill() {
 // Remove deletes the directory of the server's socket; the data directory
 // belongs to the caller.
 func (s *Server) Remove() { _ = os.RemoveAll(filepath.Dir(s.sock)) }
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}

@@ -135,30 +135,14 @@ func (s *Server) start(bin, data string, cred *syscall.Credential) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	proc.DieWithParent(cmd)
-	if err := cmd.Start(); err != nil {
+	_, err = proc.Start(cmd, "postgres", logPath, 20*time.Second, 20*time.Millisecond, s.ready)
+	if err != nil {
 		return err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-exited:
-			log, _ := os.ReadFile(logPath)
-			return fmt.Errorf("postgres exited: %v: %s", err, strings.TrimSpace(string(log)))
-		default:
-		}
-		if s.ready() {
-			s.mu.Lock()
-			s.cmd = cmd
-			s.mu.Unlock()
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	_ = cmd.Process.Kill()
-	<-exited
-	return errors.New("postgres did not accept connections within 20s")
+	s.mu.Lock()
+	s.cmd = cmd
+	s.mu.Unlock()
+	return nil
 }
 
 // ready reports whether the server accepts connections.

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -82,30 +81,14 @@ func (s *Server) start() error {
 	)
 	cmd.Args = append(cmd.Args, s.extra...)
 	proc.DieWithParent(cmd)
-	if err := cmd.Start(); err != nil {
+	_, err := proc.Start(cmd, "redis-server", filepath.Join(s.dir, "redis.log"), 10*time.Second, 10*time.Millisecond, func() bool { reply, err := s.Do("PING"); return err == nil && reply == "PONG" })
+	if err != nil {
 		return err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-exited:
-			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-			return fmt.Errorf("redis-server exited: %v: %s", err, strings.TrimSpace(string(log)))
-		default:
-		}
-		if reply, err := s.Do("PING"); err == nil && reply == "PONG" {
-			s.mu.Lock()
-			s.cmd = cmd
-			s.mu.Unlock()
-			return nil
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	_ = cmd.Process.Kill()
-	<-exited
-	return errors.New("redis-server did not answer PING within 10s")
+	s.mu.Lock()
+	s.cmd = cmd
+	s.mu.Unlock()
+	return nil
 }
 
 // Do sends one command and returns the first line of the reply without its

@@ -43,7 +43,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
-	exited chan error // receives once the process has exited
+	exited <-chan struct{} // closed once the process has exited
 }
 
 // Available reports whether java and the ZooKeeper jar are installed.
@@ -113,30 +113,14 @@ func (s *Server) start() error {
 		"org.apache.zookeeper.server.ZooKeeperServerMain", cfg)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	proc.DieWithParent(cmd)
-	if err := cmd.Start(); err != nil {
+	exited, err := proc.Start(cmd, "zookeeper", logf.Name(), 30*time.Second, 50*time.Millisecond, func() bool { return s.ping() == nil })
+	if err != nil {
 		return err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-exited:
-			log, _ := os.ReadFile(logf.Name())
-			return fmt.Errorf("zookeeper exited: %v: %s", err, tail(string(log), 2000))
-		default:
-		}
-		if s.ping() == nil {
-			s.mu.Lock()
-			s.cmd, s.exited = cmd, exited
-			s.mu.Unlock()
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	_ = cmd.Process.Kill()
-	<-exited
-	return errors.New("zookeeper did not accept a session within 30s")
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	return nil
 }
 
 // ping opens a session with ZooKeeper's connect handshake and checks that
@@ -182,12 +166,4 @@ func (s *Server) Kill() {
 	}
 	_ = cmd.Process.Kill()
 	<-exited
-}
-
-func tail(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
