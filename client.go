@@ -130,16 +130,35 @@ func (c *Client) acquire(ctx context.Context, key string, opts []Option, wait bo
 	if c.closed.Load() {
 		return nil, c.wrap("acquire", key, ErrClosed)
 	}
+	start := now()
+	l, retries, waited, err := c.attempt(ctx, key, cfg, wait)
+	if len(cfg.observers) > 0 {
+		e := Event{Key: key, Wait: time.Duration(now() - start), Retries: retries, Waited: waited, Err: err}
+		if err != nil {
+			e.Type = EventFailed
+		} else {
+			e.Type, e.Owner, e.Token, e.Validity = EventAcquired, l.owner, l.token, l.Validity()
+		}
+		c.emit(cfg, e)
+	}
+	return l, err
+}
+
+// attempt takes the lock, retrying if wait is set. It reports how many
+// retries it made and whether it waited (EventWaiting was sent).
+func (c *Client) attempt(ctx context.Context, key string, cfg *config, wait bool) (l *Lease, retries int, waited bool, err error) {
 	if q, ok := c.backend.(driver.Queuer); ok && wait {
 		if _, once := cfg.backoff.(noRetry); !once {
-			return c.acquireQueued(ctx, q, key, cfg)
+			c.emit(cfg, Event{Type: EventWaiting, Key: key})
+			l, err := c.acquireQueued(ctx, q, key, cfg)
+			return l, 0, true, err
 		}
 	}
 	owner := newOwner(cfg)
 	var lastErr error
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return nil, c.wrap("acquire", key, errors.Join(context.Cause(ctx), lastErr))
+			return nil, attempt, waited, c.wrap("acquire", key, errors.Join(context.Cause(ctx), lastErr))
 		}
 		sent := now()
 		token, ok, err := c.backend.Acquire(ctx, key, owner, cfg.ttl)
@@ -152,7 +171,7 @@ func (c *Client) acquire(ctx context.Context, key string, opts []Option, wait bo
 				lastErr = fmt.Errorf("%w: acquisition took longer than the ttl %v allows", ErrNotAcquired, cfg.ttl)
 				break
 			}
-			return l, nil
+			return l, attempt, waited, nil
 		case err != nil:
 			// The outcome is unknown: the lock may have been taken. The
 			// owner-checked release runs detached, so the next attempt
@@ -160,27 +179,31 @@ func (c *Client) acquire(ctx context.Context, key string, opts []Option, wait bo
 			c.releaseInBackground(key, owner, cfg.ttl)
 			owner = newOwner(cfg)
 			if ctx.Err() != nil {
-				return nil, c.wrap("acquire", key, errors.Join(context.Cause(ctx), err))
+				return nil, attempt, waited, c.wrap("acquire", key, errors.Join(context.Cause(ctx), err))
 			}
 			lastErr = err
 		default:
 			lastErr = ErrNotAcquired
 		}
 		if !wait {
-			return nil, c.wrap("acquire", key, lastErr)
+			return nil, attempt, waited, c.wrap("acquire", key, lastErr)
+		}
+		if !waited {
+			waited = true
+			c.emit(cfg, Event{Type: EventWaiting, Key: key})
 		}
 		delay, more := cfg.backoff.Delay(attempt)
 		if !more {
 			if !errors.Is(lastErr, ErrNotAcquired) {
 				lastErr = errors.Join(ErrNotAcquired, lastErr)
 			}
-			return nil, c.wrap("acquire", key, fmt.Errorf("%w (after %d retries)", lastErr, attempt))
+			return nil, attempt, waited, c.wrap("acquire", key, fmt.Errorf("%w (after %d retries)", lastErr, attempt))
 		}
 		if lastErr != ErrNotAcquired {
 			c.cfg.logger.Debug("turnstile: acquire failed, retrying", "key", key, "backend", c.name, "attempt", attempt, "err", lastErr)
 		}
 		if err := sleep(ctx, delay); err != nil {
-			return nil, c.wrap("acquire", key, errors.Join(err, lastErr))
+			return nil, attempt, waited, c.wrap("acquire", key, errors.Join(err, lastErr))
 		}
 	}
 }

@@ -121,10 +121,12 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return l.c.wrap("extend", l.key, err)
 	}
 	if !ok {
-		wd.lose(l, fmt.Errorf("%w: extend refused, the key is no longer held by this owner", ErrLockLost))
+		wd.lose(l, fmt.Errorf("%w: extend refused, the key is no longer held by this owner", ErrLockLost), false)
 		return l.c.wrap("extend", l.key, ErrNotHeld)
 	}
-	wd.extended(l, gen, sent, ttl)
+	if wd.extended(l, gen, sent, ttl) {
+		l.c.emit(l.cfg, Event{Type: EventExtended, Key: l.key, Owner: l.owner, Token: l.token, Validity: l.Validity()})
+	}
 	return nil
 }
 
@@ -151,15 +153,18 @@ func (l *Lease) Release(ctx context.Context) error {
 
 	ok, err := l.c.backend.Release(ctx, l.key, l.owner)
 	if err != nil {
-		return l.c.wrap("release", l.key, err)
+		err = l.c.wrap("release", l.key, err)
+		l.c.emit(l.cfg, Event{Type: EventReleased, Key: l.key, Owner: l.owner, Token: l.token, Err: err})
+		return err
 	}
 	wd.mu.Lock()
 	l.state = stateReleased
 	wd.mu.Unlock()
 	if !ok {
-		return l.c.wrap("release", l.key, ErrNotHeld)
+		err = l.c.wrap("release", l.key, ErrNotHeld)
 	}
-	return nil
+	l.c.emit(l.cfg, Event{Type: EventReleased, Key: l.key, Owner: l.owner, Token: l.token, Refused: !ok, Err: err})
+	return err
 }
 
 // lost reports whether the lease ended by loss (not by release).

@@ -39,6 +39,7 @@ type config struct {
 	logger      *slog.Logger
 	driftFactor float64
 	driftFixed  time.Duration
+	observers   []Observer
 }
 
 func defaultConfig() config {

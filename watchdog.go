@@ -86,13 +86,14 @@ func (w *watchdog) remove(l *Lease) {
 	}
 }
 
-// lose ends l with cause, which matches ErrLockLost.
-func (w *watchdog) lose(l *Lease, cause error) {
+// lose ends l with cause, which matches ErrLockLost: the store refused
+// to extend it (by the watchdog if renewal is set).
+func (w *watchdog) lose(l *Lease, cause error, renewal bool) {
 	w.mu.Lock()
 	ok := w.loseLocked(l)
 	w.mu.Unlock()
 	if ok {
-		w.reportLost(l, cause)
+		w.reportLost(l, cause, true, renewal)
 	}
 }
 
@@ -105,17 +106,20 @@ func (w *watchdog) loseLocked(l *Lease) bool {
 	return true
 }
 
-func (w *watchdog) reportLost(l *Lease, cause error) {
+func (w *watchdog) reportLost(l *Lease, cause error, refused, renewal bool) {
 	l.cancel(cause)
 	w.c.cfg.logger.Warn("turnstile: lease lost", "key", l.key, "token", l.token, "backend", w.c.name, "cause", cause)
+	w.c.emit(l.cfg, Event{Type: EventLost, Key: l.key, Owner: l.owner, Token: l.token, Refused: refused, Renewal: renewal, Err: cause})
 }
 
-// extended records a renewal the holder made itself with Lease.Extend.
-func (w *watchdog) extended(l *Lease, gen uint64, sent mono, ttl time.Duration) {
+// extended records a renewal the holder made itself with Lease.Extend. It
+// reports whether the lease took it (it is still held and no later Extend
+// overtook this one).
+func (w *watchdog) extended(l *Lease, gen uint64, sent mono, ttl time.Duration) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if l.state != stateHeld || l.gen != gen || l.index < 0 {
-		return
+		return false
 	}
 	l.ttl = ttl
 	l.drift = l.cfg.drift(ttl)
@@ -133,6 +137,7 @@ func (w *watchdog) extended(l *Lease, gen uint64, sent mono, ttl time.Duration) 
 	}
 	heap.Fix(&w.h, l.index)
 	w.wakeLocked(l.index == 0)
+	return true
 }
 
 // close ends every held lease with ErrClosed and stops the scheduler.
@@ -150,6 +155,7 @@ func (w *watchdog) close() {
 	w.mu.Unlock()
 	for _, l := range leases {
 		l.cancel(ErrClosed)
+		w.c.emit(l.cfg, Event{Type: EventLost, Key: l.key, Owner: l.owner, Token: l.token, Err: ErrClosed})
 	}
 	w.wg.Wait()
 }
@@ -207,7 +213,7 @@ func (w *watchdog) loop() {
 			default:
 				cause = fmt.Errorf("%w: local deadline passed without a confirmed renewal", ErrLockLost)
 			}
-			w.reportLost(l, cause)
+			w.reportLost(l, cause, false, l.renewEvery > 0)
 		}
 		if len(batch) > 0 {
 			w.wg.Add(1)
@@ -258,10 +264,16 @@ func (w *watchdog) renew(batch []pending) {
 	}
 
 	type loss struct {
-		l     *Lease
-		cause error
+		l       *Lease
+		cause   error
+		refused bool
 	}
 	var lost []loss
+	type observed struct {
+		cfg *config
+		e   Event
+	}
+	var events []observed // renewals confirmed or failed, for the observers
 	w.mu.Lock()
 	t := now()
 	for i, p := range batch {
@@ -289,16 +301,24 @@ func (w *watchdog) renew(batch []pending) {
 			l.renewErr = nil
 			l.deadline = sent.add(p.ttl - l.drift)
 			l.due = sent.add(l.renewEvery)
+			if len(l.cfg.observers) > 0 {
+				events = append(events, observed{l.cfg, Event{Type: EventExtended, Key: l.key, Owner: l.owner, Token: l.token,
+					Validity: max(0, time.Duration(l.deadline-t)), Renewal: true}})
+			}
 		case r.Err == nil:
 			w.loseLocked(l)
-			lost = append(lost, loss{l, fmt.Errorf("%w: renewal refused, the key is no longer held by this owner", ErrLockLost)})
+			lost = append(lost, loss{l, fmt.Errorf("%w: renewal refused, the key is no longer held by this owner", ErrLockLost), true})
 			continue
 		case t >= l.deadline:
 			w.loseLocked(l)
-			lost = append(lost, loss{l, fmt.Errorf("%w: renewal failed until the local deadline: %w", ErrLockLost, r.Err)})
+			lost = append(lost, loss{l, fmt.Errorf("%w: renewal failed until the local deadline: %w", ErrLockLost, r.Err), false})
 			continue
 		default:
 			// Transient failure: try again soon, but never past the deadline.
+			if len(l.cfg.observers) > 0 {
+				events = append(events, observed{l.cfg, Event{Type: EventRenewFailed, Key: l.key, Owner: l.owner, Token: l.token,
+					Renewal: true, Err: r.Err}})
+			}
 			l.renewErr = r.Err
 			retry := max(min(l.renewEvery/4, time.Second), time.Millisecond)
 			l.due = min(t.add(retry), l.deadline)
@@ -310,8 +330,11 @@ func (w *watchdog) renew(batch []pending) {
 		w.wakeLocked(true) // due times moved: the scheduler must look again
 	}
 	w.mu.Unlock()
+	for _, x := range events {
+		w.c.emit(x.cfg, x.e)
+	}
 	for _, x := range lost {
-		w.reportLost(x.l, x.cause)
+		w.reportLost(x.l, x.cause, x.refused, true)
 	}
 }
 
