@@ -26,7 +26,6 @@ package turnstile
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -47,6 +46,7 @@ type Client struct {
 	ownsBackend bool // Close closes the backend (set by Open)
 
 	wd     *watchdog
+	lines  sync.Map // key → *line: this Client's waiters per key
 	closed atomic.Bool
 	bg     sync.WaitGroup // best-effort cleanups after failed acquisitions
 }
@@ -154,58 +154,13 @@ func (c *Client) attempt(ctx context.Context, key string, cfg *config, wait bool
 			return l, 0, true, err
 		}
 	}
-	owner := newOwner(cfg)
-	var lastErr error
-	for attempt := 0; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return nil, attempt, waited, c.wrap("acquire", key, errors.Join(context.Cause(ctx), lastErr))
-		}
-		sent := now()
-		token, ok, err := c.backend.Acquire(ctx, key, owner, cfg.ttl)
-		switch {
-		case ok && err == nil:
-			l := c.newLease(ctx, key, owner, token, sent, cfg)
-			if l == nil { // born expired: the round trip ate the whole validity
-				c.releaseInBackground(key, owner, cfg.ttl)
-				owner = newOwner(cfg)
-				lastErr = fmt.Errorf("%w: acquisition took longer than the ttl %v allows", ErrNotAcquired, cfg.ttl)
-				break
-			}
-			return l, attempt, waited, nil
-		case err != nil:
-			// The outcome is unknown: the lock may have been taken. The
-			// owner-checked release runs detached, so the next attempt
-			// takes a new owner id: the release must not meet its grant.
-			c.releaseInBackground(key, owner, cfg.ttl)
-			owner = newOwner(cfg)
-			if ctx.Err() != nil {
-				return nil, attempt, waited, c.wrap("acquire", key, errors.Join(context.Cause(ctx), err))
-			}
-			lastErr = err
-		default:
-			lastErr = ErrNotAcquired
-		}
-		if !wait {
-			return nil, attempt, waited, c.wrap("acquire", key, lastErr)
-		}
-		if !waited {
-			waited = true
-			c.emit(cfg, Event{Type: EventWaiting, Key: key})
-		}
-		delay, more := cfg.backoff.Delay(attempt)
-		if !more {
-			if !errors.Is(lastErr, ErrNotAcquired) {
-				lastErr = errors.Join(ErrNotAcquired, lastErr)
-			}
-			return nil, attempt, waited, c.wrap("acquire", key, fmt.Errorf("%w (after %d retries)", lastErr, attempt))
-		}
-		if lastErr != ErrNotAcquired {
-			c.cfg.logger.Debug("turnstile: acquire failed, retrying", "key", key, "backend", c.name, "attempt", attempt, "err", lastErr)
-		}
-		if err := sleep(ctx, delay); err != nil {
-			return nil, attempt, waited, c.wrap("acquire", key, errors.Join(err, lastErr))
-		}
+	k := c.newContender(key, cfg)
+	if wait {
+		l, err = c.waitFor(ctx, k)
+	} else if l, err = k.try(ctx); l == nil && err == nil {
+		err = k.fail(k.lastErr)
 	}
+	return l, k.retries(), k.waited, err
 }
 
 // newOwner returns a fresh owner id: the instance id and 128 random bits.
@@ -222,20 +177,6 @@ func (c *Client) releaseInBackground(key, owner string, ttl time.Duration) {
 		defer cancel()
 		_, _ = c.backend.Release(ctx, key, owner)
 	}()
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
 }
 
 func (c *Client) wrap(op, key string, err error) error {

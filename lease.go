@@ -152,6 +152,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.cancel(ErrReleased)
 
 	ok, err := l.c.backend.Release(ctx, l.key, l.owner)
+	l.c.leaseEnded(l)
 	if err != nil {
 		err = l.c.wrap("release", l.key, err)
 		l.c.emit(l.cfg, Event{Type: EventReleased, Key: l.key, Owner: l.owner, Token: l.token, Err: err})

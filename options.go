@@ -40,6 +40,8 @@ type config struct {
 	driftFactor float64
 	driftFixed  time.Duration
 	observers   []Observer
+	notify      bool // wait for release notices where the store sends them
+	coalesce    bool // waiters of one Client for one key queue locally
 }
 
 func defaultConfig() config {
@@ -49,6 +51,8 @@ func defaultConfig() config {
 		backoff:     Exponential{Base: DefaultBackoffBase, Cap: DefaultBackoffCap, MaxRetries: DefaultMaxRetries},
 		driftFactor: DefaultDriftFactor,
 		driftFixed:  DefaultDriftMinimum,
+		notify:      true,
+		coalesce:    true,
 	}
 }
 
@@ -125,6 +129,30 @@ func WithInstanceID(id string) Option {
 			}
 		}
 		c.instanceID = id
+		return nil
+	}
+}
+
+// WithoutNotifications makes Acquire poll with its Backoff only, even
+// when the store sends release notices (driver.Notifier: Redis pub/sub,
+// PostgreSQL NOTIFY). Default: a waiter retries as soon as a notice says
+// the lock was released, with the Backoff as a safety net for lost
+// notices.
+func WithoutNotifications() Option {
+	return func(c *config) error {
+		c.notify = false
+		return nil
+	}
+}
+
+// WithoutCoalescing lets every waiting Acquire call contend with the store
+// on its own. Default: the waiters of one Client for one key queue
+// locally, first come first served, and only the head of that line makes
+// store round trips, so a release costs one attempt per waiting process
+// instead of one per waiting goroutine.
+func WithoutCoalescing() Option {
+	return func(c *config) error {
+		c.coalesce = false
 		return nil
 	}
 }

@@ -108,6 +108,7 @@ func (w *watchdog) loseLocked(l *Lease) bool {
 
 func (w *watchdog) reportLost(l *Lease, cause error, refused, renewal bool) {
 	l.cancel(cause)
+	w.c.leaseEnded(l)
 	w.c.cfg.logger.Warn("turnstile: lease lost", "key", l.key, "token", l.token, "backend", w.c.name, "cause", cause)
 	w.c.emit(l.cfg, Event{Type: EventLost, Key: l.key, Owner: l.owner, Token: l.token, Refused: refused, Renewal: renewal, Err: cause})
 }

@@ -1,0 +1,454 @@
+package turnstile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+// How Acquire waits for a lock that is held (SPEC S-1.3, S-4.5, S-9.3).
+//
+// A waiter retries on three signals: a release notice from the store (when
+// the backend is a driver.Notifier and notifications are on), a release by
+// another lease of the same Client, and the Backoff's timer. The timer is
+// the safety net for a lost notice and the only signal for stores that
+// cannot notify; only its rounds count against the Backoff's retries, so a
+// waiter woken by notices that keeps losing the race is not pushed out by
+// them.
+//
+// With coalescing on (the default), the waiters of one Client for one key
+// form a local line, first come first served: only the head of the line
+// contends with the store, the others wait for their turn without a round
+// trip. A release then costs one store attempt per process that waits,
+// not one per waiter. While the head's predecessor holds the lock, the
+// head ignores release notices from the store (they are for an earlier
+// release) and waits for that lease to end locally.
+
+// contender is the state of one Acquire call while it contends for a key.
+type contender struct {
+	c       *Client
+	key     string
+	cfg     *config
+	owner   string
+	tries   int // attempts made
+	rounds  int // Backoff timer rounds
+	waited  bool
+	lastErr error
+}
+
+func (c *Client) newContender(key string, cfg *config) *contender {
+	return &contender{c: c, key: key, cfg: cfg, owner: newOwner(cfg)}
+}
+
+// retries is what the caller is told: attempts after the first.
+func (k *contender) retries() int { return max(0, k.tries-1) }
+
+// fail wraps err as the outcome of the acquisition.
+func (k *contender) fail(err error) error { return k.c.wrap("acquire", k.key, err) }
+
+// cancelled is the error for a context that ended the wait.
+func (k *contender) cancelled(ctx context.Context) error {
+	return k.fail(errors.Join(context.Cause(ctx), k.lastErr))
+}
+
+// startWaiting tells the observers, once, that the call waits.
+func (k *contender) startWaiting() {
+	if !k.waited {
+		k.waited = true
+		k.c.emit(k.cfg, Event{Type: EventWaiting, Key: k.key})
+	}
+}
+
+// try makes one attempt. It returns the lease, or (nil, nil) with the
+// reason in lastErr, or an error that ends the wait.
+func (k *contender) try(ctx context.Context) (*Lease, error) {
+	if ctx.Err() != nil {
+		return nil, k.cancelled(ctx)
+	}
+	c, cfg := k.c, k.cfg
+	k.tries++
+	sent := now()
+	token, ok, err := c.backend.Acquire(ctx, k.key, k.owner, cfg.ttl)
+	switch {
+	case ok && err == nil:
+		l := c.newLease(ctx, k.key, k.owner, token, sent, cfg)
+		if l != nil {
+			return l, nil
+		}
+		// Born expired: the round trip ate the whole validity.
+		c.releaseInBackground(k.key, k.owner, cfg.ttl)
+		k.owner = newOwner(cfg)
+		k.lastErr = fmt.Errorf("%w: acquisition took longer than the ttl %v allows", ErrNotAcquired, cfg.ttl)
+	case err != nil:
+		// The outcome is unknown: the lock may have been taken. The
+		// owner-checked release runs detached, so the next attempt takes a
+		// new owner id: the release must not meet its grant.
+		c.releaseInBackground(k.key, k.owner, cfg.ttl)
+		k.owner = newOwner(cfg)
+		if ctx.Err() != nil {
+			return nil, k.fail(errors.Join(context.Cause(ctx), err))
+		}
+		k.lastErr = err
+		c.cfg.logger.Debug("turnstile: acquire failed", "key", k.key, "backend", c.name, "attempt", k.tries, "err", err)
+	default:
+		k.lastErr = ErrNotAcquired
+	}
+	return nil, nil
+}
+
+// giveUp is the error once the Backoff has no retry left.
+func (k *contender) giveUp() error {
+	err := k.lastErr
+	if err == nil {
+		err = ErrNotAcquired
+	} else if !errors.Is(err, ErrNotAcquired) {
+		err = errors.Join(ErrNotAcquired, err)
+	}
+	return k.fail(fmt.Errorf("%w (after %d retries)", err, k.retries()))
+}
+
+// signals are what wakes a waiter besides its timer.
+type signals struct {
+	notice <-chan struct{} // release notices from the store
+	local  <-chan struct{} // releases by this Client (local line only)
+	// heldHere reports whether the lock is held by a lease of this
+	// Client; notices are ignored meanwhile (local line only).
+	heldHere func() bool
+}
+
+// contend retries until the lock is taken, the Backoff gives up, or ctx
+// is done. If first is set it attempts at once, otherwise it waits for a
+// signal first.
+//
+// A notice or local release restarts the safety-net timer: while the lock
+// changes hands and says so, there is nothing to poll for. Once that has
+// happened the wait is also bounded by the Backoff's total (maxWait), as
+// its rounds alone no longer are.
+func (k *contender) contend(ctx context.Context, sig signals, first bool) (*Lease, error) {
+	if first {
+		if l, err := k.try(ctx); l != nil || err != nil {
+			return l, err
+		}
+	}
+	var budget <-chan time.Time
+	if total, bounded := maxWaitOf(k.cfg.backoff); bounded && (sig.notice != nil || sig.local != nil) {
+		b := time.NewTimer(total)
+		defer b.Stop()
+		budget = b.C
+	}
+	var timer *time.Timer
+	armed, resets := false, 0
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		if !armed {
+			delay, more := k.cfg.backoff.Delay(k.rounds)
+			if !more {
+				return nil, k.giveUp()
+			}
+			if timer == nil {
+				timer = time.NewTimer(delay)
+			} else {
+				timer.Reset(delay)
+			}
+			armed = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, k.cancelled(ctx)
+		case <-budget:
+			if resets > 0 {
+				return nil, k.giveUp()
+			}
+			budget = nil // no signal came: the rounds decide
+			continue
+		case <-timer.C:
+			armed = false
+			k.rounds++
+		case <-sig.notice:
+			timer.Stop() // no stale value after Stop (Go 1.23 timers)
+			armed = false
+			resets++
+		case <-sig.local:
+			timer.Stop()
+			armed = false
+			resets++
+		}
+		if sig.heldHere != nil && sig.heldHere() {
+			continue // held by a lease of ours: its release wakes us locally
+		}
+		if l, err := k.try(ctx); l != nil || err != nil {
+			return l, err
+		}
+	}
+}
+
+// waitFor is Acquire's waiting path for a backend that does not queue
+// waiters itself.
+func (c *Client) waitFor(ctx context.Context, k *contender) (*Lease, error) {
+	if k.cfg.coalesce {
+		return c.waitInLine(ctx, k)
+	}
+	if l, err := k.try(ctx); l != nil || err != nil {
+		return l, err
+	}
+	k.startWaiting()
+	var sig signals
+	if n, ok := c.backend.(driver.Notifier); ok && k.cfg.notify {
+		ch, stop, err := n.Released(ctx, k.key)
+		if err != nil {
+			c.cfg.logger.Debug("turnstile: release notices unavailable, polling", "key", k.key, "backend", c.name, "err", err)
+		} else {
+			defer stop()
+			sig.notice = ch
+			// A release between the failed attempt and the subscription
+			// sent no notice we could see: look again now.
+			return k.contend(ctx, sig, true)
+		}
+	}
+	return k.contend(ctx, sig, false)
+}
+
+// waitInLine waits in the Client's local line for key (see the comment at
+// the top of this file).
+func (c *Client) waitInLine(ctx context.Context, k *contender) (*Lease, error) {
+	tried := false
+	if !c.lineBusy(k.key) {
+		if l, err := k.try(ctx); l != nil || err != nil {
+			return l, err
+		}
+		tried = true
+	}
+	k.startWaiting()
+	ln, w := c.joinLine(k.key)
+	var won *Lease
+	defer func() { ln.leave(c, w, won) }()
+
+	queued, err := k.awaitTurn(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	sig := signals{local: ln.local, heldHere: ln.heldHere}
+	// Attempt at once unless this call has just failed one, or the
+	// previous head has just taken the lock.
+	first := !w.afterGrant && (queued || !tried)
+	if ch, fresh := ln.subscribe(c, k.cfg); ch != nil {
+		sig.notice = ch
+		first = first || fresh
+	}
+	l, err := k.contend(ctx, sig, first)
+	if l != nil {
+		won = l
+	}
+	return l, err
+}
+
+// awaitTurn waits until w heads its line, and reports whether it had to
+// wait. A waiter behind others waits at most the longest total wait its
+// Backoff allows (Exponential: the sum of its retries' ceilings), then
+// gives up with ErrNotAcquired.
+func (k *contender) awaitTurn(ctx context.Context, w *waiter) (bool, error) {
+	select {
+	case <-w.turn:
+		return false, nil
+	default:
+	}
+	var expired <-chan time.Time
+	budget, bounded := maxWaitOf(k.cfg.backoff)
+	if bounded {
+		t := time.NewTimer(budget)
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case <-w.turn:
+		return true, nil
+	case <-ctx.Done():
+		return true, k.cancelled(ctx)
+	case <-expired:
+		return true, k.fail(fmt.Errorf("%w (waited %v behind other waiters of this process)", ErrNotAcquired, budget))
+	}
+}
+
+// maxWaitOf is the longest total wait b allows, if it says.
+func maxWaitOf(b Backoff) (time.Duration, bool) {
+	if m, ok := b.(interface{ maxWait() (time.Duration, bool) }); ok {
+		return m.maxWait()
+	}
+	return 0, false
+}
+
+// line is the queue of one Client's waiters for one key.
+type line struct {
+	key   string
+	local chan struct{} // a lease of this Client on key ended
+
+	mu      sync.Mutex
+	waiters []*waiter // waiters[0] is the head
+	holding *Lease    // the lease a waiter of this line won, until it ends
+	notice  <-chan struct{}
+	stopSub func()
+	subbed  bool // a subscription was attempted
+	dead    bool // out of the Client's map: join a new line
+}
+
+// waiter is one Acquire call in a line.
+type waiter struct {
+	turn chan struct{} // closed when the waiter becomes the head
+	// afterGrant: the previous head took the lock, so the new head waits
+	// for its release instead of attempting at once. Written before turn
+	// is closed.
+	afterGrant bool
+}
+
+// lineBusy reports whether waiters of this Client already queue for key.
+func (c *Client) lineBusy(key string) bool {
+	v, ok := c.lines.Load(key)
+	if !ok {
+		return false
+	}
+	ln := v.(*line)
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	return !ln.dead && len(ln.waiters) > 0
+}
+
+// joinLine puts a new waiter at the tail of key's line.
+func (c *Client) joinLine(key string) (*line, *waiter) {
+	w := &waiter{turn: make(chan struct{})}
+	for {
+		v, ok := c.lines.Load(key)
+		if !ok {
+			v, _ = c.lines.LoadOrStore(key, &line{key: key, local: make(chan struct{}, 1)})
+		}
+		ln := v.(*line)
+		ln.mu.Lock()
+		if ln.dead {
+			ln.mu.Unlock()
+			continue
+		}
+		ln.waiters = append(ln.waiters, w)
+		if len(ln.waiters) == 1 {
+			close(w.turn)
+		}
+		ln.mu.Unlock()
+		return ln, w
+	}
+}
+
+// leave takes w out of its line. won is the lease w took, if any: the
+// next head then waits for it to end.
+func (ln *line) leave(c *Client, w *waiter, won *Lease) {
+	var stop func()
+	ln.mu.Lock()
+	for i, x := range ln.waiters {
+		if x != w {
+			continue
+		}
+		copy(ln.waiters[i:], ln.waiters[i+1:])
+		ln.waiters[len(ln.waiters)-1] = nil
+		ln.waiters = ln.waiters[:len(ln.waiters)-1]
+		if i == 0 && len(ln.waiters) > 0 {
+			next := ln.waiters[0]
+			next.afterGrant = won != nil
+			close(next.turn)
+		}
+		break
+	}
+	if won != nil && won.ctx.Err() == nil {
+		// The next head waits for this lease to end (leaseEnded clears
+		// holding; it runs after the lease's context is cancelled, so a
+		// lease that ended already is never recorded here).
+		ln.holding = won
+		// Notices until now are for releases before this grant.
+		select {
+		case <-ln.notice:
+		default:
+		}
+		select {
+		case <-ln.local:
+		default:
+		}
+	}
+	if len(ln.waiters) == 0 {
+		ln.dead = true
+		c.lines.CompareAndDelete(ln.key, ln)
+		stop, ln.stopSub = ln.stopSub, nil
+	}
+	ln.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// heldHere reports whether a lease won in this line still holds the lock.
+func (ln *line) heldHere() bool {
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	return ln.holding != nil
+}
+
+// subscribe starts the line's subscription to release notices, once per
+// line. It returns the notice channel (nil if the store cannot notify)
+// and whether this call subscribed.
+func (ln *line) subscribe(c *Client, cfg *config) (<-chan struct{}, bool) {
+	n, ok := c.backend.(driver.Notifier)
+	if !ok || !cfg.notify {
+		return nil, false
+	}
+	ln.mu.Lock()
+	if ln.subbed {
+		ch := ln.notice
+		ln.mu.Unlock()
+		return ch, false
+	}
+	ln.subbed = true
+	ln.mu.Unlock()
+
+	// The subscription serves the whole line, so it does not end with
+	// the context of the waiter that happens to make it.
+	sctx, cancel := context.WithCancel(context.Background())
+	ch, stop, err := n.Released(sctx, ln.key)
+	if err != nil {
+		cancel()
+		c.cfg.logger.Debug("turnstile: release notices unavailable, polling", "key", ln.key, "backend", c.name, "err", err)
+		return nil, false
+	}
+	ln.mu.Lock()
+	if ln.dead {
+		ln.mu.Unlock()
+		stop()
+		cancel()
+		return nil, false
+	}
+	ln.notice = ch
+	ln.stopSub = func() { stop(); cancel() }
+	ln.mu.Unlock()
+	return ch, true
+}
+
+// leaseEnded wakes the line of l's key, if any: l was released or lost.
+// It must run after l's context was cancelled.
+func (c *Client) leaseEnded(l *Lease) {
+	v, ok := c.lines.Load(l.key)
+	if !ok {
+		return
+	}
+	ln := v.(*line)
+	ln.mu.Lock()
+	if ln.holding == l {
+		ln.holding = nil
+	}
+	ln.mu.Unlock()
+	select {
+	case ln.local <- struct{}{}:
+	default:
+	}
+}

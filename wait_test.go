@@ -1,0 +1,348 @@
+package turnstile_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/memory"
+)
+
+// notifying is the memory store with release notices, delivered from
+// another goroutine as a network store would. It counts round trips.
+type notifying struct {
+	*memory.Backend
+	acquires  atomic.Int64
+	granted   atomic.Int64
+	releases  atomic.Int64
+	subscribe atomic.Int64
+	drop      atomic.Bool // lose every notice
+
+	mu   sync.Mutex
+	subs map[string]map[chan struct{}]struct{}
+}
+
+func newNotifying() *notifying {
+	return &notifying{Backend: memory.New(), subs: map[string]map[chan struct{}]struct{}{}}
+}
+
+func (n *notifying) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	n.acquires.Add(1)
+	tok, ok, err := n.Backend.Acquire(ctx, key, owner, ttl)
+	if ok {
+		n.granted.Add(1)
+	}
+	return tok, ok, err
+}
+
+func (n *notifying) Release(ctx context.Context, key, owner string) (bool, error) {
+	n.releases.Add(1)
+	ok, err := n.Backend.Release(ctx, key, owner)
+	if ok && !n.drop.Load() {
+		n.mu.Lock()
+		var chs []chan struct{}
+		for ch := range n.subs[key] {
+			chs = append(chs, ch)
+		}
+		n.mu.Unlock()
+		go func() {
+			for _, ch := range chs {
+				select {
+				case ch <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+	return ok, err
+}
+
+func (n *notifying) Released(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	n.subscribe.Add(1)
+	ch := make(chan struct{}, 1)
+	n.mu.Lock()
+	if n.subs[key] == nil {
+		n.subs[key] = map[chan struct{}]struct{}{}
+	}
+	n.subs[key][ch] = struct{}{}
+	n.mu.Unlock()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			n.mu.Lock()
+			delete(n.subs[key], ch)
+			n.mu.Unlock()
+		})
+	}
+	return ch, stop, nil
+}
+
+func (n *notifying) subscribers() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	total := 0
+	for _, m := range n.subs {
+		total += len(m)
+	}
+	return total
+}
+
+// patient waits as long as the context allows.
+var patient = turnstile.WithBackoff(turnstile.Exponential{Base: 10 * time.Millisecond, Cap: 100 * time.Millisecond, MaxRetries: -1})
+
+// herd runs waiters per client on one key, each holding it for hold, and
+// returns how many store acquisition attempts each success cost.
+func herd(t *testing.T, n *notifying, clients []*turnstile.Client, waiters int, hold time.Duration, opts ...turnstile.Option) float64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	before, grantedBefore := n.acquires.Load(), n.granted.Load()
+	var wg sync.WaitGroup
+	var inside atomic.Int32
+	errs := make(chan error, waiters*len(clients))
+	for _, c := range clients {
+		for range waiters {
+			wg.Go(func() {
+				l, err := c.Acquire(ctx, "herd", append([]turnstile.Option{patient}, opts...)...)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if inside.Add(1) != 1 {
+					errs <- errors.New("two holders at once")
+				}
+				time.Sleep(hold)
+				inside.Add(-1)
+				if err := l.Release(ctx); err != nil {
+					errs <- err
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	granted := n.granted.Load() - grantedBefore
+	if granted != int64(waiters*len(clients)) {
+		t.Fatalf("%d grants for %d waiters", granted, waiters*len(clients))
+	}
+	return float64(n.acquires.Load()-before) / float64(granted)
+}
+
+func newClients(t *testing.T, n *notifying, count int) []*turnstile.Client {
+	var cs []*turnstile.Client
+	for range count {
+		cs = append(cs, newClient(t, n))
+	}
+	return cs
+}
+
+// TestHerdCoalescedCostsFewAttempts: two "processes" (Clients) with 200
+// waiters each on one key. With notices and local lines a release costs
+// about one attempt per process; every goroutine on its own costs more.
+func TestHerdCoalescedCostsFewAttempts(t *testing.T) {
+	n := newNotifying()
+	coalesced := herd(t, n, newClients(t, n, 2), 200, 200*time.Microsecond)
+	alone := herd(t, n, newClients(t, n, 2), 200, 200*time.Microsecond, turnstile.WithoutCoalescing())
+	t.Logf("store attempts per acquisition: coalesced %.2f, every waiter alone %.2f", coalesced, alone)
+	if coalesced > 2.5 {
+		t.Errorf("coalesced waiting made %.2f attempts per acquisition, want at most 2.5 (two processes)", coalesced)
+	}
+	if alone <= coalesced {
+		t.Errorf("waiters on their own made %.2f attempts per acquisition, not more than coalesced ones (%.2f)", alone, coalesced)
+	}
+	if s := n.subscribers(); s != 0 {
+		t.Errorf("%d subscriptions left after the herd", s)
+	}
+}
+
+// TestHerdNeverStalls: a herd repeated 200 times always finishes; a
+// stalled waiter would sit on a free lock until the context ends.
+func TestHerdNeverStalls(t *testing.T) {
+	n := newNotifying()
+	cs := newClients(t, n, 2)
+	for i := range 200 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var wg sync.WaitGroup
+		var failed atomic.Int32
+		for w := range 10 {
+			wg.Go(func() {
+				l, err := cs[w%2].Acquire(ctx, "stall", patient)
+				if err != nil {
+					failed.Add(1)
+					return
+				}
+				_ = l.Release(ctx)
+			})
+		}
+		wg.Wait()
+		cancel()
+		if failed.Load() > 0 {
+			t.Fatalf("round %d: %d waiters never got the lock", i, failed.Load())
+		}
+	}
+}
+
+// TestLostNoticeSafetyNet: when every notice is lost the Backoff's timer
+// still finds the released lock, coalesced or not.
+func TestLostNoticeSafetyNet(t *testing.T) {
+	for _, opts := range [][]turnstile.Option{nil, {turnstile.WithoutCoalescing()}} {
+		n := newNotifying()
+		n.drop.Store(true)
+		c := newClient(t, n)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		holder, err := c.TryAcquire(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		go func() {
+			l, err := c.Acquire(ctx, "k", append([]turnstile.Option{patient}, opts...)...)
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			got <- err
+		}()
+		for n.acquires.Load() < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		if err := holder.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-got; err != nil {
+			t.Fatalf("waiter after a lost notice: %v", err)
+		}
+		cancel()
+	}
+}
+
+// TestLocalLineIsFirstComeFirstServed: waiters of one Client get the
+// lock in the order they started waiting.
+func TestLocalLineIsFirstComeFirstServed(t *testing.T) {
+	n := newNotifying()
+	rec := &recorder{}
+	c := newClient(t, n, turnstile.WithObserver(rec))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	holder, err := c.TryAcquire(ctx, "fifo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const waiters = 20
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for i := range waiters {
+		wg.Go(func() {
+			l, err := c.Acquire(ctx, "fifo", patient)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			_ = l.Release(ctx)
+		})
+		// The next one starts only once this one is in line.
+		for countType(rec, "fifo", "WAITING") < i+1 {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	_ = holder.Release(ctx)
+	wg.Wait()
+	for i, w := range order {
+		if w != i {
+			t.Fatalf("acquisition order %v, want arrival order 0..%d", order, waiters-1)
+		}
+	}
+}
+
+func countType(r *recorder, key, typ string) int {
+	n := 0
+	for _, s := range r.types(key) {
+		if s == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// TestQueuedWaitersGiveUpAndCancel: waiters behind a lock that is never
+// released end with ErrNotAcquired after their Backoff's total wait, or
+// with the context's error; the line they leave still works.
+func TestQueuedWaitersGiveUpAndCancel(t *testing.T) {
+	n := newNotifying()
+	c := newClient(t, n)
+	ctx := context.Background()
+	holder, err := c.TryAcquire(ctx, "stuck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := turnstile.WithBackoff(turnstile.Exponential{Base: time.Millisecond, Cap: 2 * time.Millisecond, MaxRetries: 5})
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			if _, err := c.Acquire(ctx, "stuck", short); !errors.Is(err, turnstile.ErrNotAcquired) {
+				t.Errorf("waiter behind a stuck lock: %v, want ErrNotAcquired", err)
+			}
+		})
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	for range 5 {
+		wg.Go(func() {
+			if _, err := c.Acquire(cctx, "stuck", patient); !errors.Is(err, context.Canceled) {
+				t.Errorf("cancelled waiter: %v, want context.Canceled", err)
+			}
+		})
+	}
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	wg.Wait()
+	_ = holder.Release(ctx)
+	l, err := c.Acquire(ctx, "stuck", patient)
+	if err != nil {
+		t.Fatalf("after the line emptied: %v", err)
+	}
+	_ = l.Release(ctx)
+	if s := n.subscribers(); s != 0 {
+		t.Errorf("%d subscriptions left", s)
+	}
+}
+
+// TestWithoutNotificationsPolls: the option keeps Acquire off the
+// store's notices.
+func TestWithoutNotificationsPolls(t *testing.T) {
+	n := newNotifying()
+	c := newClient(t, n, turnstile.WithoutNotifications())
+	ctx := context.Background()
+	holder, err := c.TryAcquire(ctx, "poll")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(20 * time.Millisecond); _ = holder.Release(ctx) }()
+	l, err := c.Acquire(ctx, "poll", patient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Release(ctx)
+	if s := n.subscribe.Load(); s != 0 {
+		t.Fatalf("%d subscriptions with notifications off", s)
+	}
+}
+
+func ExampleWithoutCoalescing() {
+	c, _ := turnstile.New(memory.New(), turnstile.WithoutCoalescing(), turnstile.WithoutNotifications())
+	defer c.Close()
+	l, err := c.Acquire(context.Background(), "lock:report")
+	fmt.Println(err, l.Token() > 0)
+	_ = l.Release(context.Background())
+	// Output: <nil> true
+}
