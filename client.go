@@ -163,8 +163,25 @@ func (c *Client) attempt(ctx context.Context, key string, cfg *config, wait bool
 	return l, k.retries(), k.waited, err
 }
 
-// newOwner returns a fresh owner id: the instance id and 128 random bits.
-func newOwner(cfg *config) string { return cfg.instanceID + "/" + rand.Text() }
+// newOwner returns a fresh owner id: the instance id and 128 random bits;
+// or the id fixed with WithOwner.
+func newOwner(cfg *config) string {
+	if cfg.owner != "" {
+		return cfg.owner
+	}
+	return cfg.instanceID + "/" + rand.Text()
+}
+
+// abandon cleans up after an attempt whose outcome is unknown: the lock
+// may have been taken. The owner-checked release runs detached, and the
+// next attempt takes a new owner id, so that the release cannot meet its
+// grant. A fixed owner id (WithOwner) cannot be renewed that way: its
+// lock, if taken, is left to expire after its TTL.
+func (c *Client) abandon(cfg *config, key, owner string) {
+	if cfg.owner == "" {
+		c.releaseInBackground(key, owner, cfg.ttl)
+	}
+}
 
 // releaseInBackground frees a lock that an attempt may have taken without
 // the caller learning it. It runs detached so that Acquire still returns as

@@ -39,6 +39,8 @@ type config struct {
 	logger      *slog.Logger
 	driftFactor float64
 	driftFixed  time.Duration
+	owner       string // fixed owner id (WithOwner); empty: a fresh one per lease
+	position    func(int)
 	observers   []Observer
 	notify      bool // wait for release notices where the store sends them
 	coalesce    bool // waiters of one Client for one key queue locally
@@ -153,6 +155,44 @@ func WithoutNotifications() Option {
 func WithoutCoalescing() Option {
 	return func(c *config) error {
 		c.coalesce = false
+		return nil
+	}
+}
+
+// WithOwner fixes the owner id a lock is taken under, instead of a fresh
+// random one per lease. It is for reentrant locks (a store's reentrant
+// view, such as the redis package's Reentrant): the same owner takes the
+// lock again without waiting for itself, and must release it as many
+// times. Owner identity is always explicit — never a goroutine or thread
+// id. Never give one owner id to two independent workers: each could
+// then release the other's lock (SPEC S-13). The id must be 1 to 256
+// bytes without control characters.
+func WithOwner(id string) Option {
+	return func(c *config) error {
+		if id == "" || len(id) > 256 {
+			return fmt.Errorf("%w: owner id must be 1 to 256 bytes, got %d", ErrInvalidOption, len(id))
+		}
+		for i := 0; i < len(id); i++ {
+			if id[i] < 0x20 || id[i] == 0x7f {
+				return fmt.Errorf("%w: owner id %q contains a control character", ErrInvalidOption, id)
+			}
+		}
+		c.owner = id
+		return nil
+	}
+}
+
+// WithQueuePosition asks to be told, while Acquire waits in a store's
+// queue (a driver.Queuer: the redis package's fair lock, ZooKeeper, etcd),
+// which place the caller has — 1 is next — whenever it changes, so a
+// service can show "you are N-th in line" (SPEC S-6.3). f runs on the
+// waiting goroutine and must not block.
+func WithQueuePosition(f func(position int)) Option {
+	return func(c *config) error {
+		if f == nil {
+			return fmt.Errorf("%w: nil queue position function", ErrInvalidOption)
+		}
+		c.position = f
 		return nil
 	}
 }

@@ -29,6 +29,9 @@ func (c *Client) acquireQueued(ctx context.Context, q driver.Queuer, key string,
 		}
 	}
 	owner := newOwner(cfg)
+	if cfg.position != nil {
+		qctx = driver.WithPositionFunc(qctx, cfg.position)
+	}
 	token, err := q.AcquireWait(qctx, key, owner, cfg.ttl)
 	if err != nil {
 		switch {
@@ -37,7 +40,7 @@ func (c *Client) acquireQueued(ctx context.Context, q driver.Queuer, key string,
 		case errors.Is(context.Cause(qctx), errQueueBudget):
 			return nil, c.wrap("acquire", key, fmt.Errorf("%w (waited %v in the store's queue)", ErrNotAcquired, budget))
 		}
-		c.releaseInBackground(key, owner, cfg.ttl)
+		c.abandon(cfg, key, owner)
 		return nil, c.wrap("acquire", key, err)
 	}
 	// The store granted the lock at some moment during the wait; renewing

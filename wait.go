@@ -84,10 +84,8 @@ func (k *contender) try(ctx context.Context) (*Lease, error) {
 		k.owner = newOwner(cfg)
 		k.lastErr = fmt.Errorf("%w: acquisition took longer than the ttl %v allows", ErrNotAcquired, cfg.ttl)
 	case err != nil:
-		// The outcome is unknown: the lock may have been taken. The
-		// owner-checked release runs detached, so the next attempt takes a
-		// new owner id: the release must not meet its grant.
-		c.releaseInBackground(k.key, k.owner, cfg.ttl)
+		// The outcome is unknown: the lock may have been taken.
+		c.abandon(cfg, k.key, k.owner)
 		k.owner = newOwner(cfg)
 		if ctx.Err() != nil {
 			return nil, k.fail(errors.Join(context.Cause(ctx), err))

@@ -103,3 +103,21 @@ type Queuer interface {
 	// is unknown.
 	AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (token uint64, err error)
 }
+
+type positionKey struct{}
+
+// WithPositionFunc returns a context that carries f to a Queuer's
+// AcquireWait: the Queuer calls f with the waiter's place in the queue
+// (1 = next to take the lock) when it learns it and whenever it changes.
+// The Client sets it for callers that ask (turnstile.WithQueuePosition).
+func WithPositionFunc(ctx context.Context, f func(position int)) context.Context {
+	return context.WithValue(ctx, positionKey{}, f)
+}
+
+// PositionFunc returns the function WithPositionFunc put in ctx, or nil.
+// Queuers call it from the goroutine running AcquireWait; it must not
+// block.
+func PositionFunc(ctx context.Context) func(position int) {
+	f, _ := ctx.Value(positionKey{}).(func(int))
+	return f
+}
