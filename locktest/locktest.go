@@ -45,6 +45,17 @@ type Harness struct {
 	// TTL is the short lease TTL the timing cases use. Default 300 ms; a
 	// store whose expiry is coarser sets more.
 	TTL time.Duration
+
+	// View names a function registered with RegisterView that child
+	// processes apply to the backend they open from URL, so that they
+	// use the same lock kind as New (the redis package's fair view, for
+	// example). Empty: children use the opened backend as it is.
+	View string
+
+	// Waiting reports how many entries key's queue holds in the store,
+	// for RunFair: it must grow by one when a waiter joins. Whether the
+	// holder counts does not matter.
+	Waiting func(t testing.TB, key string) int
 }
 
 func (h *Harness) ttl() time.Duration {
@@ -79,6 +90,7 @@ func Run(t *testing.T, h Harness) {
 		{"ExtendMovesDeadline", testExtendMovesDeadline},
 		{"DoReleasesAndReportsLoss", testDo},
 		{"DistinctKeysDoNotContend", testDistinctKeys},
+		{"MultiKeyAllOrNothing", testMultiKey},
 	}
 	for _, c := range cases {
 		if c.name == "MutualExclusionProcesses" && h.URL == "" {
