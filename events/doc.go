@@ -1,0 +1,46 @@
+// Package events publishes turnstile lock events to Kafka (SPEC S-3
+// LockEventPublisher, S-4.6): one record per event on the topic
+// "lock-events", the lock key as the record key, the value a versioned
+// JSON Event.
+//
+//	k, err := events.NewKafka([]string{"kafka1:9092", "kafka2:9092"})
+//	defer k.Close()
+//	c, err := turnstile.New(backend, turnstile.WithObserver(k))
+//
+// # Ordering
+//
+// The record key is the lock key, so all events of one lock go to one
+// partition. Kafka is one producer per publisher, idempotent (the
+// franz-go default, acks from all in-sync replicas), which keeps each
+// partition in the order records were handed to it, across retries. So
+// a consumer sees one key's events in the order Observe was called for
+// them — ACQUIRED before the RELEASED of the same lease — less any that
+// were dropped. Events of different keys have no order between them.
+//
+// # When Kafka is down
+//
+// The lock path never waits for Kafka. Observe converts the event and
+// hands it to the producer's buffer without blocking; the buffer holds
+// up to WithBuffer events (default 65,536) that Kafka has not yet
+// acknowledged. While the brokers are unreachable the producer retries
+// the buffered events and the buffer fills; every event observed while
+// it is full is dropped and counted, as are events whose delivery failed
+// for good and events observed after Close. Dropped returns the count,
+// and WithRegisterer exposes it as turnstile_events_dropped_total next
+// to turnstile_events_published_total. When the brokers come back the
+// buffered events are delivered, in order, and new ones are taken again.
+// Locks work at normal speed throughout.
+//
+// The observer path is therefore for monitoring and best-effort audit.
+// An audit trail that must not lose an event, or an event that must be
+// published if and only if a database change commits, goes through
+// package outbox: the event is written in the change's transaction and a
+// Relay publishes it with Publish, which waits for the acknowledgement,
+// at least once.
+//
+// # Consumers
+//
+// Delivery is at least once (a retried publish, a relay that died after
+// publishing). Every event carries a unique ID: a consumer that must not
+// act twice remembers the ids it has seen. Check Version first.
+package events

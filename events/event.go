@@ -1,0 +1,124 @@
+package events
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/turnstilelock/turnstile"
+)
+
+// Topic is the Kafka topic lock events go to unless WithTopic names
+// another (SPEC S-4.6).
+const Topic = "lock-events"
+
+// Version is the version of the JSON shape of Event that this package
+// writes. A consumer reads the "version" field first and refuses, or
+// handles separately, versions it does not know.
+const Version = 1
+
+// Event types, the values of Event.Type.
+const (
+	TypeAcquired = "ACQUIRED"
+	TypeReleased = "RELEASED"
+	TypeExtended = "EXTENDED"
+	TypeLost     = "LOST"
+	TypeFailed   = "FAILED"
+)
+
+// Sentinel errors of this package and of package outbox.
+var (
+	// ErrInvalidEvent: an Event is missing a field every event has, or has
+	// an unknown type or version.
+	ErrInvalidEvent = errors.New("turnstile/events: invalid event")
+
+	// ErrClosed: the publisher was closed.
+	ErrClosed = errors.New("turnstile/events: publisher closed")
+)
+
+// Event is the versioned JSON value of one Kafka record; the record's key
+// is the lock key, so that one lock's events stay in one partition, in
+// order.
+type Event struct {
+	Version    int       `json:"version"`
+	ID         string    `json:"id"`   // unique per event: consumers drop an id they have seen
+	Type       string    `json:"type"` // TypeAcquired, TypeReleased, TypeExtended, TypeLost, TypeFailed
+	Key        string    `json:"key"`
+	Owner      string    `json:"owner,omitempty"` // the lease's owner id
+	Token      uint64    `json:"token,omitempty"` // the lease's fencing token
+	ValidityMs int64     `json:"validity_ms,omitempty"`
+	Timestamp  time.Time `json:"timestamp"` // when it happened, UTC
+	Backend    string    `json:"backend,omitempty"`
+	Error      string    `json:"error,omitempty"`
+}
+
+// New returns an event of type typ for key with Version, a new ID and the
+// current time set; the caller fills in the rest. It is meant for events
+// written to the outbox next to a database change.
+func New(typ, key string) Event {
+	return Event{Version: Version, ID: NewID(), Type: typ, Key: key, Timestamp: time.Now().UTC().Round(0)}
+}
+
+// NewID returns a new event id: 128 random bits (crypto/rand) in base32,
+// 26 characters.
+func NewID() string { return rand.Text() }
+
+var lockTypes = map[turnstile.EventType]string{
+	turnstile.EventAcquired: TypeAcquired,
+	turnstile.EventReleased: TypeReleased,
+	turnstile.EventExtended: TypeExtended,
+	turnstile.EventLost:     TypeLost,
+	turnstile.EventFailed:   TypeFailed,
+}
+
+// FromLock converts a lock event of a turnstile Client. ACQUIRED,
+// RELEASED, EXTENDED, LOST and FAILED convert, with a new ID; WAITING and
+// RENEW_FAILED are progress reports of an operation whose outcome follows
+// as one of those, so they do not convert and ok is false.
+func FromLock(e turnstile.Event) (ev Event, ok bool) {
+	typ, ok := lockTypes[e.Type]
+	if !ok {
+		return Event{}, false
+	}
+	ts := e.Time
+	if ts.IsZero() {
+		ts = time.Now()
+	}
+	ev = Event{
+		Version:    Version,
+		ID:         NewID(),
+		Type:       typ,
+		Key:        e.Key,
+		Owner:      e.Owner,
+		Token:      e.Token,
+		ValidityMs: e.Validity.Milliseconds(),
+		Timestamp:  ts.UTC().Round(0),
+		Backend:    e.Backend,
+	}
+	if e.Err != nil {
+		ev.Error = e.Err.Error()
+	}
+	return ev, true
+}
+
+// Validate reports, wrapping ErrInvalidEvent, an event that no consumer
+// could use: a version other than Version, an empty ID or key, an
+// unknown type or a zero timestamp.
+func (ev Event) Validate() error {
+	switch {
+	case ev.Version != Version:
+		return fmt.Errorf("%w: version %d, want %d", ErrInvalidEvent, ev.Version, Version)
+	case ev.ID == "":
+		return fmt.Errorf("%w: empty id", ErrInvalidEvent)
+	case ev.Key == "":
+		return fmt.Errorf("%w: empty key", ErrInvalidEvent)
+	case ev.Timestamp.IsZero():
+		return fmt.Errorf("%w: zero timestamp (event %s)", ErrInvalidEvent, ev.ID)
+	}
+	switch ev.Type {
+	case TypeAcquired, TypeReleased, TypeExtended, TypeLost, TypeFailed:
+		return nil
+	}
+	return fmt.Errorf("%w: unknown type %q (event %s)", ErrInvalidEvent, ev.Type, ev.ID)
+}

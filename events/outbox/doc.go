@@ -1,0 +1,70 @@
+// Package outbox makes a database change and its lock event atomic
+// (SPEC S-4.6): the event is written to the table turnstile_outbox in the
+// change's own PostgreSQL transaction (Add), and a Relay publishes it
+// afterwards — if and only if the transaction committed.
+//
+//	tx, _ := pool.Begin(ctx)
+//	// ... the change, fenced with lease.Token() ...
+//	ev := events.New(events.TypeReleased, lease.Key())
+//	ev.Owner, ev.Token = lease.Owner(), lease.Token()
+//	_ = outbox.Add(ctx, tx, ev)
+//	_ = tx.Commit(ctx)
+//
+//	relay, _ := outbox.NewRelay(pool, kafkaPublisher)
+//	go relay.Run(ctx)
+//
+// # Delivery
+//
+// At least once. A relay claims a batch of the oldest unsent rows by
+// locking them (SELECT ... FOR UPDATE SKIP LOCKED, in id order) in a
+// transaction that it holds while it publishes the batch and waits for
+// the broker's acknowledgement; then it marks the rows sent and commits.
+// (In full: it locks the oldest unsent rows that are the first unsent row
+// of their key, and takes the later unsent rows of those keys along.)
+// Other relays skip the locked rows, and find them sent once the
+// transaction commits, so relays running in parallel never send a row
+// twice in normal operation. A relay that crashes, is killed, or loses
+// its connection before committing loses nothing: PostgreSQL rolls its
+// transaction back and the rows are unsent and free again at once; a
+// relay that hangs (or whose host vanishes without closing the
+// connection) loses its rows when PostgreSQL ends its session after twice
+// the claim timeout (idle_in_transaction_session_timeout). In those cases
+// the events of that batch that reached the broker before the failure
+// are sent again: consumers drop repeated event IDs.
+//
+// The claim is the row lock itself rather than a claimed_until lease
+// column: no clock is involved, a dead relay's rows come back as soon as
+// its connection closes instead of when a lease expires, and no row can be
+// claimed by two relays at once because a lease ran out under a slow one.
+// The price is one open transaction per relay for the length of a publish
+// (bounded by the claim timeout), holding one pool connection.
+//
+// # Order
+//
+// One key's events are published in the order of their row ids, even
+// with several relays: a relay takes up a key only at its oldest unsent
+// row, which it locks, and while that lock is held no other relay takes
+// any row of the key — the later rows are not the oldest — until the
+// batch is sent and committed, or given back whole. Within a batch the
+// order is kept by the publisher (Kafka: one partition per key,
+// idempotent producer). Row ids are taken when Add runs, so this is the order of
+// Add calls as long as one key's events are committed in the order they
+// were added — true when the lock holder writes them one transaction
+// after another. Events of different keys are published in parallel and
+// in no particular order. When a relay fails after part of a batch
+// reached the broker, a consumer may see those events again, in order,
+// after the first copies; dropping repeated IDs restores the order.
+//
+// # Latency
+//
+// Migrate installs a statement trigger that sends NOTIFY
+// turnstile_outbox when rows are added; it reaches listeners when the
+// adding transaction commits. Run listens on a connection of its own
+// (beyond the pool) and looks for rows as soon as it is woken, and in
+// any case every poll interval (WithPollInterval, default 100 ms), so a
+// lost notice or a pooler that drops them (WithoutListen) costs latency,
+// never an event.
+//
+// Sent rows stay in the table, with sent_at set, until Purge deletes
+// them.
+package outbox

@@ -1,0 +1,1 @@
+LISTEN turnstile_outbox

@@ -1,0 +1,181 @@
+package outbox_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+
+	"github.com/turnstilelock/turnstile/events"
+	"github.com/turnstilelock/turnstile/events/outbox"
+	"github.com/turnstilelock/turnstile/internal/pgproc"
+	"github.com/turnstilelock/turnstile/internal/testserver"
+)
+
+// srv is the package's one PostgreSQL server, started by TestMain; each
+// test has a database of its own on it.
+var srv *testserver.Postgres
+
+// Environment of the relay child process (TestRelayKilled).
+const (
+	envChildDB    = "TURNSTILE_OUTBOX_CHILD_DB"
+	envChildKafka = "TURNSTILE_OUTBOX_CHILD_KAFKA"
+	envChildBatch = "TURNSTILE_OUTBOX_CHILD_BATCH"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envChildDB) != "" {
+		if err := runChild(); err != nil {
+			fmt.Fprintln(os.Stderr, "outbox child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	s, err := pgproc.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	srv = &testserver.Postgres{Server: s}
+	code := m.Run()
+	s.Kill()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func ctxFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+var dbSeq atomic.Int64
+
+// newDB creates a database for the test, migrated, and returns its URL
+// and a pool on it, closed when the test ends.
+func newDB(t testing.TB) (string, *pgxpool.Pool) {
+	t.Helper()
+	ctx := ctxFor(t, 20*time.Second)
+	admin, err := pgx.Connect(ctx, srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	name := fmt.Sprintf("outbox_%d_%d", os.Getpid(), dbSeq.Add(1))
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	url := "postgres://postgres@" + srv.Addr() + "/" + name + "?sslmode=disable"
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := outbox.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	return url, pool
+}
+
+func startKafka(t testing.TB) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(8, events.Topic))
+	if err != nil {
+		t.Fatalf("kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// runChild is a relay process whose publisher sends the first half of
+// its first batch to Kafka, reports the ids it sent on stdout, and then
+// hangs until it is killed.
+func runChild() error {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Getenv(envChildDB))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	k, err := events.NewKafka(strings.Split(os.Getenv(envChildKafka), ","))
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	var batch int
+	if _, err := fmt.Sscan(os.Getenv(envChildBatch), &batch); err != nil {
+		return err
+	}
+	relay, err := outbox.NewRelay(pool, hangingPublisher{k}, outbox.WithBatchSize(batch))
+	if err != nil {
+		return err
+	}
+	return relay.Run(ctx)
+}
+
+type hangingPublisher struct{ k *events.Kafka }
+
+func (p hangingPublisher) Publish(ctx context.Context, evs ...events.Event) error {
+	half := evs[:len(evs)/2]
+	if err := p.k.Publish(ctx, half...); err != nil {
+		return err
+	}
+	w := bufio.NewWriter(os.Stdout)
+	fmt.Fprintf(w, "claimed %d published", len(evs))
+	for _, ev := range half {
+		fmt.Fprintf(w, " %s", ev.ID)
+	}
+	fmt.Fprintln(w)
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	time.Sleep(time.Hour) // hangs here, holding the batch, until killed
+	return ctx.Err()
+}
+
+// consume reads n records of the events topic from its start.
+func consume(t testing.TB, seeds []string, n int) []events.Event {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(events.Topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := ctxFor(t, 30*time.Second)
+	var out []events.Event
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records: %v", len(out), n, err)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			ev := events.Event{}
+			if err := json.Unmarshal(r.Value, &ev); err != nil {
+				t.Fatalf("record %s: %v", r.Value, err)
+			}
+			if string(r.Key) != ev.Key {
+				t.Fatalf("record key %q, event key %q", r.Key, ev.Key)
+			}
+			out = append(out, ev)
+		})
+	}
+	return out
+}

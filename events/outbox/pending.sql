@@ -1,0 +1,1 @@
+SELECT count(*) FROM turnstile_outbox WHERE sent_at IS NULL
