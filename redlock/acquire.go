@@ -32,9 +32,11 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 		return answer{yes: ok && err == nil, token: tok, err: err}
 	})
 	acq.wait(b, b.quorum, time.Now().Add(timeout))
+	refusal := acq.refused(b)
+	b.observe(ctx, "acquire", refusal == nil)
 	if acq.yes < b.quorum {
 		b.abandon(key, owner, acq)
-		return 0, false, acq.refused(b)
+		return 0, false, refusal
 	}
 
 	var token uint64

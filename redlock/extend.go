@@ -26,12 +26,13 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 		return answer{yes: ok && err == nil, err: err}
 	})
 	r.wait(b, b.quorum, time.Now().Add(timeout))
-	return b.extended(r, ttl, b.now().Sub(start))
+	return b.extended(ctx, r, ttl, b.now().Sub(start))
 }
 
 // extended is the result of an extension round that took elapsed.
-func (b *Backend) extended(r *round, ttl, elapsed time.Duration) (bool, error) {
+func (b *Backend) extended(ctx context.Context, r *round, ttl, elapsed time.Duration) (bool, error) {
 	ok, err := r.verdict(b)
+	b.observe(ctx, "extend", err == nil)
 	if ok && validity(ttl, elapsed) <= 0 {
 		e := r.quorumError(b)
 		e.Elapsed = elapsed
@@ -122,7 +123,7 @@ collect:
 	}
 	elapsed := b.now().Sub(start)
 	for j, r := range rounds {
-		res[j].OK, res[j].Err = b.extended(r, reqs[j].TTL, elapsed)
+		res[j].OK, res[j].Err = b.extended(ctx, r, reqs[j].TTL, elapsed)
 	}
 	return res
 }

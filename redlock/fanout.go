@@ -189,6 +189,14 @@ func (r *round) quorumError(b *Backend) *QuorumError {
 	return e
 }
 
+// observe reports a decided round to the quorum observer, if any:
+// reached is false when the round lacked answering nodes.
+func (b *Backend) observe(ctx context.Context, op string, reached bool) {
+	if b.cfg.onQuorum != nil && ctx.Err() == nil {
+		b.cfg.onQuorum(op, reached)
+	}
+}
+
 // errTimedOut is the cause of a node call's context when the node timeout
 // passed.
 var errTimedOut = errors.New("redlock: node timeout")

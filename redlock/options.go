@@ -42,6 +42,7 @@ type config struct {
 	fencing     bool
 	waitAll     bool
 	closeNodes  bool
+	onQuorum    func(op string, reached bool) // nil: not observed
 	// Used by Dial only, for the nodes it creates.
 	quarantine time.Duration
 	nodeOpts   []redis.Option
@@ -126,6 +127,26 @@ func WithRestartQuarantine(d time.Duration) Option {
 func WithNodeOptions(opts ...redis.Option) Option {
 	return func(c *config) error {
 		c.nodeOpts = append(c.nodeOpts, opts...)
+		return nil
+	}
+}
+
+// WithQuorumObserver calls f once for every decided acquire, extend and
+// release round (op "acquire", "extend" or "release"; ExtendMany reports
+// one extend round per lease). reached is true when a quorum of nodes
+// answered, yes or no, and false when the round failed for lack of
+// answering nodes: the call returned, or Acquire would have returned, a
+// *QuorumError because too many nodes failed or timed out. Rounds that the
+// caller's context ended are not reported. f runs synchronously on the
+// calling goroutine and from many goroutines at once: it must be safe for
+// concurrent use and return quickly (metrics.Collector.ObserveQuorum
+// does). Default: none.
+func WithQuorumObserver(f func(op string, reached bool)) Option {
+	return func(c *config) error {
+		if f == nil {
+			return fmt.Errorf("%w: nil redlock quorum observer", turnstile.ErrInvalidOption)
+		}
+		c.onQuorum = f
 		return nil
 	}
 }

@@ -26,7 +26,9 @@ func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) 
 	// returns, every node that answers is free for the next owner, which
 	// early return would leave to chance when a minority lags.
 	r.wait(b, 0, time.Now().Add(b.cfg.nodeTimeout))
-	return r.verdict(b)
+	ok, err := r.verdict(b)
+	b.observe(ctx, "release", err == nil)
+	return ok, err
 }
 
 // RaiseFence implements driver.Fencer, so that a Redlock can itself be a

@@ -8,8 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the tests start as real servers (each test package starts
-# its own server processes on free loopback ports).
-packages=(redis-server etcd-server zookeeper postgresql mariadb-server)
+# its own server processes on free loopback ports), and prometheus for
+# promtool, which checks and tests the alert rules in deploy/prometheus.
+packages=(redis-server etcd-server zookeeper postgresql mariadb-server prometheus)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -23,7 +24,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	$sudo apt-get update -qq
 	$sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 	# The packages may start system services; the tests run their own servers.
-	for svc in redis-server etcd zookeeper postgresql mariadb; do
+	for svc in redis-server etcd zookeeper postgresql mariadb prometheus prometheus-node-exporter; do
 		$sudo service "$svc" stop >/dev/null 2>&1 || true
 	done
 fi
@@ -45,6 +46,9 @@ fi
 for m in $modules; do
 	(cd "$m" && go vet ./... && "$staticcheck" ./...)
 done
+
+echo "== promtool: alert rules"
+(cd deploy/prometheus && promtool check rules alerts.yml && promtool test rules alerts_test.yml)
 
 status=0
 # Tests too slow under the race detector carry `//go:build !race` and run
