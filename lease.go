@@ -48,6 +48,7 @@ type Lease struct {
 	gen        uint64        // bumped by Extend, so stale renewals are ignored
 	renewErr   error         // why the last renewal failed, if it did
 	state      uint8
+	releasing  bool // Release was called: reported as released, never as lost
 }
 
 // newLease registers a freshly acquired lock with the watchdog. It returns
@@ -148,6 +149,8 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	wd.remove(l)
 	l.gen++ // a renewal in flight must not put the lease back
+	report := l.state == stateHeld && !l.releasing
+	l.releasing = true // from now on the lease cannot be lost, only released
 	wd.mu.Unlock()
 	l.cancel(ErrReleased)
 
@@ -155,7 +158,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.c.leaseEnded(l)
 	if err != nil {
 		err = l.c.wrap("release", l.key, err)
-		l.c.emit(l.cfg, Event{Type: EventReleased, Key: l.key, Owner: l.owner, Token: l.token, Err: err})
+		if report {
+			l.c.emit(l.cfg, Event{Type: EventReleased, Key: l.key, Owner: l.owner, Token: l.token, Err: err})
+		}
 		return err
 	}
 	wd.mu.Lock()
@@ -164,7 +169,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	if !ok {
 		err = l.c.wrap("release", l.key, ErrNotHeld)
 	}
-	l.c.emit(l.cfg, Event{Type: EventReleased, Key: l.key, Owner: l.owner, Token: l.token, Refused: !ok, Err: err})
+	if report {
+		l.c.emit(l.cfg, Event{Type: EventReleased, Key: l.key, Owner: l.owner, Token: l.token, Refused: !ok, Err: err})
+	}
 	return err
 }
 

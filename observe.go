@@ -27,8 +27,9 @@ const (
 	// timed out. The lease is still held; the renewal is retried until the
 	// lease's deadline. Err is the store error.
 	EventRenewFailed
-	// EventReleased: the holder called Release on a held lease. Err is set
-	// when the store failed or found the lock no longer held.
+	// EventReleased: the holder called Release on a held lease (once per
+	// lease, even if Release is called again after a store error). Err is
+	// set when the store failed or found the lock no longer held.
 	EventReleased
 	// EventLost: the lease ended without Release. Err is the cause: it
 	// matches ErrLockLost (the store refused a renewal — Refused set — or

@@ -98,7 +98,7 @@ func (w *watchdog) lose(l *Lease, cause error, renewal bool) {
 }
 
 func (w *watchdog) loseLocked(l *Lease) bool {
-	if l.state != stateHeld {
+	if l.state != stateHeld || l.releasing {
 		return false
 	}
 	l.state = stateLost
