@@ -45,10 +45,12 @@ type Client struct {
 	cfg         config
 	ownsBackend bool // Close closes the backend (set by Open)
 
-	wd     *watchdog
-	lines  sync.Map // key → *line: this Client's waiters per key
-	closed atomic.Bool
-	bg     sync.WaitGroup // best-effort cleanups after failed acquisitions
+	wd    *watchdog
+	lines sync.Map // key → *line: this Client's waiters per key
+
+	admissions sync.Map // key → *admissionLine: callers over a rate limit
+	closed     atomic.Bool
+	bg         sync.WaitGroup // best-effort cleanups after failed acquisitions
 }
 
 // New returns a Client that takes locks from backend.
@@ -131,6 +133,12 @@ func (c *Client) acquire(ctx context.Context, key string, opts []Option, wait bo
 		return nil, c.wrap("acquire", key, ErrClosed)
 	}
 	start := now()
+	if cfg.admission != nil {
+		if err := c.admit(ctx, key, cfg); err != nil {
+			c.emit(cfg, Event{Type: EventFailed, Key: key, Wait: time.Duration(now() - start), Err: err})
+			return nil, err
+		}
+	}
 	l, retries, waited, err := c.attempt(ctx, key, cfg, wait)
 	if len(cfg.observers) > 0 {
 		e := Event{Key: key, Wait: time.Duration(now() - start), Retries: retries, Waited: waited, Err: err}

@@ -55,6 +55,10 @@ var (
 	// members.
 	ErrNoQuorum = errors.New("turnstile: no quorum")
 
+	// ErrRateLimited: the key is over its admission limit (WithAdmission)
+	// and the caller chose to be refused, or was not admitted in time.
+	ErrRateLimited = errors.New("turnstile: rate limited")
+
 	// ErrStaleToken: protected storage refused a write carrying a fencing
 	// token not greater than the last one it accepted.
 	ErrStaleToken = errors.New("turnstile: stale fencing token")

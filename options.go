@@ -41,6 +41,8 @@ type config struct {
 	driftFixed  time.Duration
 	owner       string // fixed owner id (WithOwner); empty: a fresh one per lease
 	position    func(int)
+	admission   Admission
+	overLimit   OverLimit
 	observers   []Observer
 	notify      bool // wait for release notices where the store sends them
 	coalesce    bool // waiters of one Client for one key queue locally
