@@ -49,6 +49,7 @@ type Client struct {
 	lines sync.Map // key → *line: this Client's waiters per key
 
 	admissions sync.Map // key → *admissionLine: callers over a rate limit
+	busy       busyMeter
 	closed     atomic.Bool
 	bg         sync.WaitGroup // best-effort cleanups after failed acquisitions
 }
@@ -155,16 +156,23 @@ func (c *Client) acquire(ctx context.Context, key string, opts []Option, wait bo
 // attempt takes the lock, retrying if wait is set. It reports how many
 // retries it made and whether it waited (EventWaiting was sent).
 func (c *Client) attempt(ctx context.Context, key string, cfg *config, wait bool) (l *Lease, retries int, waited bool, err error) {
-	if q, ok := c.backend.(driver.Queuer); ok && wait {
-		if _, once := cfg.backoff.(noRetry); !once {
-			c.emit(cfg, Event{Type: EventWaiting, Key: key})
-			l, err := c.acquireQueued(ctx, q, key, cfg)
-			return l, 0, true, err
-		}
+	_, once := cfg.backoff.(noRetry)
+	if q, ok := c.backend.(driver.Queuer); ok && wait && !once {
+		c.emit(cfg, Event{Type: EventWaiting, Key: key})
+		l, err := c.acquireQueued(ctx, q, key, cfg)
+		return l, 0, true, err
+	}
+	if cfg.busyQueue != nil && wait && !once && c.busy.queueing(cfg.busyAt) {
+		c.emit(cfg, Event{Type: EventWaiting, Key: key})
+		l, err := c.acquireQueued(ctx, cfg.busyQueue, key, cfg)
+		return l, 0, true, err
 	}
 	k := c.newContender(key, cfg)
 	if wait {
 		l, err = c.waitFor(ctx, k)
+		if cfg.busyQueue != nil && k.waited {
+			c.busy.record(k.retries(), cfg.busyAt)
+		}
 	} else if l, err = k.try(ctx); l == nil && err == nil {
 		err = k.fail(k.lastErr)
 	}

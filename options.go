@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/turnstilelock/turnstile/driver"
 )
 
 // Limits on what Acquire accepts. Values outside them are rejected at once,
@@ -43,6 +45,8 @@ type config struct {
 	position    func(int)
 	admission   Admission
 	overLimit   OverLimit
+	busyQueue   driver.Queuer // queue when retries run high (WithQueueWhenBusy)
+	busyAt      float64
 	observers   []Observer
 	notify      bool // wait for release notices where the store sends them
 	coalesce    bool // waiters of one Client for one key queue locally
@@ -195,6 +199,34 @@ func WithQueuePosition(f func(position int)) Option {
 			return fmt.Errorf("%w: nil queue position function", ErrInvalidOption)
 		}
 		c.position = f
+		return nil
+	}
+}
+
+// DefaultBusyRetries is the mean number of retries per acquisition above
+// which WithQueueWhenBusy switches to queueing (SPEC S-6.3).
+const DefaultBusyRetries = 5
+
+// WithQueueWhenBusy makes Acquire stop retrying and wait in q, a store's
+// first-come-first-served queue on the same locks (the redis package's
+// Fair view), while acquisitions of this Client need more than threshold
+// retries on average (SPEC S-6.3; 0 means DefaultBusyRetries). The
+// average is a moving one over recent acquisitions that retried; once it
+// is exceeded the Client queues for at least a second, then lets
+// retrying acquisitions measure again. Queued callers can learn their
+// place with WithQueuePosition. Give it to New.
+func WithQueueWhenBusy(q driver.Queuer, threshold float64) Option {
+	return func(c *config) error {
+		if q == nil {
+			return fmt.Errorf("%w: nil queue", ErrInvalidOption)
+		}
+		if threshold == 0 {
+			threshold = DefaultBusyRetries
+		}
+		if threshold < 0 || threshold != threshold || threshold > 1e6 {
+			return fmt.Errorf("%w: busy threshold %v must be in (0, 1e6]", ErrInvalidOption, threshold)
+		}
+		c.busyQueue, c.busyAt = q, threshold
 		return nil
 	}
 }

@@ -92,3 +92,38 @@ func TestQueueWaitIsBoundedByTheBackoff(t *testing.T) {
 		t.Fatalf("NoRetry: err = %v, queued %d times; want one attempt without queueing", err, q.waits.Load()-waits)
 	}
 }
+
+// TestQueueWhenBusy: once acquisitions need many retries, Acquire waits
+// in the store's queue instead of retrying.
+func TestQueueWhenBusy(t *testing.T) {
+	ctx := context.Background()
+	q := &queued{flaky: newFlaky()}
+	c := newClient(t, q.flaky, turnstile.WithQueueWhenBusy(q, 2),
+		turnstile.WithBackoff(turnstile.Exponential{Base: 100 * time.Microsecond, Cap: 200 * time.Microsecond, MaxRetries: -1}))
+	holder, err := c.TryAcquire(ctx, "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(50 * time.Millisecond); _ = holder.Release(ctx) }()
+	l, err := c.Acquire(ctx, "busy") // retries many times: the mean jumps over 2
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.waits.Load() != 0 {
+		t.Fatal("queued before the retries ran high")
+	}
+	go func() { time.Sleep(20 * time.Millisecond); _ = l.Release(ctx) }()
+	l2, err := c.Acquire(ctx, "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = l2.Release(ctx)
+	if q.waits.Load() != 1 {
+		t.Fatalf("%d queued acquisitions after the retries ran high, want 1", q.waits.Load())
+	}
+	for _, bad := range []turnstile.Option{turnstile.WithQueueWhenBusy(nil, 1), turnstile.WithQueueWhenBusy(q, -1)} {
+		if _, err := turnstile.New(q.flaky, bad); !errors.Is(err, turnstile.ErrInvalidOption) {
+			t.Fatalf("bad option: %v", err)
+		}
+	}
+}

@@ -450,3 +450,40 @@ func (c *Client) leaseEnded(l *Lease) {
 	default:
 	}
 }
+
+// busyMeter keeps the moving average of retries per waiting acquisition
+// for WithQueueWhenBusy.
+type busyMeter struct {
+	mu    sync.Mutex
+	mean  float64
+	until time.Time // queue until then
+}
+
+// busyAlpha weighs the newest acquisition in the moving average.
+const busyAlpha = 0.1
+
+// busyHold is how long the Client queues once the average is exceeded.
+const busyHold = time.Second
+
+func (b *busyMeter) record(retries int, threshold float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.mean += busyAlpha * (float64(retries) - b.mean)
+	if b.mean > threshold {
+		b.until = time.Now().Add(busyHold)
+	}
+}
+
+func (b *busyMeter) queueing(threshold float64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.mean <= threshold {
+		return false
+	}
+	if time.Now().Before(b.until) {
+		return true
+	}
+	// The hold is over: let retrying acquisitions measure again, without
+	// forgetting what was measured.
+	return false
+}
