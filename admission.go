@@ -50,6 +50,10 @@ func WithAdmission(a Admission, onLimit OverLimit) Option {
 
 // admit runs the Admission of cfg for one acquisition of key.
 func (c *Client) admit(ctx context.Context, key string, cfg *config) error {
+	if cfg.overLimit == QueueOverLimit && c.admissionBusy(key) {
+		// Callers of this Client already wait for key: behind them.
+		return c.admitInLine(ctx, key, cfg, 0)
+	}
 	ok, retry, err := cfg.admission.Admit(ctx, key)
 	if err != nil {
 		return c.wrap("admit", key, err)
@@ -63,102 +67,197 @@ func (c *Client) admit(ctx context.Context, key string, cfg *config) error {
 	return c.admitInLine(ctx, key, cfg, retry)
 }
 
+// BatchAdmission is an Admission that can admit several acquisitions of
+// a key at once. A line of waiting callers then asks once for its front,
+// so it keeps arrival order without being held to one store round trip
+// per admission.
+type BatchAdmission interface {
+	Admission
+	// AdmitN asks to acquire key up to n times (n ≥ 1). It returns how
+	// many it admits, 0 to n; with 0, retryAfter says when asking again
+	// may succeed.
+	AdmitN(ctx context.Context, key string, n int) (admitted int, retryAfter time.Duration, err error)
+}
+
+// maxAdmitBatch bounds one AdmitN of a line.
+const maxAdmitBatch = 64
+
 // admissionLine is the queue of one Client's over-limit callers for one
-// key.
+// key. Its head asks the Admission, for itself and, with a
+// BatchAdmission, for the callers behind it; the others wait.
 type admissionLine struct {
 	mu      sync.Mutex
-	waiters []chan struct{} // [0] is the head; closed when it becomes head
+	waiters []*admitWaiter // arrival order; [0] is the head
 	dead    bool
 }
 
-// admitInLine waits in key's admission line: the head asks again when
-// the limit said it may succeed, the others wait for their turn.
+type admitWaiter struct {
+	turn     chan struct{} // closed when it becomes the head
+	admitted chan struct{} // closed when the head admitted it
+}
+
+// admissionBusy reports whether callers of this Client wait in key's
+// admission line.
+func (c *Client) admissionBusy(key string) bool {
+	v, ok := c.admissions.Load(key)
+	if !ok {
+		return false
+	}
+	ln := v.(*admissionLine)
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	return !ln.dead && len(ln.waiters) > 0
+}
+
+// joinAdmissionLine puts a caller at the tail of key's line.
+func (c *Client) joinAdmissionLine(key string) (*admissionLine, *admitWaiter) {
+	w := &admitWaiter{turn: make(chan struct{}), admitted: make(chan struct{})}
+	for {
+		v, _ := c.admissions.LoadOrStore(key, &admissionLine{})
+		ln := v.(*admissionLine)
+		ln.mu.Lock()
+		if ln.dead {
+			ln.mu.Unlock()
+			continue
+		}
+		ln.waiters = append(ln.waiters, w)
+		if len(ln.waiters) == 1 {
+			close(w.turn)
+		}
+		ln.mu.Unlock()
+		return ln, w
+	}
+}
+
+// remove takes w out of the line (admitted or given up) and hands the
+// head on. Caller holds ln.mu.
+func (ln *admissionLine) remove(c *Client, key string, w *admitWaiter) {
+	for i, x := range ln.waiters {
+		if x != w {
+			continue
+		}
+		ln.waiters = append(ln.waiters[:i], ln.waiters[i+1:]...)
+		if i == 0 && len(ln.waiters) > 0 {
+			close(ln.waiters[0].turn)
+		}
+		break
+	}
+	if len(ln.waiters) == 0 && !ln.dead {
+		ln.dead = true
+		c.admissions.CompareAndDelete(key, ln)
+	}
+}
+
+// position is w's place in the line, 1 for the head. Caller holds ln.mu.
+func (ln *admissionLine) position(w *admitWaiter) int {
+	for i, x := range ln.waiters {
+		if x == w {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// admitInLine waits in key's admission line, first come first served:
+// the head asks when the limit said it may succeed — for the callers at
+// the front, if the Admission can admit several at once — and the others
+// wait until the head admits them or they become the head.
 func (c *Client) admitInLine(ctx context.Context, key string, cfg *config, retry time.Duration) error {
 	if budget, bounded := maxWaitOf(cfg.backoff); bounded {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, budget, fmt.Errorf("%w: not admitted within %v", ErrRateLimited, budget))
 		defer cancel()
 	}
-	var ln *admissionLine
-	turn := make(chan struct{})
-	for {
-		v, _ := c.admissions.LoadOrStore(key, &admissionLine{})
-		ln = v.(*admissionLine)
-		ln.mu.Lock()
-		if ln.dead {
-			ln.mu.Unlock()
-			continue
-		}
-		ln.waiters = append(ln.waiters, turn)
-		if len(ln.waiters) == 1 {
-			close(turn)
-		}
-		ln.mu.Unlock()
-		break
-	}
-	defer func() {
-		ln.mu.Lock()
-		for i, w := range ln.waiters {
-			if w == turn {
-				ln.waiters = append(ln.waiters[:i], ln.waiters[i+1:]...)
-				if i == 0 && len(ln.waiters) > 0 {
-					close(ln.waiters[0])
-				}
-				break
-			}
-		}
-		if len(ln.waiters) == 0 {
-			ln.dead = true
-			c.admissions.CompareAndDelete(key, ln)
-		}
-		ln.mu.Unlock()
-	}()
-
+	ln, w := c.joinAdmissionLine(key)
 	last := -1
 	report := func() {
 		if cfg.position == nil {
 			return
 		}
 		ln.mu.Lock()
-		pos := len(ln.waiters)
-		for i, w := range ln.waiters {
-			if w == turn {
-				pos = i + 1
-				break
-			}
-		}
+		pos := ln.position(w)
 		ln.mu.Unlock()
-		if pos != last {
+		if pos > 0 && pos != last {
 			last = pos
 			cfg.position(pos)
 		}
 	}
+	leave := func() {
+		ln.mu.Lock()
+		ln.remove(c, key, w)
+		ln.mu.Unlock()
+	}
+	batch, _ := cfg.admission.(BatchAdmission)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		report()
+		// Behind others: wait to be admitted or to become the head, and
+		// look at the position again now and then.
+		timer.Reset(50 * time.Millisecond)
 		select {
-		case <-turn:
+		case <-w.admitted:
+			return nil
+		case <-w.turn:
+			select {
+			case <-w.admitted: // admitted by the head before us
+				return nil
+			default:
+			}
 		case <-ctx.Done():
+			leave()
+			select {
+			case <-w.admitted: // admitted just now: take it
+				return nil
+			default:
+			}
 			return c.wrap("admit", key, context.Cause(ctx))
-		case <-timer.C: // a place was freed: look at the position again
-			timer.Reset(min(max(retry, time.Millisecond), 50*time.Millisecond))
+		case <-timer.C:
 			continue
 		}
-		// At the head: wait until the limit may let us in, and ask.
+		// The head: wait until the limit may let the line in, and ask.
 		timer.Reset(max(retry, 0))
 		select {
 		case <-ctx.Done():
+			leave()
 			return c.wrap("admit", key, context.Cause(ctx))
 		case <-timer.C:
 		}
-		ok, again, err := cfg.admission.Admit(ctx, key)
+		var n int
+		var err error
+		if batch != nil {
+			ln.mu.Lock()
+			want := min(len(ln.waiters), maxAdmitBatch)
+			ln.mu.Unlock()
+			n, retry, err = batch.AdmitN(ctx, key, want)
+		} else {
+			var ok bool
+			ok, retry, err = cfg.admission.Admit(ctx, key)
+			if ok {
+				n = 1
+			}
+		}
 		if err != nil {
+			leave()
 			return c.wrap("admit", key, err)
 		}
-		if ok {
-			return nil
+		if n == 0 {
+			continue
 		}
-		retry = again
+		// Admit the first n of the line, in order: the head and the n−1
+		// behind it (fewer if some left meanwhile).
+		ln.mu.Lock()
+		granted := ln.waiters[:min(n, len(ln.waiters))]
+		granted = append([]*admitWaiter(nil), granted...)
+		for _, g := range granted {
+			if g != w {
+				close(g.admitted) // before remove makes it the head
+			}
+		}
+		for _, g := range granted {
+			ln.remove(c, key, g)
+		}
+		ln.mu.Unlock()
+		return nil
 	}
 }
