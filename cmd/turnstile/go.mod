@@ -4,22 +4,36 @@ go 1.26.0
 
 require (
 	github.com/turnstilelock/turnstile v0.0.0
+	github.com/turnstilelock/turnstile/fence v0.0.0
+	github.com/turnstilelock/turnstile/idempotency v0.0.0
 	github.com/turnstilelock/turnstile/redis v0.0.0
+	github.com/turnstilelock/turnstile/stock v0.0.0
 )
 
 require (
+	github.com/alicebob/miniredis/v2 v2.40.0
+	github.com/jackc/pgx/v5 v5.13.0
+	github.com/redis/rueidis v1.0.79
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.48.0
 )
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/redis/go-redis/v9 v9.23.0 // indirect
-	github.com/redis/rueidis v1.0.79 // indirect
+	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
 )
 
 replace (
 	github.com/turnstilelock/turnstile => ../../
+	github.com/turnstilelock/turnstile/fence => ../../fence
+	github.com/turnstilelock/turnstile/idempotency => ../../idempotency
 	github.com/turnstilelock/turnstile/redis => ../../redis
+	github.com/turnstilelock/turnstile/stock => ../../stock
 )

@@ -27,6 +27,7 @@ type command struct {
 // is a file with its function plus a line here.
 var commands = []command{
 	{"run", "run a command while holding a lock", runCmd},
+	{"demo", "run the incidents turnstile prevents, without and with it", demoCmd},
 }
 
 func main() {

@@ -1,0 +1,254 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"time"
+)
+
+// A demoScenario is one incident from the field, run twice or more on the
+// same setup: once as the naive code that caused it, and once per way
+// turnstile prevents it.
+type demoScenario struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env *demoEnv) ([]demoResult, error)
+}
+
+// demoScenarios lists the scenarios in the order "turnstile demo" runs
+// them.
+var demoScenarios = []demoScenario{
+	{"flash-sale", "1,000 units, 3,847 concurrent orders from several processes (S-0.1)", runFlashSale},
+	{"double-payment", "a client times out and retries a payment (S-0.2)", runDoublePayment},
+	{"rider", "two dispatchers assign riders to the same orders (S-0.3)", runRider},
+	{"gc-pause", "a holder paused past its TTL writes with its old token (S-9.1)", runGCPause},
+	{"long-job", "jobs longer than a fixed TTL write the same file (S-13)", runLongJob},
+	{"owner-id", "five processes share the owner id \"Thread-42\" (S-13, S-10)", runOwnerID},
+}
+
+// demoOptions is a parsed "turnstile demo" command line.
+type demoOptions struct {
+	scenarios []demoScenario
+	json      bool
+	redisURL  string
+	pgURL     string
+	inProcess bool
+	units     int64
+	orders    int
+}
+
+// demoCmd implements "turnstile demo".
+func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == demoWorkerArg {
+		return demoWorkerMain(ctx, args[1:], stdout, stderr)
+	}
+	o, err := parseDemo(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, demoUsage())
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "turnstile demo: %v\nRun \"turnstile demo -h\" for usage.\n", err)
+		return exitUsage
+	}
+	return o.run(ctx, stdout, stderr)
+}
+
+func parseDemo(args []string) (*demoOptions, error) {
+	o := &demoOptions{}
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.BoolVar(&o.json, "json", false, "")
+	fs.StringVar(&o.redisURL, "redis", "", "")
+	fs.StringVar(&o.pgURL, "postgres", "", "")
+	fs.BoolVar(&o.inProcess, "in-process", false, "")
+	fs.Int64Var(&o.units, "units", defaultFlashUnits, "")
+	fs.IntVar(&o.orders, "orders", defaultFlashOrders, "")
+	// Flags may come before or after the scenario names.
+	var names []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		if args[0] == "--" {
+			names = append(names, args[1:]...)
+			break
+		}
+		names = append(names, args[0])
+		args = args[1:]
+	}
+	var emptyFlag error
+	fs.Visit(func(f *flag.Flag) {
+		if (f.Name == "redis" || f.Name == "postgres") && f.Value.String() == "" {
+			emptyFlag = fmt.Errorf("--%s must not be empty", f.Name)
+		}
+	})
+	if emptyFlag != nil {
+		return nil, emptyFlag
+	}
+	switch {
+	case o.inProcess && o.redisURL != "":
+		return nil, errors.New("--in-process and --redis exclude each other")
+	case o.inProcess && o.pgURL != "":
+		return nil, errors.New("--in-process and --postgres exclude each other")
+	case o.units < 1 || o.units > 1_000_000:
+		return nil, fmt.Errorf("--units %d is outside [1, 1000000]", o.units)
+	case o.orders < 1 || o.orders > maxFlashOrders:
+		return nil, fmt.Errorf("--orders %d is outside [1, %d]", o.orders, maxFlashOrders)
+	}
+	if o.redisURL != "" && !strings.HasPrefix(o.redisURL, "redis://") && !strings.HasPrefix(o.redisURL, "rediss://") {
+		return nil, fmt.Errorf("--redis %q: want a URL such as redis://127.0.0.1:6379", o.redisURL)
+	}
+	if o.pgURL != "" && !strings.HasPrefix(o.pgURL, "postgres://") && !strings.HasPrefix(o.pgURL, "postgresql://") {
+		return nil, fmt.Errorf("--postgres %q: want a URL such as postgres://user@127.0.0.1:5432/db", o.pgURL)
+	}
+	if len(names) == 0 {
+		o.scenarios = demoScenarios
+		return o, nil
+	}
+	for _, n := range names {
+		i := slices.IndexFunc(demoScenarios, func(s demoScenario) bool { return s.name == n })
+		if i < 0 {
+			return nil, fmt.Errorf("unknown scenario %q (known: %s)", n, demoScenarioNames())
+		}
+		if !slices.ContainsFunc(o.scenarios, func(s demoScenario) bool { return s.name == n }) {
+			o.scenarios = append(o.scenarios, demoScenarios[i])
+		}
+	}
+	return o, nil
+}
+
+func demoScenarioNames() string {
+	names := make([]string, len(demoScenarios))
+	for i, s := range demoScenarios {
+		names[i] = s.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// run starts the servers, runs the scenarios and prints their verdicts.
+func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer cancelOnSignal(sigs, cancel)()
+	started := time.Now()
+
+	env, err := startDemoEnv(ctx, o, stderr)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "turnstile demo: %v while starting the servers; stopped what had started\n", context.Cause(ctx))
+			return interruptCode(context.Cause(ctx))
+		}
+		fmt.Fprintf(stderr, "turnstile demo: %v\n", err)
+		return exitUnavailable
+	}
+	defer env.Close()
+
+	var all []demoResult
+	failed := false
+	for _, s := range o.scenarios {
+		env.progress("%s: %s", s.name, s.summary)
+		t0 := time.Now()
+		rs, err := s.run(ctx, env)
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "turnstile demo: %v during %s; stopped its workers and the servers\n", context.Cause(ctx), s.name)
+			return interruptCode(context.Cause(ctx))
+		}
+		if err != nil {
+			failed = true
+			fmt.Fprintf(stderr, "turnstile demo: %s: %v\n", s.name, err)
+			rs = append(rs, demoResult{Scenario: s.name, Variant: "error", Summary: err.Error()})
+		}
+		env.progress("%s: done in %v", s.name, time.Since(t0).Round(10*time.Millisecond))
+		for i := range rs {
+			rs[i].Scenario = s.name
+			if !rs[i].Naive && !rs[i].OK {
+				failed = true
+			}
+			if o.json {
+				if _, err := fmt.Fprintln(stdout, rs[i].jsonLine()); err != nil {
+					return exitUnavailable
+				}
+			}
+		}
+		all = append(all, rs...)
+	}
+	if !o.json {
+		fmt.Fprintln(stdout, env.describe())
+		fmt.Fprintln(stdout)
+		writeDemoTable(stdout, all)
+		fmt.Fprintf(stdout, "\n%d scenarios in %v. ", len(o.scenarios), time.Since(started).Round(100*time.Millisecond))
+		if failed {
+			fmt.Fprintln(stdout, "A turnstile variant went WRONG: see above.")
+		} else {
+			fmt.Fprintln(stdout, "Every turnstile variant was right; the naive ones show what it prevents.")
+		}
+	}
+	if failed {
+		return 1
+	}
+	return exitOK
+}
+
+func demoUsage() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `Usage: turnstile demo [SCENARIO...] [flags]
+
+Run the incidents turnstile exists to prevent, each twice or more on the same
+setup: the naive code that caused it, and the code using turnstile. Every run
+ends in a verdict (ok or WRONG) with its figures. A naive run that happens to
+be right is reported, not counted as a failure.
+
+Scenarios (default: all, in this order):
+`)
+	for _, s := range demoScenarios {
+		fmt.Fprintf(&b, "  %-15s %s\n", s.name, s.summary)
+	}
+	b.WriteString(`
+Flags:
+  --json           print one JSON object per run on stdout (scenario,
+                   variant, ok, naive and the figures) and nothing else;
+                   progress still goes to stderr
+  --redis URL      use this Redis server instead of starting one
+  --postgres URL   use this PostgreSQL server instead of starting one
+  --in-process     start no servers: use an in-process Redis (miniredis on a
+                   loopback port) and no PostgreSQL
+  --units N        units on sale in flash-sale (default 1000)
+  --orders N       orders placed at once in flash-sale (default 3847, at
+                   most 20000)
+
+Without --redis, the demo starts redis-server on a free loopback port when it
+is installed, and an in-process Redis otherwise; without --postgres, it
+starts PostgreSQL when installed, and runs the scenarios that would use it on
+Redis otherwise. It says which. Everything it starts stops when it exits,
+also on Ctrl-C. On servers given with --redis or --postgres it leaves its
+data behind: keys named demo:* and lock keys, and the tables
+turnstile_demo_stock, turnstile_stock, turnstile_fences and
+turnstile_idempotency. Give it scratch servers.
+
+Exit status:
+  0      every turnstile variant was right
+  1      a turnstile variant was wrong, or a scenario failed to run
+  64     usage error
+  69     a server could not be started or reached
+  128+N  interrupted by signal N (130 for Ctrl-C)
+`)
+	return b.String()
+}
