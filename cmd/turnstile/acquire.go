@@ -22,7 +22,7 @@ var errWaitExpired = errors.New("--wait expired")
 // the lease; when either is missing it has said why on stderr and returns
 // the exit code.
 func (o *runOptions) acquire(ctx context.Context, stderr io.Writer) (*turnstile.Client, *turnstile.Lease, int) {
-	c, err := turnstile.Open(ctx, o.backend, turnstile.WithTTL(o.ttl))
+	c, err := turnstile.Open(ctx, o.backend, append([]turnstile.Option{turnstile.WithTTL(o.ttl)}, o.clientOpts...)...)
 	if err != nil {
 		return nil, nil, o.fail(ctx, stderr, err)
 	}

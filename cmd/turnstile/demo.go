@@ -44,6 +44,9 @@ type demoOptions struct {
 	inProcess bool
 	units     int64
 	orders    int
+	// metricsAddr serves /metrics there, and keeps serving after the
+	// scenarios until interrupted.
+	metricsAddr string
 }
 
 // demoCmd implements "turnstile demo".
@@ -74,6 +77,7 @@ func parseDemo(args []string) (*demoOptions, error) {
 	fs.BoolVar(&o.inProcess, "in-process", false, "")
 	fs.Int64Var(&o.units, "units", defaultFlashUnits, "")
 	fs.IntVar(&o.orders, "orders", defaultFlashOrders, "")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "")
 	// Flags may come before or after the scenario names.
 	var names []string
 	for {
@@ -99,6 +103,9 @@ func parseDemo(args []string) (*demoOptions, error) {
 	})
 	if emptyFlag != nil {
 		return nil, emptyFlag
+	}
+	if err := checkMetricsAddr(o.metricsAddr); err != nil {
+		return nil, err
 	}
 	switch {
 	case o.inProcess && o.redisURL != "":
@@ -160,6 +167,16 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 		return exitUnavailable
 	}
 	defer env.Close()
+	if o.metricsAddr != "" {
+		mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		defer stop()
+		obs, _, err := serveMetrics(mctx, o.metricsAddr, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "turnstile demo: %v\n", err)
+			return exitUnavailable
+		}
+		env.clientOptions = append(env.clientOptions, obs)
+	}
 
 	var all []demoResult
 	failed := false
@@ -201,10 +218,17 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, "Every turnstile variant was right; the naive ones show what it prevents.")
 		}
 	}
+	code := exitOK
 	if failed {
-		return 1
+		code = 1
 	}
-	return exitOK
+	if o.metricsAddr != "" {
+		// Stay up so that Prometheus (or curl) can scrape what the runs
+		// left in the metrics.
+		fmt.Fprintln(stderr, "turnstile demo: done; still serving metrics until interrupted (Ctrl-C)")
+		<-ctx.Done()
+	}
+	return code
 }
 
 func demoUsage() string {
@@ -233,6 +257,11 @@ Flags:
   --units N        units on sale in flash-sale (default 1000)
   --orders N       orders placed at once in flash-sale (default 3847, at
                    most 20000)
+  --metrics-addr HOST:PORT
+                   serve Prometheus metrics of the demo's own lock clients
+                   at http://HOST:PORT/metrics; after the scenarios the demo
+                   keeps serving them until interrupted (then it exits with
+                   the verdict's status)
 
 Without --redis, the demo starts redis-server on a free loopback port when it
 is installed, and an in-process Redis otherwise; without --postgres, it

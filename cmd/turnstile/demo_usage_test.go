@@ -29,6 +29,7 @@ func TestDemoUsageErrors(t *testing.T) {
 		{"too many orders", []string{"--orders", "20001"}, "--orders 20001 is outside [1, 20000]"},
 		{"orders not a number", []string{"--orders", "many"}, `invalid value "many" for flag -orders`},
 		{"bad bool", []string{"--json=maybe"}, "invalid boolean value"},
+		{"metrics addr without port", []string{"--metrics-addr", "9100"}, "--metrics-addr wants host:port"},
 		{"worker without spec", []string{demoWorkerArg}, "turnstile demo"},
 		{"worker with a bad spec", []string{demoWorkerArg, "{"}, "bad spec"},
 	}

@@ -45,6 +45,17 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 	}
 	defer signal.Stop(sigs)
 
+	if o.metricsAddr != "" {
+		mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		defer stop()
+		obs, _, err := serveMetrics(mctx, o.metricsAddr, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "turnstile run: %v\n", err)
+			return exitUnavailable
+		}
+		o.clientOpts = append(o.clientOpts, obs)
+	}
+
 	// A signal while waiting for the lock ends the wait: there is no
 	// command yet to pass it to.
 	actx, cancel := context.WithCancelCause(ctx)

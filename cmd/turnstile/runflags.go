@@ -29,6 +29,10 @@ type runOptions struct {
 	noWait  bool
 	grace   time.Duration
 	argv    []string
+	// metricsAddr serves /metrics there while turnstile runs.
+	metricsAddr string
+	// clientOpts go to the Client (the metrics observer).
+	clientOpts []turnstile.Option
 }
 
 func parseRun(args []string) (*runOptions, error) {
@@ -49,6 +53,7 @@ func parseRun(args []string) (*runOptions, error) {
 	fs.BoolVar(&o.noWait, "no-wait", false, "")
 	grace := durationFlag(defaultGrace)
 	fs.Var(&grace, "grace", "")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -80,6 +85,9 @@ func parseRun(args []string) (*runOptions, error) {
 // check rejects settings that cannot work before any connection is made,
 // so that a typo never costs a round trip or a wait.
 func (o *runOptions) check(waitSet bool) error {
+	if err := checkMetricsAddr(o.metricsAddr); err != nil {
+		return err
+	}
 	switch {
 	case o.key == "":
 		return errors.New("--key is required and must not be empty")
@@ -151,6 +159,10 @@ Flags:
   --no-wait      make a single attempt; exit 75 at once if the lock is held
   --grace D      time between SIGTERM and SIGKILL when the lease is lost
                  (default %v)
+  --metrics-addr HOST:PORT
+                 serve Prometheus metrics (acquire latency, outcomes,
+                 renewals, lost leases) at http://HOST:PORT/metrics while
+                 turnstile runs
 Durations are written like 500ms, 30s or 5m.
 
 While the lock is held elsewhere, turnstile retries after random pauses

@@ -38,6 +38,7 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown flag", []string{"run", "--key", "k", "--bogus", "--", "true"}, "flag provided but not defined: -bogus"},
 		{"bad bool", []string{"run", "--key", "k", "--no-wait=maybe", "--", "true"}, "invalid boolean value"},
 		{"empty backend", []string{"run", "--backend", "", "--key", "k", "--", "true"}, "--backend must not be empty"},
+		{"metrics addr without port", []string{"run", "--key", "k", "--metrics-addr", "localhost", "--", "true"}, "--metrics-addr wants host:port"},
 		{"unknown scheme", []string{"run", "--backend", "foo://x", "--key", "k", "--", "true"}, `unknown backend scheme: "foo"`},
 		{"no scheme", []string{"run", "--backend", "127.0.0.1:6379", "--key", "k", "--", "true"}, "invalid backend url"},
 		{"bad redis port", []string{"run", "--backend", "redis://127.0.0.1:99999", "--key", "k", "--", "true"}, "port"},
