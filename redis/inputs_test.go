@@ -72,6 +72,7 @@ func TestBadURLs(t *testing.T) {
 		"redis://h?dial_timeout=1s&dial_timeout=2s",
 		"redis://h?fence_grace=0s",
 		"redis://h?fence_grace=x",
+		"redis://h?protocol=4",
 		"redis://h?prefix=a%7Bb",
 		"redis://h#frag",
 		"redis:opaque",
@@ -138,11 +139,16 @@ func TestDialFailsInTime(t *testing.T) {
 	}
 }
 
+// fixedBackoff retries after the same pause every time.
+type fixedBackoff time.Duration
+
+func (f fixedBackoff) Delay(int) (time.Duration, bool) { return time.Duration(f), true }
+
 // TestOpenURL: a good URL with every parameter opens a working client.
 func TestOpenURL(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, time.Minute)
-	c, err := turnstile.Open(ctx, srv.URL()+"/2?dial_timeout=2s&prefix=app:&fence_grace=1s")
+	c, err := turnstile.Open(ctx, srv.URL()+"/2?dial_timeout=2s&prefix=app:&fence_grace=1s&protocol=2")
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -170,4 +176,21 @@ func TestOpenURL(t *testing.T) {
 	if name := c.Backend().(interface{ Name() string }).Name(); name != "redis "+srv.Addr() {
 		t.Fatalf("Name() = %q", name)
 	}
+	// protocol=2: release notices arrive on a subscription connection of
+	// their own, and wake a waiter long before its backoff would.
+	holder, err := c.TryAcquire(ctx, "url")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(50 * time.Millisecond); _ = holder.Release(ctx) }()
+	slow := turnstile.WithBackoff(fixedBackoff(10 * time.Second))
+	start := time.Now()
+	w, err := c.Acquire(ctx, "url", slow, turnstile.WithoutCoalescing())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("waiter woke after %v: the release notice did not arrive", took)
+	}
+	_ = w.Release(ctx)
 }

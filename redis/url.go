@@ -104,6 +104,18 @@ func parseURL(u *url.URL) (rueidis.ClientOption, []Option, error) {
 				return bad("dial_timeout=%q is not a positive duration such as 5s", v)
 			}
 			opt.Dialer.Timeout = d
+		case "protocol":
+			// RESP2 keeps subscriptions on a connection of their own, for
+			// servers that accept no other command on a subscribed
+			// connection even under RESP3 (some embedded Redis
+			// implementations); the default, 3, multiplexes them.
+			switch v {
+			case "2":
+				opt.AlwaysRESP2 = true
+			case "3":
+			default:
+				return bad("protocol=%q: want 2 or 3", v)
+			}
 		case "prefix":
 			opts = append(opts, WithPrefix(v))
 		case "fence_grace":
@@ -113,7 +125,7 @@ func parseURL(u *url.URL) (rueidis.ClientOption, []Option, error) {
 			}
 			opts = append(opts, WithFenceGrace(d))
 		default:
-			return bad("unknown query parameter %q (known: dial_timeout, prefix, fence_grace)", name)
+			return bad("unknown query parameter %q (known: dial_timeout, protocol, prefix, fence_grace)", name)
 		}
 	}
 	// Check the options here, so a bad prefix is reported as a bad URL.
