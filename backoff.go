@@ -76,3 +76,36 @@ func NoRetry() Backoff { return noRetry{} }
 type noRetry struct{}
 
 func (noRetry) Delay(int) (time.Duration, bool) { return 0, false }
+
+// Constant retries after the same pause every time, without jitter.
+// Competing waiters that start together then retry together, in lockstep:
+// it exists to show the thundering herd (SPEC S-9.3) and for tests. Prefer
+// Exponential.
+type Constant struct {
+	Interval time.Duration
+	// MaxRetries is how many retries follow the first attempt; a negative
+	// value retries until the context is done.
+	MaxRetries int
+}
+
+// Delay implements Backoff.
+func (c Constant) Delay(attempt int) (time.Duration, bool) {
+	if c.MaxRetries >= 0 && attempt >= c.MaxRetries {
+		return 0, false
+	}
+	return c.Interval, true
+}
+
+func (c Constant) maxWait() (time.Duration, bool) {
+	if c.MaxRetries < 0 {
+		return 0, false
+	}
+	return c.Interval * time.Duration(c.MaxRetries), true
+}
+
+func (c Constant) validate() error {
+	if c.Interval <= 0 {
+		return fmt.Errorf("%w: constant backoff needs a positive interval, got %v", ErrInvalidOption, c.Interval)
+	}
+	return nil
+}

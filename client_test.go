@@ -261,3 +261,18 @@ func TestAcquireDeadlineKeepsStoreError(t *testing.T) {
 		t.Fatalf("err = %v, want the deadline and the store error", err)
 	}
 }
+
+func TestConstantBackoff(t *testing.T) {
+	b := turnstile.Constant{Interval: 3 * time.Millisecond, MaxRetries: 2}
+	for i := range 2 {
+		if d, ok := b.Delay(i); !ok || d != 3*time.Millisecond {
+			t.Fatalf("Delay(%d) = %v, %v", i, d, ok)
+		}
+	}
+	if _, ok := b.Delay(2); ok {
+		t.Fatal("a third retry of two")
+	}
+	if _, err := turnstile.New(memory.New(), turnstile.WithBackoff(turnstile.Constant{})); !errors.Is(err, turnstile.ErrInvalidOption) {
+		t.Fatalf("zero interval: %v", err)
+	}
+}
