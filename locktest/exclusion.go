@@ -184,6 +184,12 @@ func runChild(role string) error {
 		return err
 	}
 	defer c.Close()
+	if name := os.Getenv(envView); name != "" {
+		if c, err = viewClient(c, name, opts); err != nil {
+			return err
+		}
+		defer c.Close()
+	}
 	key := os.Getenv(envKey)
 	switch role {
 	case roleIncr:
@@ -205,6 +211,9 @@ func runChild(role string) error {
 		fmt.Printf("HELD %d\n", l.Token())
 		<-l.Context().Done() // until killed, or the lease is lost
 		return context.Cause(l.Context())
+	}
+	if run, ok := kindRoles[role]; ok {
+		return run(ctx, c, key)
 	}
 	return fmt.Errorf("unknown role %q", role)
 }

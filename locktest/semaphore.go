@@ -1,0 +1,169 @@
+package locktest
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/turnstilelock/turnstile"
+)
+
+// RunSemaphore runs the cases of a semaphore: h.New returns a backend on
+// which up to permits owners hold a key at once.
+func RunSemaphore(t *testing.T, h Harness, permits int) {
+	if h.New == nil {
+		t.Fatal("locktest: Harness.New is nil")
+	}
+	if permits < 1 || permits > 16 {
+		t.Fatalf("locktest: RunSemaphore wants 1 to 16 permits, got %d", permits)
+	}
+	cases := []struct {
+		name string
+		fn   func(*testing.T, *Harness, int)
+	}{
+		{"PermitsCounted", testPermitsCounted},
+		{"NeverAboveN", testNeverAboveN},
+		{"PermitExpires", testPermitExpires},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, &h, permits) })
+	}
+}
+
+// semClient returns a Client over a fresh instance; it does not coalesce,
+// so that waiters of one Client take free permits together.
+func semClient(t *testing.T, h *Harness, opts ...turnstile.Option) *turnstile.Client {
+	t.Helper()
+	return kindClient(t, h.backend(t), append(opts, turnstile.WithoutCoalescing())...)
+}
+
+// testPermitsCounted: n owners get permits, the next is refused; each
+// freed permit lets one more in; tokens increase.
+func testPermitsCounted(t *testing.T, h *Harness, n int) {
+	k := key(t)
+	ctx := ctxFor(t, time.Minute)
+	c := semClient(t, h)
+	var held []*turnstile.Lease
+	var tokens []uint64
+	for i := range n {
+		l, err := c.TryAcquire(ctx, k)
+		if err != nil {
+			t.Fatalf("permit %d of %d: %v", i+1, n, err)
+		}
+		held = append(held, l)
+		tokens = append(tokens, l.Token())
+	}
+	for round := range 3 {
+		if l, err := c.TryAcquire(ctx, k); !errors.Is(err, turnstile.ErrNotAcquired) {
+			if l != nil {
+				_ = l.Release(ctx)
+			}
+			t.Fatalf("permit %d of %d: %v, want ErrNotAcquired", n+1, n, err)
+		}
+		if err := held[round%n].Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		be := h.backend(t)
+		if ok, err := be.Release(ctx, k, held[round%n].Owner()); ok || err != nil {
+			t.Fatalf("second release of one permit = %v, %v; want false, nil", ok, err)
+		}
+		l, err := c.TryAcquire(ctx, k)
+		if err != nil {
+			t.Fatalf("permit after one was returned: %v", err)
+		}
+		held[round%n] = l
+		tokens = append(tokens, l.Token())
+	}
+	for _, l := range held {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkIncreasing(t, "permit", tokens)
+}
+
+// testNeverAboveN: 64 goroutines over 4 instances take permits in turn;
+// an in-memory counter of holders never exceeds n, and every permit's
+// token is distinct.
+func testNeverAboveN(t *testing.T, h *Harness, n int) {
+	const clients, perClient, rounds = 4, 16, 5
+	k := key(t)
+	ctx := ctxFor(t, 2*time.Minute)
+	var (
+		inside, most atomic.Int32
+		mu           sync.Mutex
+		seen         = map[uint64]bool{}
+		dup          atomic.Int32
+		wg           sync.WaitGroup
+		errs         = make(chan error, clients*perClient)
+	)
+	for range clients {
+		c := semClient(t, h, patient, turnstile.WithTTL(10*time.Second))
+		for range perClient {
+			wg.Go(func() {
+				for range rounds {
+					l, err := c.Acquire(ctx, k)
+					if err != nil {
+						errs <- err
+						return
+					}
+					v := inside.Add(1)
+					for m := most.Load(); v > m && !most.CompareAndSwap(m, v); m = most.Load() {
+					}
+					mu.Lock()
+					if seen[l.Token()] {
+						dup.Add(1)
+					}
+					seen[l.Token()] = true
+					mu.Unlock()
+					time.Sleep(time.Millisecond)
+					inside.Add(-1)
+					if err := l.Release(ctx); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if m := most.Load(); m > int32(n) {
+		t.Fatalf("%d holders at once with %d permits", m, n)
+	}
+	if d := dup.Load(); d > 0 {
+		t.Fatalf("%d permits got a token another permit had", d)
+	}
+	t.Logf("at most %d of %d permits held at once", most.Load(), n)
+}
+
+// testPermitExpires: permits of holders that stopped renewing come back
+// after their TTL, with larger tokens.
+func testPermitExpires(t *testing.T, h *Harness, n int) {
+	ttl := h.ttl()
+	k := key(t)
+	ctx := ctxFor(t, time.Minute)
+	be := h.backend(t)
+	var last uint64
+	for i := range n {
+		tok, ok, err := be.Acquire(ctx, k, "locktest-crashed-"+string(rune('a'+i)), ttl)
+		if err != nil || !ok {
+			t.Fatalf("permit %d: ok=%v err=%v", i, ok, err)
+		}
+		last = max(last, tok)
+	}
+	c := semClient(t, h)
+	if _, err := c.TryAcquire(ctx, k); !errors.Is(err, turnstile.ErrNotAcquired) {
+		t.Fatalf("permit while all %d are held: %v, want ErrNotAcquired", n, err)
+	}
+	l := acquireWithin(t, c, k, 10*ttl+5*time.Second)
+	defer l.Release(ctx)
+	if l.Token() <= last {
+		t.Fatalf("token %d after expiry is not greater than %d", l.Token(), last)
+	}
+}

@@ -1,0 +1,67 @@
+package redis_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/testserver"
+	"github.com/turnstilelock/turnstile/locktest"
+	"github.com/turnstilelock/turnstile/redis"
+)
+
+// TestKindsCluster runs the kinds' cases on a Redis Cluster: every
+// script of a kind names keys of one hash slot, which a cluster checks.
+func TestKindsCluster(t *testing.T) {
+	t.Cleanup(func() { awaitRueidisClusterTimers(t) }) // runs last: after every client closed
+	cl := testserver.StartRedisCluster(t)
+	admin := clusterAdmin(t, cl)
+	// One backend for every instance: dialling a cluster client per
+	// instance is slow under -race, and the views of one backend share its
+	// release subscriptions.
+	b, err := redis.New(clusterAdmin(t, cl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := func(testing.TB) *redis.Backend { return b }
+	t.Run("Reentrant", func(t *testing.T) {
+		locktest.RunReentrant(t, locktest.Harness{New: func(t testing.TB) driver.Backend { return backend(t).Reentrant() }})
+	})
+	t.Run("ReadWrite", func(t *testing.T) {
+		locktest.RunReadWrite(t, func(t testing.TB) (driver.Backend, driver.Backend) {
+			rw, err := backend(t).ReadWrite(redis.WithWriterClaim(500 * time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rw.Read(), rw.Write()
+		})
+	})
+	t.Run("Semaphore", func(t *testing.T) {
+		locktest.RunSemaphore(t, locktest.Harness{New: func(t testing.TB) driver.Backend {
+			s, err := backend(t).Semaphore(3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}}, 3)
+	})
+	t.Run("Fair", func(t *testing.T) {
+		locktest.RunFair(t, locktest.Harness{
+			New: func(t testing.TB) driver.Backend {
+				f, err := backend(t).Fair()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return f
+			},
+			Waiting: func(t testing.TB, key string) int {
+				n, err := admin.Do(context.Background(), admin.B().Zcard().Key(lockKey(key)+":queue").Build()).AsInt64()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return int(n)
+			},
+		})
+	})
+}

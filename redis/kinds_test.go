@@ -1,0 +1,76 @@
+package redis_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/testserver"
+	"github.com/turnstilelock/turnstile/locktest"
+	"github.com/turnstilelock/turnstile/redis"
+)
+
+func init() {
+	// Child processes of the fair lock's cases open the plain backend
+	// from the URL and wait through its fair view.
+	locktest.RegisterView("redis-fair", func(b driver.Backend) (driver.Backend, error) {
+		return b.(*redis.Backend).Fair()
+	})
+}
+
+// TestKinds runs the conformance cases of every lock kind on one server,
+// over rueidis.
+func TestKinds(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	t.Run("Reentrant", func(t *testing.T) {
+		locktest.RunReentrant(t, locktest.Harness{
+			New: func(t testing.TB) driver.Backend { return dial(t, srv).Reentrant() },
+		})
+	})
+	t.Run("ReadWrite", func(t *testing.T) {
+		locktest.RunReadWrite(t, func(t testing.TB) (driver.Backend, driver.Backend) {
+			rw, err := dial(t, srv).ReadWrite(redis.WithWriterClaim(500 * time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rw.Read(), rw.Write()
+		})
+	})
+	t.Run("Semaphore", func(t *testing.T) {
+		locktest.RunSemaphore(t, locktest.Harness{
+			New: func(t testing.TB) driver.Backend {
+				s, err := dial(t, srv).Semaphore(3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			},
+		}, 3)
+	})
+	t.Run("Fair", func(t *testing.T) {
+		locktest.RunFair(t, locktest.Harness{
+			New: func(t testing.TB) driver.Backend {
+				f, err := dial(t, srv).Fair()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return f
+			},
+			URL:  srv.URL(),
+			View: "redis-fair",
+			Waiting: func(t testing.TB, key string) int {
+				return atoi(t, mustDo(t, srv, "ZCARD", lockKey(key)+":queue"))
+			},
+		})
+	})
+}
+
+func atoi(t testing.TB, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%q is not a number: %v", s, err)
+	}
+	return n
+}

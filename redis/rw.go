@@ -1,0 +1,261 @@
+package redis
+
+import (
+	"context"
+	_ "embed" // the Lua scripts
+	"fmt"
+	"time"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+var (
+	//go:embed read_acquire.lua
+	readAcquireLua string
+	//go:embed write_acquire.lua
+	writeAcquireLua string
+	//go:embed member_extend.lua
+	memberExtendLua string
+	//go:embed member_release.lua
+	memberReleaseLua string
+
+	readAcquire   = newKindScript(readAcquireLua)
+	writeAcquire  = newKindScript(writeAcquireLua)
+	memberExtend  = newKindScript(memberExtendLua)
+	memberRelease = newKindScript(memberReleaseLua)
+)
+
+// DefaultWriterClaim is how long a waiting writer keeps new readers out
+// after its last attempt, unless RWOptions say otherwise.
+const DefaultWriterClaim = 2 * time.Second
+
+// RWLock is a read-write lock on a Backend (SPEC S-14): any number of
+// readers hold a key together, or one writer holds it alone. Read and
+// Write return its two sides, each a driver.Backend for a Client of its
+// own.
+//
+// Policy: writer preference. A writer that finds the lock held registers
+// a claim, and while any claim is live no new reader gets in; readers
+// already inside finish (or expire), then the writer enters. So a steady
+// stream of readers cannot starve writers. A claim expires when its
+// writer has not attempted again for the claim time (WithWriterClaim,
+// default 2 s), so a writer that gave up or crashed blocks new readers
+// for at most that long. The claim time must be longer than the longest
+// pause between a waiting writer's attempts: the Client's default
+// Backoff pauses at most 1 s, and every release wakes waiters at once.
+// A writer's refused TryAcquire leaves a claim too, which keeps new
+// readers out for the claim time. Among themselves writers are not
+// ordered, and a reader cannot upgrade to a writer (it would wait for
+// itself).
+//
+// Keys for lock key K: P{K}:readers, a sorted set of reader owners scored
+// by the expiry of each one's lease (so readers expire independently;
+// expired ones are pruned with one ZREMRANGEBYSCORE, never a loop);
+// P{K}:writer, the writer's owner id with the lease TTL; P{K}:writers,
+// the claims of waiting writers, scored by expiry. Tokens come from K's
+// fence key, as the plain lock's do, for readers and writers alike. The
+// writer's release and the last reader's release publish on
+// P{K}:released.
+//
+// With several waiting readers in one Client, prefer
+// turnstile.WithoutCoalescing() for the read side: the Client's local
+// line treats every lock as exclusive, so its waiting readers would enter
+// one after another instead of together.
+type RWLock struct {
+	b     *Backend
+	claim time.Duration
+}
+
+// An RWOption changes a setting of an RWLock.
+type RWOption func(*RWLock) error
+
+// WithWriterClaim sets how long a waiting writer keeps new readers out
+// after its last attempt. Default DefaultWriterClaim (2 s); it must lie in
+// [10 ms, 1 h].
+func WithWriterClaim(d time.Duration) RWOption {
+	return func(rw *RWLock) error {
+		if d < 10*time.Millisecond || d > time.Hour {
+			return fmt.Errorf("%w: writer claim %v is outside [10ms, 1h]", turnstile.ErrInvalidOption, d)
+		}
+		rw.claim = d
+		return nil
+	}
+}
+
+// ReadWrite returns the read-write view of b.
+func (b *Backend) ReadWrite(opts ...RWOption) (*RWLock, error) {
+	rw := &RWLock{b: b, claim: DefaultWriterClaim}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil read-write option", turnstile.ErrInvalidOption)
+		}
+		if err := o(rw); err != nil {
+			return nil, err
+		}
+	}
+	return rw, nil
+}
+
+// Read returns the read side: leases that share the key with other
+// readers.
+func (rw *RWLock) Read() *ReadLock { return &ReadLock{rw: rw} }
+
+// Write returns the write side: leases that hold the key alone.
+func (rw *RWLock) Write() *WriteLock { return &WriteLock{rw: rw} }
+
+// rwKeys are the Redis keys of one read-write lock.
+type rwKeys struct {
+	readers, writer, claims string
+	names
+}
+
+func (rw *RWLock) keys(key string) rwKeys {
+	n := rw.b.names(key)
+	return rwKeys{readers: n.kindKey("readers"), writer: n.kindKey("writer"), claims: n.kindKey("writers"), names: n}
+}
+
+// ReadLock is the read side of an RWLock.
+type ReadLock struct{ rw *RWLock }
+
+var (
+	_ driver.Backend       = (*ReadLock)(nil)
+	_ driver.BatchExtender = (*ReadLock)(nil)
+	_ driver.Notifier      = (*ReadLock)(nil)
+	_ driver.Namer         = (*ReadLock)(nil)
+)
+
+// Name implements driver.Namer.
+func (r *ReadLock) Name() string { return r.rw.b.Name() + " read lock" }
+
+// Released implements driver.Notifier: a writer's release (and the last
+// reader's) is published where the plain lock's releases are.
+func (r *ReadLock) Released(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	return r.rw.b.Released(ctx, key)
+}
+
+// Acquire implements driver.Backend: it succeeds unless a writer holds
+// key or waits for it.
+func (r *ReadLock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	if err := checkLease(ctx, key, owner, ttl); err != nil {
+		return 0, false, err
+	}
+	k := r.rw.keys(key)
+	lockTTL, fenceTTL := r.rw.b.ttlArgs(ttl)
+	tok, err := r.rw.b.run(ctx, readAcquire, call{
+		keys: []string{k.readers, k.writer, k.claims, k.fence},
+		args: []string{owner, lockTTL, fenceTTL},
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	return uint64(max(tok, 0)), tok > 0, nil
+}
+
+func (r *ReadLock) extendCall(key, owner string, ttl time.Duration) call {
+	k := r.rw.keys(key)
+	lockTTL, fenceTTL := r.rw.b.ttlArgs(ttl)
+	return call{keys: []string{k.readers, k.fence}, args: []string{owner, lockTTL, fenceTTL}}
+}
+
+// Extend implements driver.Backend: it renews owner's read lease only.
+func (r *ReadLock) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	if err := checkLease(ctx, key, owner, ttl); err != nil {
+		return false, err
+	}
+	n, err := r.rw.b.run(ctx, memberExtend, r.extendCall(key, owner, ttl))
+	return n == 1, err
+}
+
+// ExtendMany implements driver.BatchExtender in one pipelined round trip.
+func (r *ReadLock) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	return extendMany(ctx, reqs, func(q driver.ExtendRequest) call { return r.extendCall(q.Key, q.Owner, q.TTL) }, r.rw.b.multi(memberExtend))
+}
+
+// Release implements driver.Backend: it ends owner's read lease; the last
+// reader to leave tells waiting writers.
+func (r *ReadLock) Release(ctx context.Context, key, owner string) (bool, error) {
+	if err := checkOwner(ctx, key, owner); err != nil {
+		return false, err
+	}
+	k := r.rw.keys(key)
+	n, err := r.rw.b.run(ctx, memberRelease, call{
+		keys: []string{k.readers, k.fence},
+		args: []string{owner, millis(r.rw.b.cfg.grace), k.channel, "0"},
+	})
+	return n == 1, err
+}
+
+// WriteLock is the write side of an RWLock.
+type WriteLock struct{ rw *RWLock }
+
+var (
+	_ driver.Backend       = (*WriteLock)(nil)
+	_ driver.BatchExtender = (*WriteLock)(nil)
+	_ driver.Notifier      = (*WriteLock)(nil)
+	_ driver.Namer         = (*WriteLock)(nil)
+)
+
+// Name implements driver.Namer.
+func (w *WriteLock) Name() string { return w.rw.b.Name() + " write lock" }
+
+// Released implements driver.Notifier: the writer's release and the
+// last reader's are published where the plain lock's releases are.
+func (w *WriteLock) Released(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	return w.rw.b.Released(ctx, key)
+}
+
+// Acquire implements driver.Backend: it succeeds when no other writer
+// and no reader holds key; otherwise it registers owner's claim, which
+// keeps new readers out.
+func (w *WriteLock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	if err := checkLease(ctx, key, owner, ttl); err != nil {
+		return 0, false, err
+	}
+	k := w.rw.keys(key)
+	lockTTL, fenceTTL := w.rw.b.ttlArgs(ttl)
+	tok, err := w.rw.b.run(ctx, writeAcquire, call{
+		keys: []string{k.writer, k.readers, k.claims, k.fence},
+		args: []string{owner, lockTTL, fenceTTL, millis(w.rw.claim)},
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	return uint64(max(tok, 0)), tok > 0, nil
+}
+
+// The writer's lock is a plain lock on its own Redis key: the plain
+// extend and release scripts serve it.
+func (w *WriteLock) extendCall(key, owner string, ttl time.Duration) call {
+	k := w.rw.keys(key)
+	lockTTL, fenceTTL := w.rw.b.ttlArgs(ttl)
+	return call{keys: []string{k.writer, k.fence}, args: []string{owner, lockTTL, fenceTTL}}
+}
+
+// Extend implements driver.Backend.
+func (w *WriteLock) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	if err := checkLease(ctx, key, owner, ttl); err != nil {
+		return false, err
+	}
+	n, err := w.rw.b.conn.eval(ctx, extendScript, w.extendCall(key, owner, ttl))
+	return n == 1, err
+}
+
+// ExtendMany implements driver.BatchExtender in one pipelined round trip.
+func (w *WriteLock) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	return extendMany(ctx, reqs, func(q driver.ExtendRequest) call { return w.extendCall(q.Key, q.Owner, q.TTL) },
+		func(ctx context.Context, cs []call) []reply { return w.rw.b.conn.evalMulti(ctx, extendScript, cs) })
+}
+
+// Release implements driver.Backend.
+func (w *WriteLock) Release(ctx context.Context, key, owner string) (bool, error) {
+	if err := checkOwner(ctx, key, owner); err != nil {
+		return false, err
+	}
+	k := w.rw.keys(key)
+	n, err := w.rw.b.conn.eval(ctx, releaseScript, call{
+		keys: []string{k.writer, k.fence},
+		args: []string{owner, millis(w.rw.b.cfg.grace), k.channel},
+	})
+	return n == 1, err
+}

@@ -1,0 +1,119 @@
+package redis
+
+import (
+	"context"
+	_ "embed" // the Lua scripts
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+var (
+	//go:embed semaphore_acquire.lua
+	semaphoreAcquireLua string
+
+	semaphoreAcquire = newKindScript(semaphoreAcquireLua)
+)
+
+// MaxPermits is the most permits a Semaphore hands out per key.
+const MaxPermits = 10000
+
+// Semaphore is a view of a Backend that lets up to a fixed number of
+// owners hold each key at once: each lease is one permit. Permits expire
+// like locks, so the Client's watchdog renews them, and a crashed
+// holder's permit comes back after its TTL. Every permit gets a fencing
+// token from the key's fence key, as the plain lock's do.
+//
+// The permits of key K are the sorted set P{K}:semaphore, owners scored
+// by the expiry of each one's permit; expired permits are pruned with one
+// ZREMRANGEBYSCORE, never a loop. Every release publishes on
+// P{K}:released, where Client waiters listen. The number of permits is
+// not stored: every Semaphore on one key must be made with the same
+// number.
+//
+// With several waiters in one Client, prefer turnstile.WithoutCoalescing():
+// the Client's local line treats every lock as exclusive, so its waiters
+// would take permits one after another instead of together.
+type Semaphore struct {
+	b       *Backend
+	permits int
+}
+
+var (
+	_ driver.Backend       = (*Semaphore)(nil)
+	_ driver.BatchExtender = (*Semaphore)(nil)
+	_ driver.Notifier      = (*Semaphore)(nil)
+	_ driver.Namer         = (*Semaphore)(nil)
+)
+
+// Semaphore returns the view of b that hands out permits permits per key.
+// permits must lie in [1, MaxPermits].
+func (b *Backend) Semaphore(permits int) (*Semaphore, error) {
+	if permits < 1 || permits > MaxPermits {
+		return nil, fmt.Errorf("%w: %d permits is outside [1, %d]", turnstile.ErrInvalidOption, permits, MaxPermits)
+	}
+	return &Semaphore{b: b, permits: permits}, nil
+}
+
+// Permits returns how many owners may hold a key at once.
+func (s *Semaphore) Permits() int { return s.permits }
+
+// Name implements driver.Namer.
+func (s *Semaphore) Name() string { return fmt.Sprintf("%s semaphore(%d)", s.b.Name(), s.permits) }
+
+// Released implements driver.Notifier: every returned permit is
+// published where the plain lock's releases are.
+func (s *Semaphore) Released(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	return s.b.Released(ctx, key)
+}
+
+func (s *Semaphore) call(key, owner string, ttl time.Duration) call {
+	n := s.b.names(key)
+	lockTTL, fenceTTL := s.b.ttlArgs(ttl)
+	return call{keys: []string{n.kindKey("semaphore"), n.fence}, args: []string{owner, lockTTL, fenceTTL}}
+}
+
+// Acquire implements driver.Backend: it takes one permit of key for
+// owner if one is free.
+func (s *Semaphore) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	if err := checkLease(ctx, key, owner, ttl); err != nil {
+		return 0, false, err
+	}
+	c := s.call(key, owner, ttl)
+	c.args = append(c.args, strconv.Itoa(s.permits))
+	tok, err := s.b.run(ctx, semaphoreAcquire, c)
+	if err != nil {
+		return 0, false, err
+	}
+	return uint64(max(tok, 0)), tok > 0, nil
+}
+
+// Extend implements driver.Backend: it renews owner's permit only.
+func (s *Semaphore) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	if err := checkLease(ctx, key, owner, ttl); err != nil {
+		return false, err
+	}
+	n, err := s.b.run(ctx, memberExtend, s.call(key, owner, ttl))
+	return n == 1, err
+}
+
+// ExtendMany implements driver.BatchExtender in one pipelined round trip.
+func (s *Semaphore) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	return extendMany(ctx, reqs, func(q driver.ExtendRequest) call { return s.call(q.Key, q.Owner, q.TTL) }, s.b.multi(memberExtend))
+}
+
+// Release implements driver.Backend: it returns owner's permit.
+func (s *Semaphore) Release(ctx context.Context, key, owner string) (bool, error) {
+	if err := checkOwner(ctx, key, owner); err != nil {
+		return false, err
+	}
+	n := s.b.names(key)
+	r, err := s.b.run(ctx, memberRelease, call{
+		keys: []string{n.kindKey("semaphore"), n.fence},
+		args: []string{owner, millis(s.b.cfg.grace), n.channel, "1"},
+	})
+	return r == 1, err
+}

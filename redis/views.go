@@ -1,0 +1,142 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+// The lock kinds beside the plain lock — Reentrant, RWLock, Semaphore and
+// Fair — are views of a Backend: each is a driver.Backend of its own, so a
+// turnstile.Client over it waits, renews and fences as it does over the
+// plain lock. They share the Backend's client, prefix, fence grace and
+// release subscriptions. Their scripts are not in the plain lock's table,
+// so each kind prepares its own, for whichever client the Backend runs on.
+
+// kindScript is one Lua script of a lock kind, prepared for both client
+// libraries: EVALSHA, with EVAL when the server lost its script cache.
+type kindScript struct {
+	r *rueidis.Lua
+	g *goredis.Script
+}
+
+func newKindScript(src string) *kindScript {
+	return &kindScript{r: rueidis.NewLuaScript(src), g: goredis.NewScript(src)}
+}
+
+// run executes s once and returns its integer reply.
+func (b *Backend) run(ctx context.Context, s *kindScript, c call) (int64, error) {
+	switch cn := b.conn.(type) {
+	case *rueidisConn:
+		return s.r.Exec(ctx, cn.c, c.keys, c.args).AsInt64()
+	case *goredisConn:
+		return s.g.Run(ctx, cn.c, c.keys, anys(c.args)...).Int64()
+	}
+	return 0, fmt.Errorf("redis: lock kinds do not support client %T", b.conn)
+}
+
+// runMulti executes s once per call in one pipelined batch.
+func (b *Backend) runMulti(ctx context.Context, s *kindScript, cs []call) []reply {
+	out := make([]reply, len(cs))
+	switch cn := b.conn.(type) {
+	case *rueidisConn:
+		execs := make([]rueidis.LuaExec, len(cs))
+		for i, c := range cs {
+			execs[i] = rueidis.LuaExec{Keys: c.keys, Args: c.args}
+		}
+		for i, r := range s.r.ExecMulti(ctx, cn.c, execs...) {
+			out[i].n, out[i].err = r.AsInt64()
+		}
+	case *goredisConn:
+		// Load first, so that no call of the pipeline meets NOSCRIPT.
+		if err := s.g.Load(ctx, cn.c).Err(); err != nil {
+			for i := range out {
+				out[i].err = err
+			}
+			return out
+		}
+		pipe := cn.c.Pipeline()
+		cmds := make([]*goredis.Cmd, len(cs))
+		for i, c := range cs {
+			cmds[i] = s.g.EvalSha(ctx, pipe, c.keys, anys(c.args)...)
+		}
+		_, _ = pipe.Exec(ctx) // errors are read per command below
+		for i, cmd := range cmds {
+			out[i].n, out[i].err = cmd.Int64()
+		}
+	default:
+		for i := range out {
+			out[i].err = fmt.Errorf("redis: lock kinds do not support client %T", b.conn)
+		}
+	}
+	return out
+}
+
+// extendMany renews a batch of leases of one kind in one pipelined round
+// trip: mk builds each request's call, run sends them.
+func extendMany(ctx context.Context, reqs []driver.ExtendRequest, mk func(driver.ExtendRequest) call, run func(context.Context, []call) []reply) []driver.ExtendResult {
+	res := make([]driver.ExtendResult, len(reqs))
+	calls := make([]call, 0, len(reqs))
+	index := make([]int, 0, len(reqs)) // calls[j] is reqs[index[j]]
+	for i, r := range reqs {
+		if err := checkLease(ctx, r.Key, r.Owner, r.TTL); err != nil {
+			res[i].Err = err
+			continue
+		}
+		calls = append(calls, mk(r))
+		index = append(index, i)
+	}
+	if len(calls) == 0 {
+		return res
+	}
+	for j, rep := range run(ctx, calls) {
+		res[index[j]] = driver.ExtendResult{OK: rep.err == nil && rep.n == 1, Err: rep.err}
+	}
+	return res
+}
+
+// checkLease refuses, before any round trip, what the kinds' scripts
+// cannot work with: an empty key or owner, or a TTL under a millisecond.
+func checkLease(ctx context.Context, key, owner string, ttl time.Duration) error {
+	if err := checkOwner(ctx, key, owner); err != nil {
+		return err
+	}
+	if ttl < turnstile.MinTTL {
+		return fmt.Errorf("%w: %v is shorter than %v", turnstile.ErrInvalidTTL, ttl, turnstile.MinTTL)
+	}
+	return nil
+}
+
+// checkOwner is checkLease for calls without a TTL.
+func checkOwner(ctx context.Context, key, owner string) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", turnstile.ErrInvalidOption)
+	}
+	if err := check(ctx, key); err != nil {
+		return err
+	}
+	if owner == "" {
+		return fmt.Errorf("%w: empty owner", turnstile.ErrInvalidOption)
+	}
+	return nil
+}
+
+// kindKey is the Redis key a lock kind keeps its state of key in: the
+// lock key with a suffix, so it shares the lock's hash slot and fence.
+func (n names) kindKey(suffix string) string { return n.lock + ":" + suffix }
+
+// ttlArgs renders the TTLs every kind's acquire and extend script takes:
+// the lock's and its fence's, which outlives it by the grace period.
+func (b *Backend) ttlArgs(ttl time.Duration) (lockTTL, fenceTTL string) {
+	return millis(ttl), millis(ttl + b.cfg.grace)
+}
+
+// multi returns the batch runner of s for extendMany.
+func (b *Backend) multi(s *kindScript) func(context.Context, []call) []reply {
+	return func(ctx context.Context, cs []call) []reply { return b.runMulti(ctx, s, cs) }
+}
