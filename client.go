@@ -50,6 +50,7 @@ type Client struct {
 
 	admissions sync.Map // key → *admissionLine: callers over a rate limit
 	busy       busyMeter
+	shared     bool // the backend's locks may have several holders
 	closed     atomic.Bool
 	bg         sync.WaitGroup // best-effort cleanups after failed acquisitions
 }
@@ -70,6 +71,9 @@ func New(backend driver.Backend, opts ...Option) (*Client, error) {
 		cfg.logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Client{backend: backend, cfg: cfg, name: backendName(backend)}
+	if sh, ok := backend.(driver.Shared); ok {
+		c.shared = sh.Shared()
+	}
 	c.wd = newWatchdog(c)
 	return c, nil
 }

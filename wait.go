@@ -191,7 +191,10 @@ func (k *contender) contend(ctx context.Context, sig signals, first bool) (*Leas
 // waitFor is Acquire's waiting path for a backend that does not queue
 // waiters itself.
 func (c *Client) waitFor(ctx context.Context, k *contender) (*Lease, error) {
-	if k.cfg.coalesce {
+	// A line admits one waiter at a time: right for exclusive locks only.
+	// And a fixed owner may hold the lock already (a reentrant view): it
+	// must not queue behind waiters that wait for it.
+	if k.cfg.coalesce && !c.shared && k.cfg.owner == "" {
 		return c.waitInLine(ctx, k)
 	}
 	if l, err := k.try(ctx); l != nil || err != nil {

@@ -346,3 +346,74 @@ func ExampleWithoutCoalescing() {
 	_ = l.Release(context.Background())
 	// Output: <nil> true
 }
+
+// TestFixedOwnerDoesNotQueueBehindItsOwnWaiters: an owner that holds the
+// lock (a reentrant view) takes it again at once, though other callers of
+// the same Client wait for it.
+func TestFixedOwnerDoesNotQueueBehindItsOwnWaiters(t *testing.T) {
+	n := newNotifying()
+	c := newClient(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	me := turnstile.WithOwner("job-42")
+	outer, err := c.Acquire(ctx, "re", me)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			if l, err := c.Acquire(ctx, "re", patient); err == nil {
+				_ = l.Release(ctx)
+			}
+		})
+	}
+	for n.acquires.Load() < 4 { // the three have tried and wait in line
+		time.Sleep(time.Millisecond)
+	}
+	short := turnstile.WithBackoff(turnstile.Exponential{Base: time.Millisecond, Cap: 2 * time.Millisecond, MaxRetries: 3})
+	inner, err := c.Acquire(ctx, "re", me, short)
+	if err != nil {
+		t.Fatalf("the holder's own second Acquire: %v", err)
+	}
+	_ = inner.Release(ctx)
+	_ = outer.Release(ctx)
+	wg.Wait()
+}
+
+// sharedStore is the memory store marked as holding shared locks.
+type sharedStore struct{ *notifying }
+
+func (sharedStore) Shared() bool { return true }
+
+// TestSharedBackendWaitersContendTogether: waiters on a shared lock are
+// not lined up one behind another.
+func TestSharedBackendWaitersContendTogether(t *testing.T) {
+	n := newNotifying()
+	c := newClient(t, sharedStore{n})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	holder, err := c.TryAcquire(ctx, "sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if l, err := c.Acquire(ctx, "sh", patient); err == nil {
+				_ = l.Release(ctx)
+			}
+		})
+	}
+	// Each waiter attempts and subscribes on its own (a line would make
+	// one attempt and one subscription for all).
+	deadline := time.Now().Add(10 * time.Second)
+	for n.subscribe.Load() < 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d subscriptions for 4 waiters on a shared lock", n.subscribe.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	_ = holder.Release(ctx)
+	wg.Wait()
+}

@@ -121,3 +121,26 @@ func PositionFunc(ctx context.Context) func(position int) {
 	f, _ := ctx.Value(positionKey{}).(func(int))
 	return f
 }
+
+// Shared is implemented by backends whose locks several owners may hold
+// at once: semaphores, read locks. The Client then lets its waiters
+// contend on their own instead of lining them up behind one another,
+// which would admit them one at a time.
+type Shared interface {
+	// Shared reports whether the lock may have several holders.
+	Shared() bool
+}
+
+// QuietReleaser is implemented by backends that tell waiters of releases
+// (Notifier) and can also release without telling them, and tell them on
+// demand. When the next holder is a waiter of the same Client, which the
+// Client wakes itself, the Client releases quietly, so that waiters in
+// other processes are not woken for a lock they would not get; now and
+// then it releases aloud and lets them race, so that they are not
+// starved.
+type QuietReleaser interface {
+	// ReleaseQuiet is Release without the release notice.
+	ReleaseQuiet(ctx context.Context, key, owner string) (ok bool, err error)
+	// Notify sends key's release notice without releasing anything.
+	Notify(ctx context.Context, key string) error
+}

@@ -42,7 +42,7 @@ func RunReadWrite(t *testing.T, newRW ReadWrite) {
 }
 
 // rwClients returns clients over both sides of a fresh instance; the read
-// side does not coalesce, so waiting readers of one Client enter together.
+// side is driver.Shared, so waiting readers of one Client enter together.
 func rwClients(t *testing.T, newRW ReadWrite, opts ...turnstile.Option) (read, write *turnstile.Client) {
 	t.Helper()
 	rb, wb := newRW(t)
@@ -54,7 +54,7 @@ func rwClients(t *testing.T, newRW ReadWrite, opts ...turnstile.Option) (read, w
 			t.Cleanup(func() { _ = c.Close() })
 		}
 	}
-	return kindClient(t, rb, append(opts, turnstile.WithoutCoalescing())...), kindClient(t, wb, opts...)
+	return kindClient(t, rb, opts...), kindClient(t, wb, opts...)
 }
 
 // testReadersShare: five readers on five instances hold the key at once;

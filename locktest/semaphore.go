@@ -32,11 +32,11 @@ func RunSemaphore(t *testing.T, h Harness, permits int) {
 	}
 }
 
-// semClient returns a Client over a fresh instance; it does not coalesce,
-// so that waiters of one Client take free permits together.
+// semClient returns a Client over a fresh instance. A semaphore is
+// driver.Shared, so the waiters of one Client take free permits together.
 func semClient(t *testing.T, h *Harness, opts ...turnstile.Option) *turnstile.Client {
 	t.Helper()
-	return kindClient(t, h.backend(t), append(opts, turnstile.WithoutCoalescing())...)
+	return kindClient(t, h.backend(t), opts...)
 }
 
 // testPermitsCounted: n owners get permits, the next is refused; each

@@ -52,7 +52,7 @@ func ExampleBackend_ReadWrite() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	readers, err := turnstile.New(rw.Read(), turnstile.WithoutCoalescing())
+	readers, err := turnstile.New(rw.Read())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func ExampleBackend_Semaphore() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c, err := turnstile.New(sem, turnstile.WithoutCoalescing())
+	c, err := turnstile.New(sem)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -58,10 +58,8 @@ const DefaultWriterClaim = 2 * time.Second
 // writer's release and the last reader's release publish on
 // P{K}:released.
 //
-// With several waiting readers in one Client, prefer
-// turnstile.WithoutCoalescing() for the read side: the Client's local
-// line treats every lock as exclusive, so its waiting readers would enter
-// one after another instead of together.
+// The read side is driver.Shared: a Client's waiting readers contend on
+// their own rather than in its local line, so they enter together.
 type RWLock struct {
 	b     *Backend
 	claim time.Duration
@@ -127,6 +125,10 @@ var (
 
 // Name implements driver.Namer.
 func (r *ReadLock) Name() string { return r.rw.b.Name() + " read lock" }
+
+// Shared implements driver.Shared: many readers hold the lock at once, so
+// a Client lets its waiting readers contend on their own.
+func (r *ReadLock) Shared() bool { return true }
 
 // Released implements driver.Notifier: a writer's release (and the last
 // reader's) is published where the plain lock's releases are.

@@ -34,9 +34,8 @@ const MaxPermits = 10000
 // not stored: every Semaphore on one key must be made with the same
 // number.
 //
-// With several waiters in one Client, prefer turnstile.WithoutCoalescing():
-// the Client's local line treats every lock as exclusive, so its waiters
-// would take permits one after another instead of together.
+// A Semaphore is driver.Shared: a Client's waiters contend on their own
+// rather than in its local line, so they take free permits together.
 type Semaphore struct {
 	b       *Backend
 	permits int
@@ -63,6 +62,10 @@ func (s *Semaphore) Permits() int { return s.permits }
 
 // Name implements driver.Namer.
 func (s *Semaphore) Name() string { return fmt.Sprintf("%s semaphore(%d)", s.b.Name(), s.permits) }
+
+// Shared implements driver.Shared: up to permits holders at once, so a
+// Client lets its waiters contend on their own.
+func (s *Semaphore) Shared() bool { return s.permits > 1 }
 
 // Released implements driver.Notifier: every returned permit is
 // published where the plain lock's releases are.
