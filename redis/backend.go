@@ -17,7 +17,7 @@ import (
 type Backend struct {
 	conn      conn
 	cfg       config
-	watchers  watchers // subscriptions of Released
+	watchers  *watchers // subscriptions of Released, shared per client
 	closeOnce sync.Once
 }
 
@@ -64,7 +64,8 @@ func Dial(ctx context.Context, opt rueidis.ClientOption, opts ...Option) (*Backe
 		}
 		return nil, fmt.Errorf("redis: connect to %v: %w", opt.InitAddress, err)
 	}
-	return &Backend{conn: &rueidisConn{c: client, owns: true}, cfg: cfg}, nil
+	c := &rueidisConn{c: client, owns: true}
+	return &Backend{conn: c, cfg: cfg, watchers: watchersFor(c)}, nil
 }
 
 func newBackend(c conn, opts []Option) (*Backend, error) {
@@ -72,7 +73,7 @@ func newBackend(c conn, opts []Option) (*Backend, error) {
 	if err := cfg.apply(opts); err != nil {
 		return nil, err
 	}
-	return &Backend{conn: c, cfg: cfg}, nil
+	return &Backend{conn: c, cfg: cfg, watchers: watchersFor(c)}, nil
 }
 
 // Name implements driver.Namer: "redis" and the server address(es).
@@ -82,7 +83,7 @@ func (b *Backend) Name() string { return "redis " + b.conn.addr() }
 // the Backend created it (Dial, or turnstile.Open).
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
-		b.watchers.close()
+		b.watchers.release()
 		b.conn.close()
 	})
 	return nil

@@ -158,6 +158,9 @@ func (g *goredisConn) receive(ctx context.Context, ps *goredis.PubSub, unsubKind
 	return ctx.Err()
 }
 
+// identity is the client: Backends over one client share subscriptions.
+func (g *goredisConn) identity() any { return g.c }
+
 func (g *goredisConn) addr() string {
 	switch c := g.c.(type) {
 	case *goredis.Client:

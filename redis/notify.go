@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -14,9 +15,14 @@ import (
 var _ driver.Notifier = (*Backend)(nil)
 
 // watchers shares one subscription per release channel between every
-// waiter of a Backend, so that a thousand waiters on one key cost one
-// SSUBSCRIBE, and one waiter giving up does not unsubscribe the others.
+// waiter of every Backend over one client, so that a thousand waiters on
+// one key cost one SSUBSCRIBE, and one waiter (or one Backend) giving up
+// does not unsubscribe the others: the server keeps one subscription per
+// connection and channel, and ends it for all on the first unsubscribe.
 type watchers struct {
+	conn     conn // any of the Backends' conns: they share the client
+	id       any  // the client, the key in the registry
+	refs     int  // Backends using it; guarded by registry.mu
 	mu       sync.Mutex
 	byChan   map[string]*watch
 	stopping map[string]chan struct{} // channel → done of a subscription being ended
@@ -52,7 +58,7 @@ func (b *Backend) Released(ctx context.Context, key string) (<-chan struct{}, fu
 		return nil, nil, err
 	}
 	channel := b.names(key).channel
-	w := &b.watchers
+	w := b.watchers
 	ch := make(chan struct{}, 1)
 
 	w.mu.Lock()
@@ -66,13 +72,13 @@ func (b *Backend) Released(ctx context.Context, key string) (<-chan struct{}, fu
 	}
 	sub := w.byChan[channel]
 	if sub == nil {
-		sub = b.startWatch(channel)
+		sub = w.startWatch(channel)
 	}
 	sub.waiters[ch] = struct{}{}
 	w.mu.Unlock()
 
 	var once sync.Once
-	stop := func() { once.Do(func() { b.unwatch(channel, sub, ch) }) }
+	stop := func() { once.Do(func() { w.unwatch(channel, sub, ch) }) }
 	select {
 	case <-sub.ready:
 		if sub.err != nil {
@@ -89,8 +95,7 @@ func (b *Backend) Released(ctx context.Context, key string) (<-chan struct{}, fu
 
 // startWatch subscribes to channel in the background. Called with w.mu
 // held.
-func (b *Backend) startWatch(channel string) *watch {
-	w := &b.watchers
+func (w *watchers) startWatch(channel string) *watch {
 	ctx, cancel := context.WithCancel(context.Background())
 	sub := &watch{
 		waiters: make(map[chan struct{}]struct{}),
@@ -121,9 +126,9 @@ func (b *Backend) startWatch(channel string) *watch {
 			}
 		}
 		if err == nil {
-			err = b.conn.subscribe(ctx, channel,
+			err = w.conn.subscribe(ctx, channel,
 				func() { readyOnce.Do(func() { close(sub.ready) }) },
-				func() { b.notify(sub) },
+				func() { w.notify(sub) },
 			)
 		}
 		w.mu.Lock()
@@ -134,7 +139,7 @@ func (b *Backend) startWatch(channel string) *watch {
 		if ctx.Err() == nil {
 			// Ended, not stopped (the client was closed): wake the waiters
 			// so that they do not wait for a notice that cannot come.
-			b.notify(sub)
+			w.notify(sub)
 		}
 		readyOnce.Do(func() {
 			sub.err = errors.Join(fmt.Errorf("redis: subscribe to %s failed", channel), err)
@@ -144,9 +149,9 @@ func (b *Backend) startWatch(channel string) *watch {
 	return sub
 }
 
-func (b *Backend) notify(sub *watch) {
-	b.watchers.mu.Lock()
-	defer b.watchers.mu.Unlock()
+func (w *watchers) notify(sub *watch) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	for ch := range sub.waiters {
 		select {
 		case ch <- struct{}{}:
@@ -156,8 +161,7 @@ func (b *Backend) notify(sub *watch) {
 }
 
 // unwatch removes one waiter, and the subscription with the last one.
-func (b *Backend) unwatch(channel string, sub *watch, ch chan struct{}) {
-	w := &b.watchers
+func (w *watchers) unwatch(channel string, sub *watch, ch chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(sub.waiters, ch)
@@ -167,6 +171,48 @@ func (b *Backend) unwatch(channel string, sub *watch, ch chan struct{}) {
 			w.stopping[channel] = sub.done
 		}
 		sub.cancel()
+	}
+}
+
+// registry holds the watchers of every client some Backend uses.
+var registry struct {
+	mu sync.Mutex
+	m  map[any]*watchers
+}
+
+// watchersFor returns the watchers of c's client, shared with every other
+// Backend over it. The Backend gives them back with release.
+func watchersFor(c conn) *watchers {
+	id := c.identity()
+	if t := reflect.TypeOf(id); t == nil || !t.Comparable() {
+		id = c // a client that cannot be a map key is not shared
+	}
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	if registry.m == nil {
+		registry.m = make(map[any]*watchers)
+	}
+	w := registry.m[id]
+	if w == nil {
+		w = &watchers{conn: c, id: id}
+		registry.m[id] = w
+	}
+	w.refs++
+	return w
+}
+
+// release gives w back; the last Backend to give it back ends its
+// subscriptions.
+func (w *watchers) release() {
+	registry.mu.Lock()
+	w.refs--
+	last := w.refs == 0
+	if last && registry.m[w.id] == w {
+		delete(registry.m, w.id)
+	}
+	registry.mu.Unlock()
+	if last {
+		w.close()
 	}
 }
 

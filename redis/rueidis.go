@@ -109,6 +109,9 @@ func (r *rueidisConn) receive(ctx context.Context, channel string, sharded bool,
 	return r.c.Receive(ctx, sub, func(rueidis.PubSubMessage) { message() })
 }
 
+// identity is the client: Backends over one client share subscriptions.
+func (r *rueidisConn) identity() any { return r.c }
+
 func (r *rueidisConn) addr() string {
 	addrs := make([]string, 0, 1)
 	for a := range r.c.Nodes() {

@@ -62,6 +62,9 @@ type conn interface {
 	subscribe(ctx context.Context, channel string, ready, message func()) error
 	// addr describes the server(s), for Name.
 	addr() string
+	// identity is the client underneath, comparable: Backends over one
+	// client share their subscriptions.
+	identity() any
 	// close releases the client if the backend owns it.
 	close()
 }
