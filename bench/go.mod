@@ -3,6 +3,11 @@ module github.com/turnstilelock/turnstile/bench
 go 1.26.0
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
+	github.com/bsm/redislock v0.9.4
+	github.com/go-redsync/redsync/v4 v4.18.1
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redis/rueidis v1.0.79
 	github.com/turnstilelock/turnstile v0.0.0
 	github.com/turnstilelock/turnstile/etcd v0.0.0
 	github.com/turnstilelock/turnstile/mysql v0.0.0
@@ -10,6 +15,7 @@ require (
 	github.com/turnstilelock/turnstile/redis v0.0.0
 	github.com/turnstilelock/turnstile/redlock v0.0.0
 	github.com/turnstilelock/turnstile/zookeeper v0.0.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (
@@ -24,8 +30,6 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/pgx/v5 v5.13.0 // indirect
-	github.com/redis/go-redis/v9 v9.23.0 // indirect
-	github.com/redis/rueidis v1.0.79 // indirect
 	go.etcd.io/etcd/api/v3 v3.5.35 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.5.35 // indirect
 	go.etcd.io/etcd/client/v3 v3.5.35 // indirect

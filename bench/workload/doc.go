@@ -1,0 +1,17 @@
+// Package workload runs lock workloads against Redis and measures them:
+// throughput, acquisition latency percentiles from an HDR histogram,
+// fairness between workers, and the commands the servers executed per
+// acquisition, read from INFO commandstats before and after each cell.
+//
+// A cell is one Workload run through one Library for a fixed duration.
+// Libraries are adapters (Locker) over a lock client; Turnstile adapts
+// turnstile itself, package peers adapts the other Go lock libraries. The
+// same cell code runs every library, so their figures are comparable.
+//
+// The package also measures what Redis itself can do on the same machine
+// (Limit, which runs redis-benchmark) and how many leases one turnstile
+// client can hold under its watchdog (Scale).
+//
+// Figures from a machine that is busy with other work are noisy; the
+// package reports what it measured and asserts nothing about it.
+package workload

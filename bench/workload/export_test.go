@@ -1,0 +1,7 @@
+package workload
+
+var (
+	ParseCommandStats = parseCommandStats
+	ParseBenchmarkCSV = parseBenchmarkCSV
+	Fairness          = fairness
+)

@@ -1,0 +1,124 @@
+package workload_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turnstilelock/turnstile/bench/workload"
+	"github.com/turnstilelock/turnstile/internal/testserver"
+)
+
+func TestParseCommandStats(t *testing.T) {
+	info := "# Commandstats\r\ncmdstat_evalsha:calls=10,usec=40,usec_per_call=4.00,rejected_calls=0,failed_calls=0\r\n" +
+		"cmdstat_set:calls=7,usec=1\r\ncmdstat_info:calls=3,usec=9\r\ncmdstat_EVAL:calls=2,usec=1\r\n"
+	sum := workload.CommandStats{"set": 1}
+	if err := workload.ParseCommandStats(info, sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum["evalsha"] != 10 || sum["set"] != 8 || sum["eval"] != 2 || sum["info"] != 0 {
+		t.Errorf("parsed %v", sum)
+	}
+	if sum.Total() != 20 || sum.Scripts() != 12 {
+		t.Errorf("total %d scripts %d, want 20 and 12", sum.Total(), sum.Scripts())
+	}
+	d := sum.Sub(workload.CommandStats{"evalsha": 4, "set": 8})
+	if d["evalsha"] != 6 || d["eval"] != 2 || len(d) != 2 {
+		t.Errorf("Sub: %v", d)
+	}
+	for _, bad := range []string{"cmdstat_get\r\n", "cmdstat_get:usec=1\r\n", "cmdstat_get:calls=x,usec=1\r\n"} {
+		if err := workload.ParseCommandStats(bad, workload.CommandStats{}); !errors.Is(err, workload.ErrRedis) {
+			t.Errorf("ParseCommandStats(%q) = %v, want ErrRedis", bad, err)
+		}
+	}
+}
+
+func TestParseBenchmarkCSV(t *testing.T) {
+	out := `"test","rps","avg_latency_ms","min_latency_ms"` + "\n" + `"EVALSHA abc 1 k v 1000","178571.42","4.127","0.392"` + "\n"
+	v, err := workload.ParseBenchmarkCSV(out)
+	if err != nil || v != 178571.42 {
+		t.Errorf("got %v, %v", v, err)
+	}
+	if _, err := workload.ParseBenchmarkCSV(`"test","rps"` + "\n"); !errors.Is(err, workload.ErrRedis) {
+		t.Errorf("no figure: %v, want ErrRedis", err)
+	}
+}
+
+func TestFairness(t *testing.T) {
+	lo, hi, jain := workload.Fairness([]int64{10, 10, 10, 10})
+	if lo != 10 || hi != 10 || jain != 1 {
+		t.Errorf("even: %d %d %v", lo, hi, jain)
+	}
+	lo, hi, jain = workload.Fairness([]int64{0, 0, 0, 8})
+	if lo != 0 || hi != 8 || math.Abs(jain-0.25) > 1e-9 {
+		t.Errorf("one worker did all: %d %d %v", lo, hi, jain)
+	}
+}
+
+func TestRunRefusesBadCells(t *testing.T) {
+	good := workload.Cell{
+		Workload: workload.Workload{Name: "w", Concurrency: 1, Nodes: 1},
+		Library:  workload.Turnstile(),
+		Addrs:    []string{"127.0.0.1:1"},
+		Duration: time.Second,
+	}
+	one := func(f func(*workload.Cell)) workload.Cell { c := good; f(&c); return c }
+	for name, c := range map[string]workload.Cell{
+		"no name":           one(func(c *workload.Cell) { c.Workload.Name = "" }),
+		"no workers":        one(func(c *workload.Cell) { c.Workload.Concurrency = 0 }),
+		"negative hold":     one(func(c *workload.Cell) { c.Workload.Hold = -1 }),
+		"uneven processes":  one(func(c *workload.Cell) { c.Workload.Concurrency, c.Workload.Processes = 3, 2 }),
+		"addresses ≠ nodes": one(func(c *workload.Cell) { c.Workload.Nodes = 3 }),
+		"no duration":       one(func(c *workload.Cell) { c.Duration = 0 }),
+		"no library":        one(func(c *workload.Cell) { c.Library = workload.Library{} }),
+		"single-node on 2": one(func(c *workload.Cell) {
+			c.Workload.Nodes, c.Addrs = 2, []string{"a:1", "b:2"}
+			c.Library.MultiNode = false
+		}),
+	} {
+		if _, err := workload.Run(context.Background(), c); !errors.Is(err, workload.ErrUsage) {
+			t.Errorf("%s: %v, want ErrUsage", name, err)
+		}
+	}
+}
+
+// TestRunTurnstile runs a one-key cell with a hold: every figure is
+// filled in, and the commands counted are the ones the cell sent.
+func TestRunTurnstile(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	ctx := context.Background()
+	res, err := workload.Run(ctx, workload.Cell{
+		Workload: workload.Workload{Name: "contended-1", Concurrency: 4, HotKeys: 1, Hold: 100 * time.Microsecond, Nodes: 1},
+		Library:  workload.Turnstile(),
+		Addrs:    []string{srv.Addr()},
+		Duration: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Acquisitions == 0 || res.Errors != 0 || res.Library != "turnstile" || res.ID != "contended-1/c=4" {
+		t.Fatalf("result: %+v", res)
+	}
+	if res.ScriptsPerAcq < 1 || res.CommandsPerAcq < res.ScriptsPerAcq || res.HandoffGapMicros <= 0 || res.FairMax < res.FairMin {
+		t.Errorf("result: %+v", res)
+	}
+	if res.PerAcq["info"] != 0 {
+		t.Errorf("INFO counted: %v", res.PerAcq)
+	}
+}
+
+func TestLimitAndScaleRefuseBadInput(t *testing.T) {
+	ctx := context.Background()
+	if _, err := workload.Limit(ctx, "127.0.0.1:1", 0, 1); !errors.Is(err, workload.ErrUsage) && !errors.Is(err, workload.ErrNoRedisBenchmark) {
+		t.Errorf("Limit with 0 requests: %v", err)
+	}
+	if _, err := workload.Scale(ctx, "redis://127.0.0.1:1", "127.0.0.1:1", 0, time.Second); !errors.Is(err, workload.ErrUsage) {
+		t.Errorf("Scale with 0 leases: %v", err)
+	}
+	if _, err := workload.OpenTurnstile(ctx, "nosuch://x"); err == nil || !strings.Contains(err.Error(), "turnstile") {
+		t.Errorf("OpenTurnstile on an unknown scheme: %v", err)
+	}
+}
