@@ -27,6 +27,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"log/slog"
 	"os"
@@ -51,8 +52,11 @@ type Client struct {
 	admissions sync.Map // key → *admissionLine: callers over a rate limit
 	busy       busyMeter
 	shared     bool // the backend's locks may have several holders
-	closed     atomic.Bool
-	bg         sync.WaitGroup // best-effort cleanups after failed acquisitions
+	// trying counts callers making a first attempt, by key hash.
+	trying [64]atomic.Int32
+	seed   maphash.Seed
+	closed atomic.Bool
+	bg     sync.WaitGroup // best-effort cleanups after failed acquisitions
 }
 
 // New returns a Client that takes locks from backend.
@@ -70,7 +74,7 @@ func New(backend driver.Backend, opts ...Option) (*Client, error) {
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Client{backend: backend, cfg: cfg, name: backendName(backend)}
+	c := &Client{backend: backend, cfg: cfg, name: backendName(backend), seed: maphash.MakeSeed()}
 	if sh, ok := backend.(driver.Shared); ok {
 		c.shared = sh.Shared()
 	}

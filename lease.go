@@ -154,7 +154,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	wd.mu.Unlock()
 	l.cancel(ErrReleased)
 
-	ok, err := l.c.backend.Release(ctx, l.key, l.owner)
+	ok, err := l.c.releaseInStore(ctx, l)
 	l.c.leaseEnded(l)
 	if err != nil {
 		err = l.c.wrap("release", l.key, err)

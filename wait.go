@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"time"
 
@@ -220,12 +221,22 @@ func (c *Client) waitFor(ctx context.Context, k *contender) (*Lease, error) {
 // waitInLine waits in the Client's local line for key (see the comment at
 // the top of this file).
 func (c *Client) waitInLine(ctx context.Context, k *contender) (*Lease, error) {
+	// Try at once if nobody of this Client waits for the key, and nobody
+	// is trying it right now: callers arriving together then make one
+	// attempt between them, and the others line up.
 	tried := false
 	if !c.lineBusy(k.key) {
-		if l, err := k.try(ctx); l != nil || err != nil {
-			return l, err
+		slot := &c.trying[maphash.String(c.seed, k.key)%uint64(len(c.trying))]
+		if slot.Add(1) == 1 {
+			l, err := k.try(ctx)
+			slot.Add(-1)
+			if l != nil || err != nil {
+				return l, err
+			}
+			tried = true
+		} else {
+			slot.Add(-1)
 		}
-		tried = true
 	}
 	k.startWaiting()
 	ln, w := c.joinLine(k.key)
@@ -298,7 +309,17 @@ type line struct {
 	stopSub func()
 	subbed  bool // a subscription was attempted
 	dead    bool // out of the Client's map: join a new line
+
+	// Handing over within the Client (driver.QuietReleaser).
+	quietRun     int  // releases in a row without a notice
+	quietPending bool // a quiet release that no waiter of the line took yet
+	yield        bool // the last release was aloud for fairness: no local wake-up
 }
+
+// maxQuietRun is how many releases in a row a Client hands to its own
+// waiters without telling other processes; then one release is aloud and
+// its own waiters race the others for it, so that no process starves.
+const maxQuietRun = 16
 
 // waiter is one Acquire call in a line.
 type waiter struct {
@@ -363,6 +384,9 @@ func (ln *line) leave(c *Client, w *waiter, won *Lease) {
 		}
 		break
 	}
+	if won != nil {
+		ln.quietPending = false
+	}
 	if won != nil && won.ctx.Err() == nil {
 		// The next head waits for this lease to end (leaseEnded clears
 		// holding; it runs after the lease's context is cancelled, so a
@@ -378,15 +402,68 @@ func (ln *line) leave(c *Client, w *waiter, won *Lease) {
 		default:
 		}
 	}
+	notify := false
 	if len(ln.waiters) == 0 {
 		ln.dead = true
 		c.lines.CompareAndDelete(ln.key, ln)
 		stop, ln.stopSub = ln.stopSub, nil
+		// Released quietly for a waiter that did not take the lock: the
+		// waiters of other processes must hear of it after all.
+		notify = ln.quietPending
 	}
 	ln.mu.Unlock()
 	if stop != nil {
 		stop()
 	}
+	if notify {
+		c.notifyInBackground(ln.key)
+	}
+}
+
+// releaseInStore releases l's lock in the store: quietly when a waiter of
+// this Client's line for the key takes it next (see maxQuietRun).
+func (c *Client) releaseInStore(ctx context.Context, l *Lease) (bool, error) {
+	qr, ok := c.backend.(driver.QuietReleaser)
+	if !ok {
+		return c.backend.Release(ctx, l.key, l.owner)
+	}
+	quiet := false
+	if v, found := c.lines.Load(l.key); found {
+		ln := v.(*line)
+		ln.mu.Lock()
+		if !ln.dead && len(ln.waiters) > 0 {
+			if ln.quietRun < maxQuietRun {
+				ln.quietRun++
+				ln.quietPending = true
+				quiet = true
+			} else {
+				ln.quietRun = 0
+				ln.yield = true
+			}
+		}
+		ln.mu.Unlock()
+	}
+	if quiet {
+		return qr.ReleaseQuiet(ctx, l.key, l.owner)
+	}
+	return c.backend.Release(ctx, l.key, l.owner)
+}
+
+// notifyInBackground sends key's release notice; Close waits for it.
+func (c *Client) notifyInBackground(key string) {
+	qr, ok := c.backend.(driver.QuietReleaser)
+	if !ok {
+		return
+	}
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := qr.Notify(ctx, key); err != nil {
+			c.cfg.logger.Debug("turnstile: release notice failed", "key", key, "backend", c.name, "err", err)
+		}
+	}()
 }
 
 // heldHere reports whether a lease won in this line still holds the lock.
@@ -447,7 +524,12 @@ func (c *Client) leaseEnded(l *Lease) {
 	if ln.holding == l {
 		ln.holding = nil
 	}
+	yield := ln.yield
+	ln.yield = false
 	ln.mu.Unlock()
+	if yield {
+		return // released aloud for the other processes: race them fairly
+	}
 	select {
 	case ln.local <- struct{}{}:
 	default:

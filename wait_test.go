@@ -417,3 +417,85 @@ func TestSharedBackendWaitersContendTogether(t *testing.T) {
 	_ = holder.Release(ctx)
 	wg.Wait()
 }
+
+// quietNotifying can release without a notice (driver.QuietReleaser).
+type quietNotifying struct {
+	*notifying
+	quiet atomic.Int64
+}
+
+func (q *quietNotifying) ReleaseQuiet(ctx context.Context, key, owner string) (bool, error) {
+	q.quiet.Add(1)
+	q.releases.Add(1)
+	return q.Backend.Release(ctx, key, owner)
+}
+
+func (q *quietNotifying) Notify(ctx context.Context, key string) error {
+	q.mu.Lock()
+	var chs []chan struct{}
+	for ch := range q.subs[key] {
+		chs = append(chs, ch)
+	}
+	q.mu.Unlock()
+	for _, ch := range chs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// TestQuietHandoff: a Client hands the lock to its own next waiter
+// without waking the other process's waiters, except every so often, so
+// neither process starves; attempts per acquisition approach one.
+func TestQuietHandoff(t *testing.T) {
+	q := &quietNotifying{notifying: newNotifying()}
+	clients := []*turnstile.Client{newClient(t, q), newClient(t, q)}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const each = 200
+	var mu sync.Mutex
+	var order []int // which client each acquisition went to
+	var wg sync.WaitGroup
+	for id, c := range clients {
+		for range each {
+			wg.Go(func() {
+				l, err := c.Acquire(ctx, "quiet", patient)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				order = append(order, id)
+				mu.Unlock()
+				time.Sleep(100 * time.Microsecond)
+				_ = l.Release(ctx)
+			})
+		}
+	}
+	wg.Wait()
+	perAcq := float64(q.acquires.Load()) / float64(q.granted.Load())
+	run, longest := 0, 0
+	for i := range order {
+		if i > 0 && order[i] == order[i-1] {
+			run++
+		} else {
+			run = 1
+		}
+		longest = max(longest, run)
+	}
+	t.Logf("attempts per acquisition %.2f, quiet releases %d of %d, longest run of one client %d", perAcq, q.quiet.Load(), q.releases.Load(), longest)
+	if perAcq > 1.6 {
+		t.Errorf("%.2f attempts per acquisition with quiet handoffs, want at most 1.6", perAcq)
+	}
+	if q.quiet.Load() < int64(each) {
+		t.Errorf("only %d of %d releases were quiet handoffs", q.quiet.Load(), q.releases.Load())
+	}
+	// Runs end when a client releases aloud and the other wins the race;
+	// a client that never lost a race would hold the lock for all its
+	// waiters in one run.
+	if longest >= each {
+		t.Errorf("one client took the lock %d times in a row: the other starved", longest)
+	}
+}

@@ -26,6 +26,7 @@ var (
 	_ driver.BatchExtender = (*Backend)(nil)
 	_ driver.Namer         = (*Backend)(nil)
 	_ driver.Fencer        = (*Backend)(nil)
+	_ driver.QuietReleaser = (*Backend)(nil)
 )
 
 // New returns a Backend over an existing rueidis client. The caller keeps
@@ -171,6 +172,30 @@ func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) 
 		args: []string{owner, millis(b.cfg.grace), n.channel},
 	})
 	return r == 1, err
+}
+
+// ReleaseQuiet implements driver.QuietReleaser: Release without the
+// release notice.
+func (b *Backend) ReleaseQuiet(ctx context.Context, key, owner string) (bool, error) {
+	if err := check(ctx, key); err != nil {
+		return false, err
+	}
+	n := b.names(key)
+	r, err := b.conn.eval(ctx, releaseScript, call{
+		keys: []string{n.lock, n.fence},
+		args: []string{owner, millis(b.cfg.grace), n.channel, "quiet"},
+	})
+	return r == 1, err
+}
+
+// Notify implements driver.QuietReleaser: it sends key's release notice.
+func (b *Backend) Notify(ctx context.Context, key string) error {
+	if err := check(ctx, key); err != nil {
+		return err
+	}
+	n := b.names(key)
+	_, err := b.conn.eval(ctx, notifyScript, call{keys: []string{n.lock}, args: []string{n.channel}})
+	return err
 }
 
 var errEmptyKey = fmt.Errorf("%w: empty key", turnstile.ErrInvalidKey)

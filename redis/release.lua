@@ -2,6 +2,8 @@
 --
 -- KEYS[1] lock key   KEYS[2] fence key
 -- ARGV[1] owner      ARGV[2] grace (ms)  ARGV[3] release channel
+-- ARGV[4] "quiet" to release without the notice (the releasing client
+--         hands the lock to a waiter of its own)
 --
 -- Returns 1 if released, 0 if the owner does not hold the lock.
 --
@@ -21,6 +23,9 @@ redis.call('PEXPIRE', KEYS[2], ARGV[2])
 -- where PUBLISH would be broadcast to every node of a cluster. Redis 7.0
 -- brought both SPUBLISH and REDIS_VERSION_NUM; Released subscribes with
 -- SSUBSCRIBE, or SUBSCRIBE where the server does not know it, to match.
+if ARGV[4] == 'quiet' then
+  return 1
+end
 local channel = ARGV[3]
 if (redis.REDIS_VERSION_NUM or 0) >= 0x070000 then
   redis.call('SPUBLISH', channel, '1')

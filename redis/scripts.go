@@ -16,6 +16,8 @@ var (
 	releaseLua string
 	//go:embed raise.lua
 	raiseLua string
+	//go:embed notify.lua
+	notifyLua string
 )
 
 // script names one of the Lua scripts, as an index into an adapter's table
@@ -27,6 +29,7 @@ const (
 	extendScript
 	releaseScript
 	raiseScript
+	notifyScript
 	numScripts
 )
 
@@ -35,6 +38,7 @@ var sources = [numScripts]string{
 	extendScript:  extendLua,
 	releaseScript: releaseLua,
 	raiseScript:   raiseLua,
+	notifyScript:  notifyLua,
 }
 
 // call is one execution of a script.

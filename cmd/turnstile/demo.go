@@ -33,6 +33,7 @@ var demoScenarios = []demoScenario{
 	{"gc-pause", "a holder paused past its TTL writes with its old token (S-9.1)", runGCPause},
 	{"long-job", "jobs longer than a fixed TTL write the same file (S-13)", runLongJob},
 	{"owner-id", "five processes share the owner id \"Thread-42\" (S-13, S-10)", runOwnerID},
+	{"herd", "2,000 waiters in 2 processes on one key, 1 ms hold each, four ways of waiting (S-9.3)", runHerd},
 }
 
 // demoOptions is a parsed "turnstile demo" command line.
@@ -44,6 +45,7 @@ type demoOptions struct {
 	inProcess bool
 	units     int64
 	orders    int
+	waiters   int // in herd
 	// metricsAddr serves /metrics there, and keeps serving after the
 	// scenarios until interrupted.
 	metricsAddr string
@@ -77,6 +79,7 @@ func parseDemo(args []string) (*demoOptions, error) {
 	fs.BoolVar(&o.inProcess, "in-process", false, "")
 	fs.Int64Var(&o.units, "units", defaultFlashUnits, "")
 	fs.IntVar(&o.orders, "orders", defaultFlashOrders, "")
+	fs.IntVar(&o.waiters, "waiters", herdWaiters, "")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "")
 	// Flags may come before or after the scenario names.
 	var names []string
@@ -116,6 +119,8 @@ func parseDemo(args []string) (*demoOptions, error) {
 		return nil, fmt.Errorf("--units %d is outside [1, 1000000]", o.units)
 	case o.orders < 1 || o.orders > maxFlashOrders:
 		return nil, fmt.Errorf("--orders %d is outside [1, %d]", o.orders, maxFlashOrders)
+	case o.waiters < herdProcesses || o.waiters > maxHerdWaiters:
+		return nil, fmt.Errorf("--waiters %d is outside [%d, %d]", o.waiters, herdProcesses, maxHerdWaiters)
 	}
 	if o.redisURL != "" && !strings.HasPrefix(o.redisURL, "redis://") && !strings.HasPrefix(o.redisURL, "rediss://") {
 		return nil, fmt.Errorf("--redis %q: want a URL such as redis://127.0.0.1:6379", o.redisURL)
@@ -257,6 +262,8 @@ Flags:
   --units N        units on sale in flash-sale (default 1000)
   --orders N       orders placed at once in flash-sale (default 3847, at
                    most 20000)
+  --waiters N      waiters in herd, spread over 2 processes (default 2000,
+                   at most 20000)
   --metrics-addr HOST:PORT
                    serve Prometheus metrics of the demo's own lock clients
                    at http://HOST:PORT/metrics; after the scenarios the demo

@@ -35,6 +35,8 @@ type demoEnv struct {
 	// flashUnits and flashOrders size the flash sale.
 	flashUnits  int64
 	flashOrders int
+	// herdWaiters sizes the herd.
+	herdWaiters int
 	notes       []string
 
 	rc   rueidis.Client
@@ -50,7 +52,7 @@ type demoEnv struct {
 
 // startDemoEnv starts or connects to the servers the options ask for.
 func startDemoEnv(ctx context.Context, o *demoOptions, stderr io.Writer) (env *demoEnv, err error) {
-	env = &demoEnv{stderr: stderr, redisURL: o.redisURL, pgURL: o.pgURL, flashUnits: o.units, flashOrders: o.orders}
+	env = &demoEnv{stderr: stderr, redisURL: o.redisURL, pgURL: o.pgURL, flashUnits: o.units, flashOrders: o.orders, herdWaiters: o.waiters}
 	defer func() {
 		if err != nil {
 			env.Close()

@@ -78,7 +78,7 @@ func TestDemoJSONAllScenarios(t *testing.T) {
 	t.Parallel()
 	rs := testserver.StartRedis(t)
 	pg := testserver.StartPostgres(t)
-	r := runTurnstile(t, nil, "demo", "--json", "--redis", rs.URL(), "--postgres", pg.URL())
+	r := runTurnstile(t, nil, "demo", "--json", "--redis", rs.URL(), "--postgres", pg.URL(), "--waiters", "200")
 	if r.code != 0 {
 		t.Fatalf("exit code %d, want 0; stderr:\n%s", r.code, r.stderr)
 	}
@@ -94,6 +94,7 @@ func TestDemoJSONAllScenarios(t *testing.T) {
 		"gc-pause":       {"naive", "fence"},
 		"long-job":       {"naive", "watchdog"},
 		"owner-id":       {"naive", "turnstile"},
+		"herd":           {"fixed-interval", "jitter", "notify", "notify+coalesce"},
 	}
 	n := 0
 	for s, vs := range want {
@@ -138,6 +139,34 @@ func TestDemoJSONAllScenarios(t *testing.T) {
 	owners := find(t, runs, "owner-id", "turnstile")
 	if figure(t, owners, "distinct_owners") != 5 || figure(t, owners, "released_others_lock") != 0 {
 		t.Errorf("owner ids under turnstile: %v", owners)
+	}
+}
+
+// TestDemoHerd: 600 waiters in 2 processes; notices with local lines make
+// every waiter hold the lock once with at most 3 store commands per
+// acquisition, fewer than retrying at a fixed interval.
+func TestDemoHerd(t *testing.T) {
+	t.Parallel()
+	rs := testserver.StartRedis(t)
+	r := startTurnstile(t, nil, "demo", "herd", "--json", "--redis", rs.URL(), "--waiters", "600").wait(t, 120*time.Second)
+	if r.code != 0 {
+		t.Fatalf("exit code %d, want 0; stderr:\n%s", r.code, r.stderr)
+	}
+	runs := parseDemoJSON(t, r.stdout)
+	checkTurnstileRuns(t, runs)
+	best := find(t, runs, "herd", "notify+coalesce")
+	fixed := find(t, runs, "herd", "fixed-interval")
+	for _, run := range []demoRun{best, fixed} {
+		if figure(t, run, "acquired") != 600 || figure(t, run, "failed") != 0 {
+			t.Errorf("not every waiter held the lock: %v", run)
+		}
+	}
+	perAcq := figure(t, best, "store_commands_per_acquisition")
+	if perAcq > 3 || perAcq < 1 {
+		t.Errorf("notifications + coalescing: %.2f store commands per acquisition, want 1 to 3", perAcq)
+	}
+	if f := figure(t, fixed, "store_commands_per_acquisition"); f <= perAcq {
+		t.Errorf("fixed-interval retry: %.2f commands per acquisition, not more than notifications + coalescing (%.2f)", f, perAcq)
 	}
 }
 

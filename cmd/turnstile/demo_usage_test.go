@@ -15,7 +15,7 @@ func TestDemoUsageErrors(t *testing.T) {
 		args []string
 		want string // in stderr
 	}{
-		{"unknown scenario", []string{"flash"}, `unknown scenario "flash" (known: flash-sale, double-payment, rider, gc-pause, long-job, owner-id)`},
+		{"unknown scenario", []string{"flash"}, `unknown scenario "flash" (known: flash-sale, double-payment, rider, gc-pause, long-job, owner-id, herd)`},
 		{"unknown flag", []string{"--bogus"}, "flag provided but not defined: -bogus"},
 		{"unknown flag after a scenario", []string{"rider", "--fast"}, "flag provided but not defined: -fast"},
 		{"flag without value", []string{"--redis"}, "flag needs an argument: -redis"},
@@ -29,6 +29,7 @@ func TestDemoUsageErrors(t *testing.T) {
 		{"too many orders", []string{"--orders", "20001"}, "--orders 20001 is outside [1, 20000]"},
 		{"orders not a number", []string{"--orders", "many"}, `invalid value "many" for flag -orders`},
 		{"bad bool", []string{"--json=maybe"}, "invalid boolean value"},
+		{"one waiter", []string{"--waiters", "1"}, "--waiters 1 is outside [2, 20000]"},
 		{"metrics addr without port", []string{"--metrics-addr", "9100"}, "--metrics-addr wants host:port"},
 		{"worker without spec", []string{demoWorkerArg}, "turnstile demo"},
 		{"worker with a bad spec", []string{demoWorkerArg, "{"}, "bad spec"},

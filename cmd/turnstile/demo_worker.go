@@ -51,6 +51,7 @@ var demoWorkers = map[string]demoWorkerFunc{
 	"rider":      riderWorker,
 	"gc-pause":   gcPauseWorker,
 	"owner-id":   ownerIDWorker,
+	"herd":       herdWorker,
 }
 
 // workerLink is a worker's line to the demo process: its stdout carries
