@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -49,6 +50,58 @@ func TestHerdNeverSitsOnAFreeLock(t *testing.T) {
 		close(errs)
 		for err := range errs {
 			t.Fatalf("round %d (after %v): %v", round, time.Since(start), err)
+		}
+	}
+}
+
+// TestWaiterAcquiresAfterItsNoticeIsLost: the waiter's subscription
+// connection is killed while it waits — while it is still subscribing, or
+// once subscribed — so the release notice may never reach it; it still
+// takes the lock once the holder releases (its resubscription or, at the
+// latest, its backoff timer), and its own release works.
+func TestWaiterAcquiresAfterItsNoticeIsLost(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	ctx := ctxFor(t, 2*time.Minute)
+	holderC, err := turnstile.New(dial(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holderC.Close()
+	waiterC, err := turnstile.New(dial(t, srv), turnstile.WithBackoff(fixedBackoff(2*time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiterC.Close()
+	for round := range 20 {
+		key := "lost-notice-" + strconv.Itoa(round)
+		holder, err := holderC.TryAcquire(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		go func() {
+			l, err := waiterC.Acquire(ctx, key)
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			got <- err
+		}()
+		if round%2 == 1 { // subscribed first
+			for mustDo(t, srv, "CLIENT", "LIST", "TYPE", "pubsub") == "" && ctx.Err() == nil {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		mustDo(t, srv, "CLIENT", "KILL", "TYPE", "pubsub")
+		if err := holder.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatalf("round %d: waiter after a lost notice: %v", round, err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("round %d: the waiter sat on a free lock after its notice was lost", round)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -31,7 +32,17 @@ type rueidisConn struct {
 }
 
 func (r *rueidisConn) eval(ctx context.Context, s script, c call) (int64, error) {
-	return rueidisScripts[s].Exec(ctx, r.c, c.keys, c.args).AsInt64()
+	n, err := rueidisScripts[s].Exec(ctx, r.c, c.keys, c.args).AsInt64()
+	if err != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		// Not this call's context: rueidis closes a pipelined connection
+		// when a call on it is cancelled while in flight (here, a
+		// subscription being renewed after a reconnect and stopped at the
+		// same moment), and fails every call sharing it with that call's
+		// error. Every script is safe to run again: acquire and extend by
+		// the same owner, and release, are owner-checked.
+		n, err = rueidisScripts[s].Exec(ctx, r.c, c.keys, c.args).AsInt64()
+	}
+	return n, err
 }
 
 // evalMulti: ExecMulti first loads the script on every node (one more
