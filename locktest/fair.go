@@ -54,12 +54,12 @@ func awaitWaiting(t *testing.T, h *Harness, k string, want int, errs <-chan erro
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
+		// A waiter that gave up may leave the store's queue a moment
+		// after its Acquire returned (ZooKeeper deletes its node then):
+		// more entries than wanted is an error only if they stay.
 		n := h.Waiting(t, k)
 		if n == want {
 			return
-		}
-		if n > want {
-			t.Fatalf("queue of %q holds %d entries, want %d", k, n, want)
 		}
 		select {
 		case err := <-errs:
