@@ -175,7 +175,7 @@ func (c *Client) attempt(ctx context.Context, key string, cfg *config, wait bool
 		l, err := c.acquireQueued(ctx, cfg.busyQueue, key, cfg)
 		return l, 0, true, err
 	}
-	k := c.newContender(key, cfg)
+	k := &contender{c: c, key: key, cfg: cfg, owner: newOwner(cfg)}
 	if wait {
 		l, err = c.waitFor(ctx, k)
 		if cfg.busyQueue != nil && k.waited {

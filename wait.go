@@ -41,10 +41,6 @@ type contender struct {
 	lastErr error
 }
 
-func (c *Client) newContender(key string, cfg *config) *contender {
-	return &contender{c: c, key: key, cfg: cfg, owner: newOwner(cfg)}
-}
-
 // retries is what the caller is told: attempts after the first.
 func (k *contender) retries() int { return max(0, k.tries-1) }
 
