@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -267,11 +268,9 @@ func runHerdVariant(ctx context.Context, env *demoEnv, variant, summary string, 
 		r.Summary = fmt.Sprintf("%d grants while the lock was held in the same process", overlaps)
 	case !finished:
 		r.Summary = fmt.Sprintf("only %s of %s waiters held the lock within %v; %.1f store commands per acquisition", num(acquired), num(waiters), herdLimit, perAcq)
-		if naive {
-			r.Summary = "naive: " + r.Summary
-		}
 		if firstErr != "" && !errors.Is(ctx.Err(), context.Canceled) {
-			r.Summary += "; first failure: " + firstErr
+			// One line: a joined error has several.
+			r.Summary += "; first failure: " + strings.Join(strings.Fields(firstErr), " ")
 		}
 	default:
 		r.Summary = fmt.Sprintf("every waiter held it once in %v (handoff gap %v), p99 wait %v, %.1f store commands per acquisition",
