@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 
@@ -113,6 +114,41 @@ type signals struct {
 	// heldHere reports whether the lock is held by a lease of this
 	// Client; notices are ignored meanwhile (local line only).
 	heldHere func() bool
+	// slot takes handoffs from a releasing lease of this Client (local
+	// line only, driver.HandOff).
+	slot *handoffSlot
+}
+
+// handoffSlot is where a line's head receives the lock from a releasing
+// lease of its own Client (driver.HandOff).
+type handoffSlot struct {
+	ln *line
+	w  *waiter
+}
+
+// handoff is the outcome of one HandOff to a waiter.
+type handoff struct {
+	owner   string // the owner the lock was handed to
+	token   uint64
+	sent    mono // when the HandOff was sent: the lease's TTL starts later
+	ok      bool // handed over
+	unknown bool // the store failed: the lock may or may not be the waiter's
+}
+
+// open makes the head a target for handoffs while it waits.
+func (h *handoffSlot) open(k *contender) {
+	h.ln.mu.Lock()
+	h.w.ready, h.w.owner, h.w.ttl = true, k.owner, k.cfg.ttl
+	h.ln.mu.Unlock()
+}
+
+// close ends that; it reports whether a handoff to the head is on its
+// way, which the head must then wait for: its owner id is in use.
+func (h *handoffSlot) close() (inflight bool) {
+	h.ln.mu.Lock()
+	defer h.ln.mu.Unlock()
+	h.w.ready = false
+	return h.w.inflight
 }
 
 // contend retries until the lock is taken, the Backoff gives up, or ctx
@@ -143,9 +179,17 @@ func (k *contender) contend(ctx context.Context, sig signals, first bool) (*Leas
 		}
 	}()
 	for {
+		if sig.slot != nil {
+			sig.slot.open(k)
+		}
 		if !armed {
 			delay, more := k.cfg.backoff.Delay(k.rounds)
 			if !more {
+				if sig.slot != nil && sig.slot.close() {
+					if l, err := k.receive(ctx, sig.slot); l != nil || err != nil {
+						return l, err
+					}
+				}
 				return nil, k.giveUp()
 			}
 			if timer == nil {
@@ -155,6 +199,10 @@ func (k *contender) contend(ctx context.Context, sig signals, first bool) (*Leas
 			}
 			armed = true
 		}
+		var grant <-chan handoff
+		if sig.slot != nil {
+			grant = sig.slot.w.grant
+		}
 		select {
 		case <-ctx.Done():
 			return nil, k.cancelled(ctx)
@@ -163,6 +211,14 @@ func (k *contender) contend(ctx context.Context, sig signals, first bool) (*Leas
 				return nil, k.giveUp()
 			}
 			budget = nil // no signal came: the rounds decide
+			continue
+		case g := <-grant:
+			if sig.slot != nil {
+				sig.slot.close()
+			}
+			if l, done, err := k.take(ctx, g); done {
+				return l, err
+			}
 			continue
 		case <-timer.C:
 			armed = false
@@ -176,12 +232,66 @@ func (k *contender) contend(ctx context.Context, sig signals, first bool) (*Leas
 			armed = false
 			resets++
 		}
+		if sig.slot != nil {
+			inflight := sig.slot.close()
+			select {
+			case g := <-sig.slot.w.grant: // arrived as another signal did
+				if l, done, err := k.take(ctx, g); done {
+					return l, err
+				}
+				continue
+			default:
+			}
+			if inflight {
+				// A handoff to this owner id is on its way: wait for it,
+				// and attempt nothing meanwhile.
+				if l, err := k.receive(ctx, sig.slot); l != nil || err != nil {
+					return l, err
+				}
+				continue
+			}
+		}
 		if sig.heldHere != nil && sig.heldHere() {
 			continue // held by a lease of ours: its release wakes us locally
 		}
 		if l, err := k.try(ctx); l != nil || err != nil {
 			return l, err
 		}
+	}
+}
+
+// receive waits for the handoff on its way to the head.
+func (k *contender) receive(ctx context.Context, slot *handoffSlot) (*Lease, error) {
+	select {
+	case <-ctx.Done():
+		return nil, k.cancelled(ctx)
+	case g := <-slot.w.grant:
+		l, _, err := k.take(ctx, g)
+		return l, err
+	}
+}
+
+// take turns a handoff into a lease. done reports that the wait is over
+// (a lease or an error); otherwise the caller goes on waiting.
+func (k *contender) take(ctx context.Context, g handoff) (l *Lease, done bool, err error) {
+	if g.owner != k.owner {
+		return nil, false, nil // for an owner id this call no longer uses
+	}
+	switch {
+	case g.ok:
+		if l := k.c.newLease(ctx, k.key, k.owner, g.token, g.sent, k.cfg); l != nil {
+			return l, true, nil
+		}
+		// Born expired: the handoff took longer than the TTL allows.
+		k.c.releaseInBackground(k.key, k.owner, k.cfg.ttl)
+		k.owner = newOwner(k.cfg)
+		k.lastErr = fmt.Errorf("%w: handoff took longer than the ttl %v allows", ErrNotAcquired, k.cfg.ttl)
+		return nil, false, nil
+	default:
+		// Not handed over, or unknown: ask the store. With the same owner
+		// id, an attempt takes over a lock the handoff did give us.
+		l, err := k.try(ctx)
+		return l, l != nil || err != nil, err
 	}
 }
 
@@ -244,6 +354,9 @@ func (c *Client) waitInLine(ctx context.Context, k *contender) (*Lease, error) {
 		return nil, err
 	}
 	sig := signals{local: ln.local, heldHere: ln.heldHere}
+	if _, ok := c.backend.(driver.HandOff); ok {
+		sig.slot = &handoffSlot{ln: ln, w: w}
+	}
 	// Attempt at once unless this call has just failed one, or the
 	// previous head has just taken the lock.
 	first := !w.afterGrant && (queued || !tried)
@@ -309,7 +422,7 @@ type line struct {
 	// Handing over within the Client (driver.QuietReleaser).
 	quietRun     int  // releases in a row without a notice
 	quietPending bool // a quiet release that no waiter of the line took yet
-	yield        bool // the last release was aloud for fairness: no local wake-up
+	noWake       bool // the last release woke the head otherwise, or was aloud for fairness
 }
 
 // maxQuietRun is how many releases in a row a Client hands to its own
@@ -320,6 +433,13 @@ const maxQuietRun = 16
 // waiter is one Acquire call in a line.
 type waiter struct {
 	turn chan struct{} // closed when the waiter becomes the head
+	// Handoffs (driver.HandOff), guarded by the line's mu: the head is
+	// ready for one while it waits; inflight while one is on its way to
+	// owner; its outcome arrives on grant.
+	ready, inflight bool
+	owner           string
+	ttl             time.Duration
+	grant           chan handoff
 	// afterGrant: the previous head took the lock, so the new head waits
 	// for its release instead of attempting at once. Written before turn
 	// is closed.
@@ -340,7 +460,7 @@ func (c *Client) lineBusy(key string) bool {
 
 // joinLine puts a new waiter at the tail of key's line.
 func (c *Client) joinLine(key string) (*line, *waiter) {
-	w := &waiter{turn: make(chan struct{})}
+	w := &waiter{turn: make(chan struct{}), grant: make(chan handoff, 1)}
 	for {
 		v, ok := c.lines.Load(key)
 		if !ok {
@@ -398,6 +518,16 @@ func (ln *line) leave(c *Client, w *waiter, won *Lease) {
 		default:
 		}
 	}
+	// A handoff that reached w after it stopped waiting: give the lock
+	// back (unless it is the lease w won).
+	var orphan string
+	select {
+	case g := <-w.grant:
+		if (g.ok || g.unknown) && (won == nil || won.owner != g.owner) {
+			orphan = g.owner
+		}
+	default:
+	}
 	notify := false
 	if len(ln.waiters) == 0 {
 		ln.dead = true
@@ -414,35 +544,77 @@ func (ln *line) leave(c *Client, w *waiter, won *Lease) {
 	if notify {
 		c.notifyInBackground(ln.key)
 	}
+	if orphan != "" {
+		c.releaseInBackground(ln.key, orphan, w.ttl)
+	}
 }
 
-// releaseInStore releases l's lock in the store: quietly when a waiter of
-// this Client's line for the key takes it next (see maxQuietRun).
+// releaseInStore releases l's lock in the store. When the head of this
+// Client's line for the key waits for it, the lock is handed to the head
+// in the same round trip (driver.HandOff), or released quietly for it
+// (driver.QuietReleaser); every maxQuietRun-th release is aloud instead.
 func (c *Client) releaseInStore(ctx context.Context, l *Lease) (bool, error) {
-	qr, ok := c.backend.(driver.QuietReleaser)
-	if !ok {
+	ho, canHand := c.backend.(driver.HandOff)
+	qr, canQuiet := c.backend.(driver.QuietReleaser)
+	if !canHand && !canQuiet {
 		return c.backend.Release(ctx, l.key, l.owner)
 	}
+	v, found := c.lines.Load(l.key)
+	if !found {
+		return c.backend.Release(ctx, l.key, l.owner)
+	}
+	ln := v.(*line)
+	var to *waiter
 	quiet := false
-	if v, found := c.lines.Load(l.key); found {
-		ln := v.(*line)
-		ln.mu.Lock()
-		if !ln.dead && len(ln.waiters) > 0 {
-			if ln.quietRun < maxQuietRun {
-				ln.quietRun++
-				ln.quietPending = true
+	ln.mu.Lock()
+	if !ln.dead && len(ln.waiters) > 0 {
+		if ln.quietRun < maxQuietRun {
+			ln.quietRun++
+			if head := ln.waiters[0]; canHand && head.ready && !head.inflight {
+				to = head
+				to.inflight = true
+				ln.noWake = true // the handoff wakes the head
+			} else if canQuiet {
 				quiet = true
-			} else {
-				ln.quietRun = 0
-				ln.yield = true
+				ln.quietPending = true
+			}
+		} else {
+			ln.quietRun = 0
+			ln.noWake = true
+		}
+	}
+	var owner string
+	var ttl time.Duration
+	if to != nil {
+		owner, ttl = to.owner, to.ttl
+	}
+	ln.mu.Unlock()
+
+	switch {
+	case to != nil:
+		sent := now()
+		token, ok, err := ho.HandOff(ctx, l.key, l.owner, owner, ttl)
+		g := handoff{owner: owner, token: token, sent: sent, ok: ok && err == nil, unknown: err != nil}
+		ln.mu.Lock()
+		to.inflight = false
+		waiting := slices.Contains(ln.waiters, to)
+		if waiting {
+			select {
+			case to.grant <- g: // cap 1: one handoff in flight per waiter
+			default:
+				waiting = false
 			}
 		}
 		ln.mu.Unlock()
-	}
-	if quiet {
+		if !waiting && (g.ok || g.unknown) {
+			c.releaseInBackground(l.key, owner, ttl) // it gave up meanwhile
+		}
+		return ok, err
+	case quiet:
 		return qr.ReleaseQuiet(ctx, l.key, l.owner)
+	default:
+		return c.backend.Release(ctx, l.key, l.owner)
 	}
-	return c.backend.Release(ctx, l.key, l.owner)
 }
 
 // notifyInBackground sends key's release notice; Close waits for it.
@@ -520,11 +692,11 @@ func (c *Client) leaseEnded(l *Lease) {
 	if ln.holding == l {
 		ln.holding = nil
 	}
-	yield := ln.yield
-	ln.yield = false
+	noWake := ln.noWake
+	ln.noWake = false
 	ln.mu.Unlock()
-	if yield {
-		return // released aloud for the other processes: race them fairly
+	if noWake {
+		return // handed over, or released aloud for the other processes to race
 	}
 	select {
 	case ln.local <- struct{}{}:

@@ -499,3 +499,83 @@ func TestQuietHandoff(t *testing.T) {
 		t.Errorf("one client took the lock %d times in a row: the other starved", longest)
 	}
 }
+
+// handingStore hands locks over (driver.HandOff). The memory store has
+// no atomic handoff, so it serialises release-and-take with a mutex of
+// its own against every other call.
+type handingStore struct {
+	*quietNotifying
+	mu       sync.Mutex
+	handoffs atomic.Int64
+}
+
+func (h *handingStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.quietNotifying.Acquire(ctx, key, owner, ttl)
+}
+
+func (h *handingStore) HandOff(ctx context.Context, key, owner, next string, ttl time.Duration) (uint64, bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ok, err := h.Backend.Release(ctx, key, owner)
+	if !ok || err != nil {
+		return 0, false, err
+	}
+	tok, ok, err := h.Backend.Acquire(ctx, key, next, ttl)
+	if !ok || err != nil {
+		return 0, false, errors.Join(errors.New("handoff: taken between release and acquire"), err)
+	}
+	h.handoffs.Add(1)
+	h.granted.Add(1)
+	return tok, true, nil
+}
+
+// TestHandOffToOwnWaiter: a Client passes a released lock straight to its
+// own next waiter, one store call for both; the other Client still gets
+// its turns, and no two ever hold the lock.
+func TestHandOffToOwnWaiter(t *testing.T) {
+	h := &handingStore{quietNotifying: &quietNotifying{notifying: newNotifying()}}
+	clients := []*turnstile.Client{newClient(t, h), newClient(t, h)}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const each = 200
+	var inside atomic.Int32
+	var got [2]atomic.Int32
+	var wg sync.WaitGroup
+	for id, c := range clients {
+		for range each {
+			wg.Go(func() {
+				l, err := c.Acquire(ctx, "hand", patient)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if inside.Add(1) != 1 {
+					t.Error("two holders at once")
+				}
+				got[id].Add(1)
+				time.Sleep(100 * time.Microsecond)
+				inside.Add(-1)
+				if err := l.Release(ctx); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if g := h.granted.Load(); g != 2*each {
+		t.Fatalf("%d grants for %d acquisitions", g, 2*each)
+	}
+	calls := h.acquires.Load() + h.releases.Load() + h.handoffs.Load()
+	t.Logf("handoffs %d of %d grants; store calls per acquisition %.2f", h.handoffs.Load(), 2*each, float64(calls)/(2*each))
+	if h.handoffs.Load() < each {
+		t.Errorf("only %d of %d acquisitions were handoffs", h.handoffs.Load(), 2*each)
+	}
+	if per := float64(calls) / (2 * each); per > 1.8 {
+		t.Errorf("%.2f store calls per acquisition, want at most 1.8 with handoffs", per)
+	}
+	if got[0].Load() != each || got[1].Load() != each {
+		t.Errorf("acquisitions per client %d and %d, want %d each", got[0].Load(), got[1].Load(), each)
+	}
+}

@@ -144,3 +144,16 @@ type QuietReleaser interface {
 	// Notify sends key's release notice without releasing anything.
 	Notify(ctx context.Context, key string) error
 }
+
+// HandOff is implemented by backends that can pass a lock from its owner
+// straight to the next owner in one atomic step, without a release
+// notice. When the next holder is a waiter of the same Client, the Client
+// hands the lock over instead of releasing it and letting the waiter take
+// it: one round trip instead of two.
+type HandOff interface {
+	// HandOff releases key held by owner and takes it for next for ttl,
+	// returning next's fencing token. It returns ok=false and a nil error
+	// when owner does not hold key; then nothing changes. As with
+	// Acquire, an error means the outcome is unknown.
+	HandOff(ctx context.Context, key, owner, next string, ttl time.Duration) (token uint64, ok bool, err error)
+}

@@ -27,6 +27,7 @@ var (
 	_ driver.Namer         = (*Backend)(nil)
 	_ driver.Fencer        = (*Backend)(nil)
 	_ driver.QuietReleaser = (*Backend)(nil)
+	_ driver.HandOff       = (*Backend)(nil)
 )
 
 // New returns a Backend over an existing rueidis client. The caller keeps
@@ -186,6 +187,24 @@ func (b *Backend) ReleaseQuiet(ctx context.Context, key, owner string) (bool, er
 		args: []string{owner, millis(b.cfg.grace), n.channel, "quiet"},
 	})
 	return r == 1, err
+}
+
+// HandOff implements driver.HandOff: it releases key for owner and takes
+// it for next, with a fresh fencing token, in one script and without a
+// release notice. It returns ok=false when owner does not hold key.
+func (b *Backend) HandOff(ctx context.Context, key, owner, next string, ttl time.Duration) (uint64, bool, error) {
+	if err := check(ctx, key); err != nil {
+		return 0, false, err
+	}
+	n := b.names(key)
+	r, err := b.conn.eval(ctx, handoffScript, call{
+		keys: []string{n.lock, n.fence},
+		args: []string{owner, next, millis(ttl), millis(ttl + b.cfg.grace)},
+	})
+	if err != nil || r <= 0 {
+		return 0, false, err
+	}
+	return uint64(r), true, nil
 }
 
 // Notify implements driver.QuietReleaser: it sends key's release notice.

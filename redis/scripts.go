@@ -18,6 +18,8 @@ var (
 	raiseLua string
 	//go:embed notify.lua
 	notifyLua string
+	//go:embed handoff.lua
+	handoffLua string
 )
 
 // script names one of the Lua scripts, as an index into an adapter's table
@@ -30,6 +32,7 @@ const (
 	releaseScript
 	raiseScript
 	notifyScript
+	handoffScript
 	numScripts
 )
 
@@ -39,6 +42,7 @@ var sources = [numScripts]string{
 	releaseScript: releaseLua,
 	raiseScript:   raiseLua,
 	notifyScript:  notifyLua,
+	handoffScript: handoffLua,
 }
 
 // call is one execution of a script.
