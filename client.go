@@ -52,6 +52,7 @@ type Client struct {
 	admissions sync.Map // key → *admissionLine: callers over a rate limit
 	busy       busyMeter
 	shared     bool // the backend's locks may have several holders
+	canHandOff bool // the backend is a driver.HandOff
 	// trying counts callers making a first attempt, by key hash.
 	trying [64]atomic.Int32
 	seed   maphash.Seed
@@ -78,6 +79,7 @@ func New(backend driver.Backend, opts ...Option) (*Client, error) {
 	if sh, ok := backend.(driver.Shared); ok {
 		c.shared = sh.Shared()
 	}
+	_, c.canHandOff = backend.(driver.HandOff)
 	c.wd = newWatchdog(c)
 	return c, nil
 }

@@ -122,8 +122,9 @@ type signals struct {
 // handoffSlot is where a line's head receives the lock from a releasing
 // lease of its own Client (driver.HandOff).
 type handoffSlot struct {
-	ln *line
-	w  *waiter
+	ln      *line
+	w       *waiter
+	handled bool // the last pending dealt with a handoff
 }
 
 // handoff is the outcome of one HandOff to a waiter.
@@ -160,6 +161,13 @@ func (h *handoffSlot) close() (inflight bool) {
 // happened the wait is also bounded by the Backoff's total (maxWait), as
 // its rounds alone no longer are.
 func (k *contender) contend(ctx context.Context, sig signals, first bool) (*Lease, error) {
+	if first && sig.slot != nil {
+		// A head made ready for a handoff when it was promoted: take
+		// what is on its way before attempting with the same owner id.
+		if l, done, err := k.pending(ctx, sig.slot); done {
+			return l, err
+		}
+	}
 	if first {
 		if l, err := k.try(ctx); l != nil || err != nil {
 			return l, err
@@ -233,21 +241,11 @@ func (k *contender) contend(ctx context.Context, sig signals, first bool) (*Leas
 			resets++
 		}
 		if sig.slot != nil {
-			inflight := sig.slot.close()
-			select {
-			case g := <-sig.slot.w.grant: // arrived as another signal did
-				if l, done, err := k.take(ctx, g); done {
-					return l, err
-				}
-				continue
-			default:
+			l, done, err := k.pending(ctx, sig.slot)
+			if done {
+				return l, err
 			}
-			if inflight {
-				// A handoff to this owner id is on its way: wait for it,
-				// and attempt nothing meanwhile.
-				if l, err := k.receive(ctx, sig.slot); l != nil || err != nil {
-					return l, err
-				}
+			if l == nil && sig.slot.handled {
 				continue
 			}
 		}
@@ -258,6 +256,27 @@ func (k *contender) contend(ctx context.Context, sig signals, first bool) (*Leas
 			return l, err
 		}
 	}
+}
+
+// pending closes the slot and takes a handoff that reached it or is on
+// its way (attempting nothing meanwhile: the owner id is in use). done
+// reports a lease or an error; slot.handled that a handoff was dealt
+// with, so the caller waits for the next signal instead of attempting.
+func (k *contender) pending(ctx context.Context, slot *handoffSlot) (*Lease, bool, error) {
+	slot.handled = false
+	inflight := slot.close()
+	select {
+	case g := <-slot.w.grant: // arrived as another signal did
+		slot.handled = true
+		return k.take(ctx, g)
+	default:
+	}
+	if !inflight {
+		return nil, false, nil
+	}
+	slot.handled = true
+	l, err := k.receive(ctx, slot)
+	return l, l != nil || err != nil, err
 }
 
 // receive waits for the handoff on its way to the head.
@@ -345,7 +364,7 @@ func (c *Client) waitInLine(ctx context.Context, k *contender) (*Lease, error) {
 		}
 	}
 	k.startWaiting()
-	ln, w := c.joinLine(k.key)
+	ln, w := c.joinLine(k)
 	var won *Lease
 	defer func() { ln.leave(c, w, won) }()
 
@@ -458,9 +477,10 @@ func (c *Client) lineBusy(key string) bool {
 	return !ln.dead && len(ln.waiters) > 0
 }
 
-// joinLine puts a new waiter at the tail of key's line.
-func (c *Client) joinLine(key string) (*line, *waiter) {
-	w := &waiter{turn: make(chan struct{}), grant: make(chan handoff, 1)}
+// joinLine puts k at the tail of its key's line.
+func (c *Client) joinLine(k *contender) (*line, *waiter) {
+	key := k.key
+	w := &waiter{turn: make(chan struct{}), grant: make(chan handoff, 1), owner: k.owner, ttl: k.cfg.ttl}
 	for {
 		v, ok := c.lines.Load(key)
 		if !ok {
@@ -496,6 +516,9 @@ func (ln *line) leave(c *Client, w *waiter, won *Lease) {
 		if i == 0 && len(ln.waiters) > 0 {
 			next := ln.waiters[0]
 			next.afterGrant = won != nil
+			// The new head will wait for this grant's release: it can take
+			// a handoff from it at once, before it even runs.
+			next.ready = won != nil && c.canHandOff
 			close(next.turn)
 		}
 		break
