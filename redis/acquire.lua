@@ -24,8 +24,12 @@ if KEYS[3] then
   -- call: INFO is slow) and writes it back.
   local started = tonumber(redis.call('GET', KEYS[3]) or '')
   if not started or started > now then -- missing, garbled, or the clock stepped back
-    local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)') or '')
-    started = now - (up or 0) * 1000000
+    -- uptime_in_seconds counts whole seconds between two readings of a
+    -- clock in whole seconds, so it may be up to a second more than the
+    -- time since the start: count one second less, never from before the
+    -- start.
+    local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)') or '') or 0
+    started = now - math.max(up - 1, 0) * 1000000
     redis.call('SET', KEYS[3], string.format('%.0f', started))
   end
   local left = started + tonumber(ARGV[4]) * 1000 - now
