@@ -24,14 +24,14 @@ func Pairs(b *testing.B, goroutines int, acquire func(ctx context.Context, r *ra
 	b.ResetTimer()
 	start := time.Now()
 	for g := range goroutines {
-		todo := b.N / goroutines
+		share := b.N / goroutines
 		if g < b.N%goroutines {
-			todo++
+			share++
 		}
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(rand.Uint64(), uint64(g)))
-			mine := make([]time.Duration, 0, todo)
-			for range todo {
+			mine := make([]time.Duration, 0, share)
+			for range share {
 				t0 := time.Now()
 				l, err := acquire(ctx, r)
 				mine = append(mine, time.Since(t0))

@@ -58,19 +58,19 @@ func (g *goredisConn) eval(ctx context.Context, s script, c call) (int64, error)
 // had lost the script, it loads it and sends the refused calls again.
 func (g *goredisConn) evalMulti(ctx context.Context, s script, cs []call) []reply {
 	out := make([]reply, len(cs))
-	todo := make([]int, len(cs))
-	for i := range todo {
-		todo[i] = i
+	pending := make([]int, len(cs))
+	for i := range pending {
+		pending[i] = i
 	}
-	for attempt := 0; len(todo) > 0; attempt++ {
-		cmds := make([]*goredis.Cmd, len(todo))
+	for attempt := 0; len(pending) > 0; attempt++ {
+		cmds := make([]*goredis.Cmd, len(pending))
 		pipe := g.c.Pipeline()
-		for j, i := range todo {
+		for j, i := range pending {
 			cmds[j] = goredisScripts[s].EvalSha(ctx, pipe, cs[i].keys, anys(cs[i].args)...)
 		}
 		_, _ = pipe.Exec(ctx) // errors are read per command below
 		var again []int
-		for j, i := range todo {
+		for j, i := range pending {
 			out[i].n, out[i].err = cmds[j].Int64()
 			if attempt == 0 && out[i].err != nil && goredis.HasErrorPrefix(out[i].err, "NOSCRIPT") {
 				again = append(again, i)
@@ -84,7 +84,7 @@ func (g *goredisConn) evalMulti(ctx context.Context, s script, cs []call) []repl
 				again = nil
 			}
 		}
-		todo = again
+		pending = again
 	}
 	return out
 }
