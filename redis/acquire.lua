@@ -46,17 +46,9 @@ if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 
--- Hybrid logical clock: greater than the last token of this key while its
--- fence key exists, and the server time in microseconds, which has moved
--- past every earlier token, once it is gone (eviction, restart).
-local token = now
-local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
-if last >= token then
-  token = last + 1
-end
--- Lua numbers are doubles: integers are exact only below 2^53.
-if token >= 9007199254740992 then
-  return redis.error_reply('turnstile: fencing token of ' .. KEYS[1] .. ' out of range')
+local token, err = next_token(now, KEYS[2], KEYS[1])
+if not token then
+  return err
 end
 -- %.0f: Redis would turn a number into a string with %.14g and round it.
 redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', ARGV[3])

@@ -19,7 +19,7 @@ var (
 	//go:embed fair_position.lua
 	fairPositionLua string
 
-	fairAcquire  = newKindScript(fairAcquireLua)
+	fairAcquire  = newKindScript(tokenLua + fairAcquireLua)
 	fairLeave    = newKindScript(fairLeaveLua)
 	fairPosition = newKindScript(fairPositionLua)
 )

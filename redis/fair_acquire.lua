@@ -52,14 +52,10 @@ if not rank or rank == 0 then
     if redis.call('EXISTS', KEYS[3]) == 0 then
       redis.call('DEL', KEYS[4], KEYS[5])
     end
-    -- The plain lock's hybrid logical clock, on the same fence key.
-    local token = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
-    if last >= token then
-      token = last + 1
-    end
-    if token >= 9007199254740992 then
-      return redis.error_reply('turnstile: fencing token of ' .. KEYS[1] .. ' out of range')
+    -- The plain lock's token, on the same fence key.
+    local token, err = next_token(tonumber(t[1]) * 1000000 + tonumber(t[2]), KEYS[2], KEYS[1])
+    if not token then
+      return err
     end
     redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', ARGV[3])
     return token

@@ -18,16 +18,10 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 
--- The token, as in acquire.lua: greater than the last one while the fence
--- key lives, and the server time in µs otherwise.
 local t = redis.call('TIME')
-local token = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
-if last >= token then
-  token = last + 1
-end
-if token >= 9007199254740992 then
-  return redis.error_reply('turnstile: fencing token of ' .. KEYS[1] .. ' out of range')
+local token, err = next_token(tonumber(t[1]) * 1000000 + tonumber(t[2]), KEYS[2], KEYS[1])
+if not token then
+  return err
 end
 redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', ARGV[4])
 return token

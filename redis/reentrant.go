@@ -16,7 +16,7 @@ var (
 	//go:embed reentrant_release.lua
 	reentrantReleaseLua string
 
-	reentrantAcquire = newKindScript(reentrantAcquireLua)
+	reentrantAcquire = newKindScript(tokenLua + reentrantAcquireLua)
 	reentrantExtend  = newKindScript(reentrantExtendLua)
 	reentrantRelease = newKindScript(reentrantReleaseLua)
 )

@@ -27,15 +27,11 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
 
--- The plain lock's hybrid logical clock, on the same fence key.
+-- The plain lock's token, on the same fence key.
 local t = redis.call('TIME')
-local token = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
-if last >= token then
-  token = last + 1
-end
-if token >= 9007199254740992 then
-  return redis.error_reply('turnstile: fencing token of ' .. KEYS[1] .. ' out of range')
+local token, err = next_token(tonumber(t[1]) * 1000000 + tonumber(t[2]), KEYS[2], KEYS[1])
+if not token then
+  return err
 end
 local tok = string.format('%.0f', token)
 redis.call('HSET', KEYS[1], ARGV[1], 1, '', tok)

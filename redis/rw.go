@@ -20,8 +20,8 @@ var (
 	//go:embed member_release.lua
 	memberReleaseLua string
 
-	readAcquire   = newKindScript(readAcquireLua)
-	writeAcquire  = newKindScript(writeAcquireLua)
+	readAcquire   = newKindScript(tokenLua + readAcquireLua)
+	writeAcquire  = newKindScript(tokenLua + writeAcquireLua)
 	memberExtend  = newKindScript(memberExtendLua)
 	memberRelease = newKindScript(memberReleaseLua)
 )

@@ -20,6 +20,10 @@ var (
 	notifyLua string
 	//go:embed handoff.lua
 	handoffLua string
+	// tokenLua defines next_token, the fencing-token clock, for every
+	// script that grants a lock.
+	//go:embed token.lua
+	tokenLua string
 )
 
 // script names one of the Lua scripts, as an index into an adapter's table
@@ -37,12 +41,12 @@ const (
 )
 
 var sources = [numScripts]string{
-	acquireScript: acquireLua,
+	acquireScript: tokenLua + acquireLua,
 	extendScript:  extendLua,
 	releaseScript: releaseLua,
 	raiseScript:   raiseLua,
 	notifyScript:  notifyLua,
-	handoffScript: handoffLua,
+	handoffScript: tokenLua + handoffLua,
 }
 
 // call is one execution of a script.

@@ -15,7 +15,7 @@ var (
 	//go:embed semaphore_acquire.lua
 	semaphoreAcquireLua string
 
-	semaphoreAcquire = newKindScript(semaphoreAcquireLua)
+	semaphoreAcquire = newKindScript(tokenLua + semaphoreAcquireLua)
 )
 
 // MaxPermits is the most permits a Semaphore hands out per key.
