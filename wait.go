@@ -122,9 +122,8 @@ type signals struct {
 // handoffSlot is where a line's head receives the lock from a releasing
 // lease of its own Client (driver.HandOff).
 type handoffSlot struct {
-	ln      *line
-	w       *waiter
-	handled bool // the last pending dealt with a handoff
+	ln *line
+	w  *waiter
 }
 
 // handoff is the outcome of one HandOff to a waiter.
@@ -164,7 +163,7 @@ func (k *contender) contend(ctx context.Context, sig signals, first bool) (*Leas
 	if first && sig.slot != nil {
 		// A head made ready for a handoff when it was promoted: take
 		// what is on its way before attempting with the same owner id.
-		if l, done, err := k.pending(ctx, sig.slot); done {
+		if l, _, done, err := k.pending(ctx, sig.slot); done {
 			return l, err
 		}
 	}
@@ -241,12 +240,12 @@ func (k *contender) contend(ctx context.Context, sig signals, first bool) (*Leas
 			resets++
 		}
 		if sig.slot != nil {
-			l, done, err := k.pending(ctx, sig.slot)
+			l, handled, done, err := k.pending(ctx, sig.slot)
 			if done {
 				return l, err
 			}
-			if l == nil && sig.slot.handled {
-				continue
+			if handled {
+				continue // a handoff came and did not end the wait
 			}
 		}
 		if sig.heldHere != nil && sig.heldHere() {
@@ -259,24 +258,22 @@ func (k *contender) contend(ctx context.Context, sig signals, first bool) (*Leas
 }
 
 // pending closes the slot and takes a handoff that reached it or is on
-// its way (attempting nothing meanwhile: the owner id is in use). done
-// reports a lease or an error; slot.handled that a handoff was dealt
-// with, so the caller waits for the next signal instead of attempting.
-func (k *contender) pending(ctx context.Context, slot *handoffSlot) (*Lease, bool, error) {
-	slot.handled = false
+// its way (attempting nothing meanwhile: the owner id is in use).
+// handled reports that there was one; done, that it ended the wait with a
+// lease or an error.
+func (k *contender) pending(ctx context.Context, slot *handoffSlot) (l *Lease, handled, done bool, err error) {
 	inflight := slot.close()
 	select {
 	case g := <-slot.w.grant: // arrived as another signal did
-		slot.handled = true
-		return k.take(ctx, g)
+		l, done, err = k.take(ctx, g)
+		return l, true, done, err
 	default:
 	}
 	if !inflight {
-		return nil, false, nil
+		return nil, false, false, nil
 	}
-	slot.handled = true
-	l, err := k.receive(ctx, slot)
-	return l, l != nil || err != nil, err
+	l, err = k.receive(ctx, slot)
+	return l, true, l != nil || err != nil, err
 }
 
 // receive waits for the handoff on its way to the head.
