@@ -53,8 +53,9 @@ type Client struct {
 	busy       busyMeter
 	shared     bool // the backend's locks may have several holders
 	canHandOff bool // the backend is a driver.HandOff
-	// trying counts callers making a first attempt, by key hash.
-	trying [64]atomic.Int32
+	// trying holds, by key hash, a caller making a first attempt, so that
+	// a caller for the same key lines up behind it instead.
+	trying [256]atomic.Pointer[contender]
 	seed   maphash.Seed
 	closed atomic.Bool
 	bg     sync.WaitGroup // best-effort cleanups after failed acquisitions

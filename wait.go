@@ -349,15 +349,19 @@ func (c *Client) waitInLine(ctx context.Context, k *contender) (*Lease, error) {
 	tried := false
 	if !c.lineBusy(k.key) {
 		slot := &c.trying[maphash.String(c.seed, k.key)%uint64(len(c.trying))]
-		if slot.Add(1) == 1 {
+		mine := slot.CompareAndSwap(nil, k)
+		// A slot taken by another key leaves this attempt unregistered:
+		// callers for this key may then attempt together, which costs an
+		// attempt, never a wrong answer (the store decides who wins).
+		if other := slot.Load(); mine || other == nil || other.key != k.key {
 			l, err := k.try(ctx)
-			slot.Add(-1)
+			if mine {
+				slot.Store(nil)
+			}
 			if l != nil || err != nil {
 				return l, err
 			}
 			tried = true
-		} else {
-			slot.Add(-1)
 		}
 	}
 	k.startWaiting()

@@ -579,3 +579,48 @@ func TestHandOffToOwnWaiter(t *testing.T) {
 		t.Errorf("acquisitions per client %d and %d, want %d each", got[0].Load(), got[1].Load(), each)
 	}
 }
+
+// slowAcquire is the notifying store with attempts that take a while, so
+// that concurrent first attempts overlap.
+type slowAcquire struct{ *notifying }
+
+func (s slowAcquire) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	time.Sleep(200 * time.Microsecond)
+	return s.notifying.Acquire(ctx, key, owner, ttl)
+}
+
+// TestDistinctKeysAttemptOnce: callers of one Client that want different
+// free keys at the same moment each make one attempt and never line up or
+// subscribe to release notices, however many there are: only callers for
+// the same key wait for each other's first attempt.
+func TestDistinctKeysAttemptOnce(t *testing.T) {
+	n := newNotifying()
+	c, err := turnstile.New(slowAcquire{n}, turnstile.WithoutWatchdog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	const workers, rounds = 256, 10
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for w := range workers {
+		wg.Go(func() {
+			for r := range rounds {
+				l, err := c.Acquire(ctx, fmt.Sprintf("distinct:%d:%d", w, r), patient)
+				if err != nil {
+					failed.Add(1)
+					return
+				}
+				_ = l.Release(ctx)
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() > 0 {
+		t.Fatalf("%d acquisitions failed", failed.Load())
+	}
+	if a, s := n.acquires.Load(), n.subscribe.Load(); a != workers*rounds || s != 0 {
+		t.Errorf("%d attempts and %d subscriptions for %d free keys, want %d and 0", a, s, workers*rounds, workers*rounds)
+	}
+}
