@@ -62,7 +62,11 @@ func headline(b *strings.Builder, r Report) {
 		fmt.Fprintf(b, "<li>%s: turnstile %s/s, fastest peer %s %s/s: <span class=\"%s\">%.2f×</span></li>", html.EscapeString(c.ID), short(c.Turnstile), html.EscapeString(c.BestPeer), short(c.PeerRate), class, c.Ratio)
 	}
 	for _, c := range caps {
-		fmt.Fprintf(b, "<li>%s: %s pairs/s = %.0f%% of Redis's script capacity at -P %d (%s EVALSHA/s ÷ %.2f scripts per pair)</li>", html.EscapeString(c.ID), short(c.PairsPerSecond), 100*c.Fraction, c.Pipeline, short(c.ScriptPairs*c.ScriptsPerPair), c.ScriptsPerPair)
+		fmt.Fprintf(b, "<li>%s: %s pairs/s = %.0f%% of Redis's script capacity at -P %d (%s EVALSHA/s ÷ %.2f scripts per pair)", html.EscapeString(c.ID), short(c.PairsPerSecond), 100*c.Fraction, c.Pipeline, short(c.ScriptPairs*c.ScriptsPerPair), c.ScriptsPerPair)
+		if c.Ceiling > 0 && c.ScriptCPUMicros > 0 {
+			fmt.Fprintf(b, "; a pair costs the server %.1f µs of CPU, %.1f× a one-line EVALSHA, so a fully busy server core would reach %.0f%%; the server was busy %.2f cores", c.PairCPUMicros, c.PairCPUMicros/c.ScriptCPUMicros, 100*c.Ceiling, c.ServerCores)
+		}
+		b.WriteString("</li>")
 	}
 	b.WriteString("</ul>\n")
 }
@@ -161,24 +165,24 @@ func cellTable(b *strings.Builder, cells []workload.Result) {
 	if len(cells) == 0 {
 		return
 	}
-	b.WriteString("<h2>All cells</h2><table><tr><th>workload</th><th>library</th><th>acq/s</th><th>p50 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>fair min/max</th><th>Jain</th><th>cmds/acq</th><th>scripts/acq</th><th>gap ms</th><th>acquisitions</th><th>errors</th></tr>\n")
+	b.WriteString("<h2>All cells</h2><table><tr><th>workload</th><th>library</th><th>acq/s</th><th>p50 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>fair min/max</th><th>Jain</th><th>cmds/acq</th><th>scripts/acq</th><th>server µs/acq</th><th>server cores</th><th>gap ms</th><th>acquisitions</th><th>errors</th></tr>\n")
 	for _, c := range cells {
 		gap := "–"
 		if c.HoldMicros > 0 && c.HotKeys == 1 {
 			gap = ms(c.HandoffGapMicros)
 		}
-		fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td><td>%.0f</td><td>%s</td><td>%s</td><td>%s</td><td>%d/%d</td><td>%.3f</td><td>%.2f</td><td>%.2f</td><td>%s</td><td>%d</td><td title=\"%s\">%d</td></tr>\n",
+		fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td><td>%.0f</td><td>%s</td><td>%s</td><td>%s</td><td>%d/%d</td><td>%.3f</td><td>%.2f</td><td>%.2f</td><td>%.1f</td><td>%.2f</td><td>%s</td><td>%d</td><td title=\"%s\">%d</td></tr>\n",
 			html.EscapeString(c.ID), html.EscapeString(c.Library), c.PerSecond, ms(c.P50Micros), ms(c.P99Micros), ms(c.P999Micros),
-			c.FairMin, c.FairMax, c.Jain, c.CommandsPerAcq, c.ScriptsPerAcq, gap, c.Acquisitions, html.EscapeString(c.Error), c.Errors)
+			c.FairMin, c.FairMax, c.Jain, c.CommandsPerAcq, c.ScriptsPerAcq, c.ServerCPUMicrosPerAcq, c.ServerCores, gap, c.Acquisitions, html.EscapeString(c.Error), c.Errors)
 	}
 	b.WriteString("</table>\n")
 }
 
 func extras(b *strings.Builder, r Report) {
 	if len(r.Limits) > 0 {
-		b.WriteString("<h2>What Redis itself does (redis-benchmark, 50 connections)</h2><table><tr><th>pipeline</th><th></th><th>SET/s</th><th>EVALSHA/s</th></tr>")
+		b.WriteString("<h2>What Redis itself does (redis-benchmark, 50 connections)</h2><table><tr><th>pipeline</th><th></th><th>SET/s</th><th>EVALSHA/s</th><th>server µs per EVALSHA</th></tr>")
 		for _, l := range r.Limits {
-			fmt.Fprintf(b, "<tr><td>-P %d</td><td></td><td>%.0f</td><td>%.0f</td></tr>", l.Pipeline, l.SetPerSecond, l.EvalshaPerSecond)
+			fmt.Fprintf(b, "<tr><td>-P %d</td><td></td><td>%.0f</td><td>%.0f</td><td>%.2f</td></tr>", l.Pipeline, l.SetPerSecond, l.EvalshaPerSecond, l.EvalshaCPUMicros)
 		}
 		fmt.Fprintf(b, "</table><p class=\"note\">EVALSHA of <code>%s</code> on random keys.</p>\n", html.EscapeString(workload.LimitScript))
 	}

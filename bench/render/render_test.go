@@ -21,7 +21,8 @@ func cell(id, lib string, conc int, perSec float64) workload.Result {
 	name, _, _ := strings.Cut(id, "/")
 	return workload.Result{Kind: "cell", Workload: name, ID: id, Library: lib, Concurrency: conc, Nodes: 1, Processes: 1,
 		Seconds: 3, Acquisitions: int64(perSec * 3), PerSecond: perSec, P50Micros: 120, P99Micros: 2400, P999Micros: 5100, MaxMicros: 9000,
-		FairMin: 10, FairMax: 12, Jain: 0.998, Commands: int64(perSec * 3 * 4), CommandsPerAcq: 4, ScriptsPerAcq: 2}
+		FairMin: 10, FairMax: 12, Jain: 0.998, Commands: int64(perSec * 3 * 4), CommandsPerAcq: 4, ScriptsPerAcq: 2,
+		ServerCPUMicrosPerAcq: 16, ServerCores: perSec * 16 / 1e6}
 }
 
 func sample() render.Report {
@@ -38,7 +39,7 @@ func sample() render.Report {
 			cell("uncontended/c=64", "peer<b>", 64, 20000), cell("uncontended/c=64", "turnstile", 64, 50000),
 			herd, peerHerd,
 		},
-		Limits:   []workload.LimitResult{{Kind: "limit", Pipeline: 16, Clients: 50, Requests: 1000, SetPerSecond: 400000, EvalshaPerSecond: 150000}},
+		Limits:   []workload.LimitResult{{Kind: "limit", Pipeline: 16, Clients: 50, Requests: 1000, SetPerSecond: 400000, EvalshaPerSecond: 150000, EvalshaCPUMicros: 5}},
 		Scale:    &workload.ScaleResult{Kind: "scale", Leases: 1000000, TTL: 30, AcquireSeconds: 20, HeldSeconds: 30, BytesPerLease: 612, RenewalsPerSecond: 99000, CommandsPerSecond: 300000, NeededPerSecond: 100000},
 		Problems: []string{"redlock-5/c=64 redsync: 3 errors"},
 	}
@@ -56,6 +57,11 @@ func TestCompareAndCapacities(t *testing.T) {
 	if len(caps) != 2 || caps[1].ScriptPairs != 75000 || math.Abs(caps[1].Fraction-50000.0/75000) > 1e-9 {
 		t.Fatalf("Capacities: %+v", caps)
 	}
+	// 16 µs of server CPU per pair: 62,500 pairs/s with a server core
+	// busy all along, 83% of the one-line script's 75,000.
+	if c := caps[1]; c.PairCPUMicros != 16 || c.ScriptCPUMicros != 5 || c.ServerCores != 0.8 || math.Abs(c.Ceiling-62500.0/75000) > 1e-9 {
+		t.Fatalf("Capacities' server CPU: %+v", c)
+	}
 }
 
 func TestTable(t *testing.T) {
@@ -65,13 +71,13 @@ func TestTable(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"workload          library    acq/s  p50 ms  p99 ms  p99.9 ms  fair min/max   jain  cmds/acq  scripts/acq  gap ms  errors\n",
-		"\nuncontended/c=64  turnstile  50000   0.120    2.40      5.10         10/12  0.998      4.00         2.00       -       0\n",
-		"\nherd/c=2000       turnstile    900   0.120    2.40      5.10         10/12  0.998      4.00         2.00   0.111       0\n",
-		"\nherd/c=2000       peer<b>      450   0.120    2.40      5.10         10/12  0.998      4.00         2.00    1.22       0\n",
+		"workload          library    acq/s  p50 ms  p99 ms  p99.9 ms  fair min/max   jain  cmds/acq  scripts/acq  srv µs/acq  srv cores  gap ms  errors\n",
+		"\nuncontended/c=64  turnstile  50000   0.120    2.40      5.10         10/12  0.998      4.00         2.00        16.0       0.80       -       0\n",
+		"\nherd/c=2000       turnstile    900   0.120    2.40      5.10         10/12  0.998      4.00         2.00        16.0       0.01   0.111       0\n",
+		"\nherd/c=2000       peer<b>      450   0.120    2.40      5.10         10/12  0.998      4.00         2.00        16.0       0.01    1.22       0\n",
 		"  uncontended/c=64                 50000/s vs peer<b>     20000/s  = 2.50x\n",
-		"-P 16     50000 pairs/s of     75000 (2.00 scripts/pair) = 67%\n",
-		"-P 16  SET    400000/s   EVALSHA (SET NX PX script)    150000/s",
+		"-P 16     50000 pairs/s of     75000 (2.00 scripts/pair) = 67%; a pair costs the server 16.0 µs of CPU = 3.2 one-line EVALSHAs (5.00 µs each): ceiling 83%, server busy 0.80 cores\n",
+		"-P 16  SET    400000/s   EVALSHA (SET NX PX script)    150000/s, 5.00 µs of server CPU each",
 		"612 bytes of client heap per lease, 99000 renewal scripts/s of 100000 needed (300000 commands/s), 0 forced expiries",
 		"redlock-5/c=64 redsync: 3 errors",
 	} {
@@ -130,7 +136,7 @@ func TestHTML(t *testing.T) {
 			t.Errorf("page contains %q", bad)
 		}
 	}
-	for _, want := range []string{"sample run", "taken on a busy machine", "peer&lt;b&gt;", "2.50×", "67%", "612 bytes", "Handoff gap"} {
+	for _, want := range []string{"sample run", "taken on a busy machine", "peer&lt;b&gt;", "2.50×", "67%", "a fully busy server core would reach 83%", "612 bytes", "Handoff gap"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}

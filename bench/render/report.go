@@ -69,13 +69,26 @@ func Compare(cells []workload.Result) []Comparison {
 
 // Capacity is turnstile's pairs per second as a fraction of what Redis
 // can run of turnstile's scripts: EVALSHA capacity ÷ scripts per pair.
+//
+// That capacity is measured with the least a lock script does (one SET
+// NX PX); turnstile's scripts do more (fencing token, release notice).
+// The server's CPU time tells how much more: PairCPUMicros is what one
+// pair cost the server in the cell, ScriptCPUMicros what one EVALSHA of
+// the one-line script cost it under redis-benchmark, and Ceiling the
+// fraction turnstile would reach with the server's core busy with
+// nothing but its pairs — (1 s ÷ PairCPUMicros) ÷ ScriptPairs. ServerCores
+// is how busy the server was in the cell (1: one core, all along).
 type Capacity struct {
-	ID             string  `json:"id"`
-	Pipeline       int     `json:"pipeline"`
-	PairsPerSecond float64 `json:"pairs_per_second"`
-	ScriptsPerPair float64 `json:"scripts_per_pair"`
-	ScriptPairs    float64 `json:"script_capacity_pairs_per_second"`
-	Fraction       float64 `json:"fraction"`
+	ID              string  `json:"id"`
+	Pipeline        int     `json:"pipeline"`
+	PairsPerSecond  float64 `json:"pairs_per_second"`
+	ScriptsPerPair  float64 `json:"scripts_per_pair"`
+	ScriptPairs     float64 `json:"script_capacity_pairs_per_second"`
+	Fraction        float64 `json:"fraction"`
+	PairCPUMicros   float64 `json:"pair_cpu_us"`
+	ScriptCPUMicros float64 `json:"script_cpu_us"`
+	ServerCores     float64 `json:"server_cores"`
+	Ceiling         float64 `json:"ceiling"`
 }
 
 // Capacities relates every single-node, uncontended turnstile cell to
@@ -88,7 +101,12 @@ func Capacities(r Report) []Capacity {
 		}
 		for _, l := range r.Limits {
 			pairs := l.EvalshaPerSecond / c.ScriptsPerAcq
-			out = append(out, Capacity{ID: c.ID, Pipeline: l.Pipeline, PairsPerSecond: c.PerSecond, ScriptsPerPair: c.ScriptsPerAcq, ScriptPairs: pairs, Fraction: c.PerSecond / pairs})
+			cp := Capacity{ID: c.ID, Pipeline: l.Pipeline, PairsPerSecond: c.PerSecond, ScriptsPerPair: c.ScriptsPerAcq, ScriptPairs: pairs, Fraction: c.PerSecond / pairs,
+				PairCPUMicros: c.ServerCPUMicrosPerAcq, ScriptCPUMicros: l.EvalshaCPUMicros, ServerCores: c.ServerCores}
+			if cp.PairCPUMicros > 0 {
+				cp.Ceiling = 1e6 / cp.PairCPUMicros / pairs
+			}
+			out = append(out, cp)
 		}
 	}
 	return out

@@ -19,15 +19,15 @@ func Table(w io.Writer, r Report) error {
 		idW, libW = max(idW, len(c.ID)), max(libW, len(c.Library))
 	}
 	// The names are padded here: tabwriter right-aligns every column.
-	fmt.Fprintf(tw, "%-*s\t%-*s\tacq/s\tp50 ms\tp99 ms\tp99.9 ms\tfair min/max\tjain\tcmds/acq\tscripts/acq\tgap ms\terrors\t\n", idW, "workload", libW, "library")
+	fmt.Fprintf(tw, "%-*s\t%-*s\tacq/s\tp50 ms\tp99 ms\tp99.9 ms\tfair min/max\tjain\tcmds/acq\tscripts/acq\tsrv µs/acq\tsrv cores\tgap ms\terrors\t\n", idW, "workload", libW, "library")
 	for _, c := range r.Cells {
 		gap := "-"
 		if c.HoldMicros > 0 && c.HotKeys == 1 {
 			gap = ms(c.HandoffGapMicros)
 		}
-		fmt.Fprintf(tw, "%-*s\t%-*s\t%.0f\t%s\t%s\t%s\t%d/%d\t%.3f\t%.2f\t%.2f\t%s\t%d\t\n",
+		fmt.Fprintf(tw, "%-*s\t%-*s\t%.0f\t%s\t%s\t%s\t%d/%d\t%.3f\t%.2f\t%.2f\t%.1f\t%.2f\t%s\t%d\t\n",
 			idW, c.ID, libW, c.Library, c.PerSecond, ms(c.P50Micros), ms(c.P99Micros), ms(c.P999Micros),
-			c.FairMin, c.FairMax, c.Jain, c.CommandsPerAcq, c.ScriptsPerAcq, gap, c.Errors)
+			c.FairMin, c.FairMax, c.Jain, c.CommandsPerAcq, c.ScriptsPerAcq, c.ServerCPUMicrosPerAcq, c.ServerCores, gap, c.Errors)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -47,13 +47,17 @@ func Table(w io.Writer, r Report) error {
 	if cs := Capacities(r); len(cs) > 0 {
 		fmt.Fprintln(w, "\nturnstile against Redis's script capacity (EVALSHA/s ÷ scripts per pair):")
 		for _, c := range cs {
-			fmt.Fprintf(w, "  %-28s -P %-2d %9.0f pairs/s of %9.0f (%.2f scripts/pair) = %.0f%%\n", c.ID, c.Pipeline, c.PairsPerSecond, c.ScriptPairs, c.ScriptsPerPair, 100*c.Fraction)
+			fmt.Fprintf(w, "  %-28s -P %-2d %9.0f pairs/s of %9.0f (%.2f scripts/pair) = %.0f%%", c.ID, c.Pipeline, c.PairsPerSecond, c.ScriptPairs, c.ScriptsPerPair, 100*c.Fraction)
+			if c.Ceiling > 0 && c.ScriptCPUMicros > 0 {
+				fmt.Fprintf(w, "; a pair costs the server %.1f µs of CPU = %.1f one-line EVALSHAs (%.2f µs each): ceiling %.0f%%, server busy %.2f cores", c.PairCPUMicros, c.PairCPUMicros/c.ScriptCPUMicros, c.ScriptCPUMicros, 100*c.Ceiling, c.ServerCores)
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	if len(r.Limits) > 0 {
 		fmt.Fprintln(w, "\nredis-benchmark on the single server (50 connections):")
 		for _, l := range r.Limits {
-			fmt.Fprintf(w, "  -P %-2d  SET %9.0f/s   EVALSHA (SET NX PX script) %9.0f/s\n", l.Pipeline, l.SetPerSecond, l.EvalshaPerSecond)
+			fmt.Fprintf(w, "  -P %-2d  SET %9.0f/s   EVALSHA (SET NX PX script) %9.0f/s, %.2f µs of server CPU each\n", l.Pipeline, l.SetPerSecond, l.EvalshaPerSecond, l.EvalshaCPUMicros)
 		}
 	}
 	if s := r.Scale; s != nil {

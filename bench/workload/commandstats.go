@@ -1,15 +1,15 @@
 package workload
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/rueidis"
 )
 
 // ErrRedis is a Redis error reply or a malformed reply to the
@@ -50,38 +50,93 @@ func (s CommandStats) Scripts() int64 {
 	return t
 }
 
-// Counter reads INFO commandstats from a set of servers over connections
-// of its own, opened once, so that reading costs no connection set-up
-// commands. It is not safe for concurrent use.
-type Counter struct {
-	conns []*respConn
+// Sample is what the servers reported at one moment, summed over nodes:
+// their command counters and the CPU time their processes had used.
+type Sample struct {
+	Commands CommandStats
+	// CPUSeconds is used_cpu_user + used_cpu_sys from INFO cpu: every
+	// thread of the server process, in user and kernel mode.
+	CPUSeconds float64
 }
 
-// NewCounter connects to every address.
+// Sub returns what happened between before and s.
+func (s Sample) Sub(before Sample) Sample {
+	return Sample{Commands: s.Commands.Sub(before.Commands), CPUSeconds: s.CPUSeconds - before.CPUSeconds}
+}
+
+// Counter reads INFO commandstats and cpu from a set of servers over
+// rueidis clients of its own, connected once, so that reading costs no
+// connection set-up commands. It is not safe for concurrent use.
+type Counter struct {
+	nodes []counterNode
+}
+
+type counterNode struct {
+	addr   string
+	client rueidis.Client
+}
+
+// NewCounter connects to every server: each address is host:port, or a
+// redis:// or rediss:// URL (user, password, database and TLS as rueidis
+// reads them) for servers that need them.
 func NewCounter(addrs []string) (*Counter, error) {
 	c := &Counter{}
 	for _, a := range addrs {
-		rc, err := dialRESP(a)
+		opt, err := counterOption(a)
 		if err != nil {
 			c.Close()
 			return nil, err
 		}
-		c.conns = append(c.conns, rc)
+		rc, err := rueidis.NewClient(opt)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("workload: connect to %s: %w", redact(a), err)
+		}
+		c.nodes = append(c.nodes, counterNode{addr: redact(a), client: rc})
 	}
 	return c, nil
 }
 
-// Read returns the servers' counters now.
-func (c *Counter) Read(ctx context.Context) (CommandStats, error) {
-	sum := CommandStats{}
-	for _, rc := range c.conns {
-		info, err := rc.do(ctx, "INFO", "commandstats")
+// counterOption makes one server's client options: one node, no
+// client-side cache (whose invalidations would count as commands).
+func counterOption(addr string) (rueidis.ClientOption, error) {
+	opt := rueidis.ClientOption{InitAddress: []string{addr}}
+	if strings.Contains(addr, "://") {
+		var err error
+		if opt, err = rueidis.ParseURL(addr); err != nil {
+			return opt, fmt.Errorf("%w: server %s: %v", ErrUsage, redact(addr), err)
+		}
+	}
+	opt.DisableCache = true
+	opt.ForceSingleClient = true
+	opt.Dialer.Timeout = 5 * time.Second
+	return opt, nil
+}
+
+// redact drops the password from a URL, for error messages.
+func redact(addr string) string {
+	if u, err := url.Parse(addr); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return addr
+}
+
+// Read returns the servers' counters and CPU time now.
+func (c *Counter) Read(ctx context.Context) (Sample, error) {
+	sum := Sample{Commands: CommandStats{}}
+	for _, n := range c.nodes {
+		info, err := n.client.Do(ctx, n.client.B().Info().Section("commandstats").Section("cpu").Build()).ToString()
 		if err != nil {
-			return nil, fmt.Errorf("workload: INFO commandstats on %s: %w", rc.addr, err)
+			return Sample{}, fmt.Errorf("workload: INFO commandstats cpu on %s: %w", n.addr, err)
 		}
-		if err := parseCommandStats(info, sum); err != nil {
-			return nil, fmt.Errorf("workload: INFO commandstats on %s: %w", rc.addr, err)
+		if err := parseCommandStats(info, sum.Commands); err != nil {
+			return Sample{}, fmt.Errorf("workload: INFO commandstats on %s: %w", n.addr, err)
 		}
+		cpu, err := parseCPU(info)
+		if err != nil {
+			return Sample{}, fmt.Errorf("workload: INFO cpu on %s: %w", n.addr, err)
+		}
+		sum.CPUSeconds += cpu
 	}
 	return sum, nil
 }
@@ -89,18 +144,49 @@ func (c *Counter) Read(ctx context.Context) (CommandStats, error) {
 // Do sends one command to the i-th server and returns its reply as text
 // (a status, an integer or a bulk string).
 func (c *Counter) Do(ctx context.Context, i int, args ...string) (string, error) {
-	if i < 0 || i >= len(c.conns) {
-		return "", fmt.Errorf("%w: no server %d", ErrUsage, i)
+	if i < 0 || i >= len(c.nodes) || len(args) == 0 {
+		return "", fmt.Errorf("%w: command %q for server %d of %d", ErrUsage, args, i, len(c.nodes))
 	}
-	return c.conns[i].do(ctx, args...)
+	n := c.nodes[i]
+	res := n.client.Do(ctx, n.client.B().Arbitrary(args...).Build())
+	if s, err := res.ToString(); err == nil {
+		return s, nil
+	}
+	v, err := res.AsInt64()
+	if err != nil {
+		return "", fmt.Errorf("%w: %s on %s: %v", ErrRedis, args[0], n.addr, err)
+	}
+	return strconv.FormatInt(v, 10), nil
 }
 
 // Close closes the connections.
 func (c *Counter) Close() {
-	for _, rc := range c.conns {
-		_ = rc.conn.Close()
+	for _, n := range c.nodes {
+		n.client.Close()
 	}
-	c.conns = nil
+	c.nodes = nil
+}
+
+// parseCPU returns used_cpu_user + used_cpu_sys from INFO cpu.
+func parseCPU(info string) (float64, error) {
+	var sum float64
+	seen := 0
+	for line := range strings.Lines(info) {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "used_cpu_user" && name != "used_cpu_sys") {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %s in %q: %v", ErrRedis, name, line, err)
+		}
+		sum += f
+		seen++
+	}
+	if seen != 2 {
+		return 0, fmt.Errorf("%w: no used_cpu_user and used_cpu_sys in INFO cpu", ErrRedis)
+	}
+	return sum, nil
 }
 
 // parseCommandStats adds lines "cmdstat_NAME:calls=N,usec=..." to sum.
@@ -129,60 +215,4 @@ func parseCommandStats(info string, sum CommandStats) error {
 		}
 	}
 	return nil
-}
-
-// respConn speaks just enough RESP for INFO and SCRIPT LOAD.
-type respConn struct {
-	addr string
-	conn net.Conn
-	rd   *bufio.Reader
-}
-
-func dialRESP(addr string) (*respConn, error) {
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		return nil, fmt.Errorf("workload: connect to %s: %w", addr, err)
-	}
-	return &respConn{addr: addr, conn: conn, rd: bufio.NewReader(conn)}, nil
-}
-
-func (rc *respConn) do(ctx context.Context, args ...string) (string, error) {
-	dl := time.Now().Add(30 * time.Second)
-	if d, ok := ctx.Deadline(); ok && d.Before(dl) {
-		dl = d
-	}
-	_ = rc.conn.SetDeadline(dl)
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := io.WriteString(rc.conn, b.String()); err != nil {
-		return "", err
-	}
-	line, err := rc.rd.ReadString('\n')
-	if err != nil {
-		return "", err
-	}
-	line = strings.TrimRight(line, "\r\n")
-	if line == "" {
-		return "", fmt.Errorf("%w: empty reply", ErrRedis)
-	}
-	switch line[0] {
-	case '+', ':':
-		return line[1:], nil
-	case '-':
-		return "", fmt.Errorf("%w: %s", ErrRedis, line[1:])
-	case '$':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil || n < 0 {
-			return "", fmt.Errorf("%w: bulk reply %q", ErrRedis, line)
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(rc.rd, buf); err != nil {
-			return "", err
-		}
-		return string(buf[:n]), nil
-	}
-	return "", fmt.Errorf("%w: unexpected reply %q", ErrRedis, line)
 }

@@ -2,6 +2,7 @@ package workload
 
 var (
 	ParseCommandStats = parseCommandStats
+	ParseCPU          = parseCPU
 	ParseBenchmarkCSV = parseBenchmarkCSV
 	Fairness          = fairness
 )

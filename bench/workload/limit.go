@@ -27,6 +27,10 @@ type LimitResult struct {
 	// EVALSHA of LimitScript on random keys per second.
 	SetPerSecond     float64 `json:"set_per_second"`
 	EvalshaPerSecond float64 `json:"evalsha_per_second"`
+	// EvalshaCPUMicros is the server's CPU time (INFO cpu, user + system)
+	// per EVALSHA of LimitScript: the server cost of the least a lock
+	// script does, to set against a lock's server CPU per acquisition.
+	EvalshaCPUMicros float64 `json:"evalsha_cpu_us"`
 }
 
 // Limit runs redis-benchmark against the server at addr (host:port):
@@ -59,8 +63,20 @@ func Limit(ctx context.Context, addr string, requests, pipeline int) (LimitResul
 	if r.SetPerSecond, err = redisBenchmark(ctx, bin, append(common, "-t", "set")...); err != nil {
 		return r, err
 	}
+	before, err := counter.Read(ctx)
+	if err != nil {
+		return r, err
+	}
 	if r.EvalshaPerSecond, err = redisBenchmark(ctx, bin, append(common, "-r", "1000000", "EVALSHA", sha, "1", "limit:__rand_int__", "v", "1000")...); err != nil {
 		return r, err
+	}
+	after, err := counter.Read(ctx)
+	if err != nil {
+		return r, err
+	}
+	d := after.Sub(before)
+	if n := d.Commands.Scripts(); n > 0 {
+		r.EvalshaCPUMicros = d.CPUSeconds * 1e6 / float64(n)
 	}
 	return r, nil
 }

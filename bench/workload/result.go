@@ -48,6 +48,13 @@ type Result struct {
 	CommandsPerAcq float64            `json:"commands_per_acq"`
 	ScriptsPerAcq  float64            `json:"scripts_per_acq"` // EVAL, EVALSHA, FCALL
 	PerAcq         map[string]float64 `json:"per_acq,omitempty"`
+	// ServerCPUMicrosPerAcq is the CPU time the servers' processes used
+	// during the cell (INFO cpu, user + system, summed over nodes) per
+	// acquisition: what a pair costs the server, whichever client sent
+	// it. ServerCores is the same CPU time over the cell's time: near 1
+	// for one server, the server was the bottleneck.
+	ServerCPUMicrosPerAcq float64 `json:"server_cpu_us_per_acq"`
+	ServerCores           float64 `json:"server_cores"`
 	// HandoffGapMicros is (time − sum of holds) ÷ acquisitions, for
 	// workloads that hold one key: the time the key was free or changing
 	// hands, per acquisition.
@@ -60,8 +67,8 @@ const (
 	histMax = int64(2 * time.Minute)
 )
 
-func newResult(c Cell, t tally, cmds CommandStats) Result {
-	w := c.Workload
+func newResult(c Cell, t tally, d Sample) Result {
+	w, cmds := c.Workload, d.Commands
 	r := Result{
 		Kind:         "cell",
 		Workload:     w.Name,
@@ -83,6 +90,7 @@ func newResult(c Cell, t tally, cmds CommandStats) Result {
 	}
 	r.Seconds = elapsed.Seconds()
 	r.PerSecond = float64(r.Acquisitions) / r.Seconds
+	r.ServerCores = d.CPUSeconds / r.Seconds
 	h := hdrhistogram.New(histMin, histMax, 3)
 	for _, ns := range t.Latencies {
 		_ = h.RecordValue(min(max(ns, histMin), histMax))
@@ -95,6 +103,7 @@ func newResult(c Cell, t tally, cmds CommandStats) Result {
 		n := float64(r.Acquisitions)
 		r.CommandsPerAcq = float64(r.Commands) / n
 		r.ScriptsPerAcq = float64(cmds.Scripts()) / n
+		r.ServerCPUMicrosPerAcq = d.CPUSeconds * 1e6 / n
 		r.PerAcq = make(map[string]float64, len(cmds))
 		for name, calls := range cmds {
 			r.PerAcq[name] = float64(calls) / n

@@ -40,6 +40,9 @@ type ScaleResult struct {
 	// ForcedExpiries counts leases whose Context ended with
 	// turnstile.ErrLockLost before they were released.
 	ForcedExpiries int `json:"forced_expiries"`
+	// ServerCores is the server's CPU time while the leases were held
+	// over the time they were held: 1 is one core busy all along.
+	ServerCores float64 `json:"server_cores"`
 	// ReleaseSeconds is how long releasing every lease took.
 	ReleaseSeconds float64 `json:"release_seconds"`
 }
@@ -97,8 +100,9 @@ func Scale(ctx context.Context, url, addr string, leases int, ttl time.Duration)
 	}
 	r.HeldSeconds = time.Since(holdStart).Seconds()
 	d := after.Sub(before)
-	r.RenewalsPerSecond = float64(d.Scripts()) / r.HeldSeconds
-	r.CommandsPerSecond = float64(d.Total()) / r.HeldSeconds
+	r.RenewalsPerSecond = float64(d.Commands.Scripts()) / r.HeldSeconds
+	r.CommandsPerSecond = float64(d.Commands.Total()) / r.HeldSeconds
+	r.ServerCores = d.CPUSeconds / r.HeldSeconds
 	for _, l := range held {
 		if errors.Is(context.Cause(l.Context()), turnstile.ErrLockLost) {
 			r.ForcedExpiries++

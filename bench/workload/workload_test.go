@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,59 @@ func TestParseCommandStats(t *testing.T) {
 		if err := workload.ParseCommandStats(bad, workload.CommandStats{}); !errors.Is(err, workload.ErrRedis) {
 			t.Errorf("ParseCommandStats(%q) = %v, want ErrRedis", bad, err)
 		}
+	}
+}
+
+func TestParseCPU(t *testing.T) {
+	info := "# CPU\r\nused_cpu_sys:1.250000\r\nused_cpu_user:2.500000\r\nused_cpu_sys_children:9.000000\r\n"
+	if v, err := workload.ParseCPU(info); err != nil || v != 3.75 {
+		t.Errorf("ParseCPU = %v, %v; want 3.75", v, err)
+	}
+	for _, bad := range []string{"used_cpu_sys:1\r\n", "used_cpu_sys:x\r\nused_cpu_user:1\r\n", ""} {
+		if _, err := workload.ParseCPU(bad); !errors.Is(err, workload.ErrRedis) {
+			t.Errorf("ParseCPU(%q) = %v, want ErrRedis", bad, err)
+		}
+	}
+}
+
+// TestCounterURL reads a server that wants a password through a URL
+// that carries it, and fails with the server's refusal through a bare
+// address.
+func TestCounterURL(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	if _, err := srv.Do("CONFIG", "SET", "requirepass", "s3cret"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c, err := workload.NewCounter([]string{"redis://:s3cret@" + srv.Addr() + "/0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Do(ctx, 0, "SET", "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Commands["set"] != 1 || s.CPUSeconds <= 0 {
+		t.Errorf("sample %+v, want one SET and some CPU time", s)
+	}
+	if n, err := c.Do(ctx, 0, "DBSIZE"); err != nil || n != "1" {
+		t.Errorf("DBSIZE = %q, %v", n, err)
+	}
+	if _, err := c.Do(ctx, 1, "PING"); !errors.Is(err, workload.ErrUsage) {
+		t.Errorf("Do on a server it does not have: %v, want ErrUsage", err)
+	}
+	if bare, err := workload.NewCounter([]string{srv.Addr()}); err == nil {
+		bare.Close()
+		t.Error("NewCounter without the password connected")
+	} else if !strings.Contains(err.Error(), "NOAUTH") && !strings.Contains(err.Error(), "auth") {
+		t.Errorf("NewCounter without the password: %v", err)
+	}
+	if _, err := workload.NewCounter([]string{"redis://:s3cret@" + srv.Addr() + "/x"}); !errors.Is(err, workload.ErrUsage) || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("NewCounter on a bad URL: %v, want ErrUsage without the password", err)
 	}
 }
 
@@ -104,6 +158,11 @@ func TestRunTurnstile(t *testing.T) {
 	}
 	if res.ScriptsPerAcq < 1 || res.CommandsPerAcq < res.ScriptsPerAcq || res.HandoffGapMicros <= 0 || res.FairMax < res.FairMin {
 		t.Errorf("result: %+v", res)
+	}
+	// The server's CPU time is read around the cell: some per pair, and
+	// no more than the machine's cores over the cell.
+	if res.ServerCPUMicrosPerAcq <= 0 || res.ServerCores <= 0 || res.ServerCores > float64(runtime.NumCPU())+0.5 {
+		t.Errorf("server CPU %.1f µs/acq, %.2f cores", res.ServerCPUMicrosPerAcq, res.ServerCores)
 	}
 	if res.PerAcq["info"] != 0 {
 		t.Errorf("INFO counted: %v", res.PerAcq)
