@@ -41,7 +41,9 @@ func New(client rueidis.Client, opts ...Option) (*Backend, error) {
 
 // Dial connects to Redis with a rueidis client of its own, which Close
 // closes. Connecting gives up after opt.Dialer.Timeout (rueidis's default:
-// 5 s) or when ctx's deadline passes, whichever comes first.
+// 5 s) or when ctx's deadline passes, whichever comes first. opt is used
+// as given: clients opened from a URL also set opt.MaxFlushDelay to
+// DefaultFlushDelay, which many concurrent callers want too.
 func Dial(ctx context.Context, opt rueidis.ClientOption, opts ...Option) (*Backend, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", turnstile.ErrInvalidOption)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/url"
 	"strconv"
 	"testing"
 	"time"
@@ -73,6 +74,9 @@ func TestBadURLs(t *testing.T) {
 		"redis://h?fence_grace=0s",
 		"redis://h?fence_grace=x",
 		"redis://h?protocol=4",
+		"redis://h?flush_delay=x",
+		"redis://h?flush_delay=-1us",
+		"redis://h?flush_delay=2ms",
 		"redis://h?prefix=a%7Bb",
 		"redis://h#frag",
 		"redis:opaque",
@@ -87,6 +91,26 @@ func TestBadURLs(t *testing.T) {
 		}
 		if took := time.Since(start); took > time.Second {
 			t.Errorf("Open(%q) took %v: bad URLs must fail before any connection", u, took)
+		}
+	}
+}
+
+// TestFlushDelay: clients opened from a URL batch concurrent calls'
+// writes for DefaultFlushDelay unless the URL says otherwise; 0 is off.
+func TestFlushDelay(t *testing.T) {
+	for u, want := range map[string]time.Duration{
+		"redis://h":                  redis.DefaultFlushDelay,
+		"redis://h?flush_delay=50us": 50 * time.Microsecond,
+		"redis://h?flush_delay=0":    0,
+		"redis://h?flush_delay=1ms":  time.Millisecond,
+	} {
+		parsed, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt, _, err := redis.ParseURL(parsed)
+		if err != nil || opt.MaxFlushDelay != want {
+			t.Errorf("%s: flush delay %v (%v), want %v", u, opt.MaxFlushDelay, err, want)
 		}
 	}
 }

@@ -10,3 +10,6 @@ func (b *Backend) NodeTimeout(ttl time.Duration) time.Duration { return b.cfg.ti
 
 // SetClock replaces the clock a Backend measures validity with.
 func (b *Backend) SetClock(now func() time.Time) { b.now = now }
+
+// ParseURL exposes the URL parser to the external tests.
+var ParseURL = parseURL

@@ -25,11 +25,13 @@ func init() {
 
 // open serves turnstile.Open for
 //
-//	redlock://[user:password@]host1[:port1],host2[:port2],...[/db][?node_timeout=50ms&quarantine=35s&fencing=on&prefix=app:&fence_grace=10s&dial_timeout=5s]
+//	redlock://[user:password@]host1[:port1],host2[:port2],...[/db][?node_timeout=50ms&quarantine=35s&fencing=on&prefix=app:&fence_grace=10s&dial_timeout=5s&flush_delay=20us]
 //
 // Ports default to 6379, the database to 0; user, password and database
 // apply to every node. Hosts are names or IPv4 addresses (url.Parse
-// refuses IPv6 literals in a list).
+// refuses IPv6 literals in a list). flush_delay is each node client's
+// write batching, as for redis:// (default redis.DefaultFlushDelay, 0
+// off).
 func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
 	addrs, opt, opts, err := parseURL(u)
 	if err != nil {
@@ -81,6 +83,7 @@ func parseURL(u *url.URL) ([]string, rueidis.ClientOption, []Option, error) {
 		opt.SelectDB = n
 	}
 	opt.Dialer.Timeout = DefaultDialTimeout
+	opt.MaxFlushDelay = redis.DefaultFlushDelay
 
 	var opts []Option
 	var nodeOpts []redis.Option
@@ -97,7 +100,7 @@ func parseURL(u *url.URL) ([]string, rueidis.ClientOption, []Option, error) {
 		}
 		v := vals[0]
 		switch name {
-		case "node_timeout", "quarantine", "fence_grace", "dial_timeout":
+		case "node_timeout", "quarantine", "fence_grace", "dial_timeout", "flush_delay":
 			d, err := duration(name, v)
 			if err != nil {
 				return nil, opt, nil, err
@@ -114,6 +117,11 @@ func parseURL(u *url.URL) ([]string, rueidis.ClientOption, []Option, error) {
 					return bad("dial_timeout=%q is not positive", v)
 				}
 				opt.Dialer.Timeout = d
+			case "flush_delay":
+				if d < 0 || d > redis.MaxFlushDelay {
+					return bad("flush_delay=%q is not from 0 (off) to %v", v, redis.MaxFlushDelay)
+				}
+				opt.MaxFlushDelay = d
 			}
 		case "fencing":
 			switch strings.ToLower(v) {
@@ -126,7 +134,7 @@ func parseURL(u *url.URL) ([]string, rueidis.ClientOption, []Option, error) {
 		case "prefix":
 			nodeOpts = append(nodeOpts, redis.WithPrefix(v))
 		default:
-			return bad("unknown query parameter %q (known: node_timeout, quarantine, fencing, prefix, fence_grace, dial_timeout)", name)
+			return bad("unknown query parameter %q (known: node_timeout, quarantine, fencing, prefix, fence_grace, dial_timeout, flush_delay)", name)
 		}
 	}
 	if len(nodeOpts) > 0 {

@@ -2,11 +2,14 @@ package redlock_test
 
 import (
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/redis"
+	"github.com/turnstilelock/turnstile/redlock"
 )
 
 func TestBadURLs(t *testing.T) {
@@ -24,6 +27,9 @@ func TestBadURLs(t *testing.T) {
 		"redlock://127.0.0.1:1?quarantine=-1s",
 		"redlock://127.0.0.1:1?fencing=maybe",
 		"redlock://127.0.0.1:1?dial_timeout=0s",
+		"redlock://127.0.0.1:1?flush_delay=-1us",
+		"redlock://127.0.0.1:1?flush_delay=2ms",
+		"redlock://127.0.0.1:1?flush_delay=x",
 		"redlock://127.0.0.1:1?colour=blue",
 		"redlock://127.0.0.1:1?quarantine=1s&quarantine=2s",
 		"redlock://h1:1,h2:x",
@@ -48,7 +54,7 @@ func TestOpenURL(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	srvs := startNodes(t, 3)
 	srvs[2].Kill()
-	c, err := turnstile.Open(ctx, redlockURL(srvs, "quarantine=0&node_timeout=100ms&prefix=app:&fence_grace=5s&dial_timeout=2s&fencing=on"))
+	c, err := turnstile.Open(ctx, redlockURL(srvs, "quarantine=0&node_timeout=100ms&prefix=app:&fence_grace=5s&dial_timeout=2s&fencing=on&flush_delay=0"))
 	if err != nil {
 		t.Fatalf("Open with 1 of 3 down: %v", err)
 	}
@@ -71,5 +77,24 @@ func TestOpenURL(t *testing.T) {
 	_, err = turnstile.Open(ctx, redlockURL(srvs, "quarantine=0&dial_timeout=1s"))
 	if !errors.Is(err, turnstile.ErrNoQuorum) {
 		t.Fatalf("Open with 2 of 3 down = %v, want ErrNoQuorum", err)
+	}
+}
+
+// TestURLFlushDelay: every node client batches concurrent writes for
+// redis.DefaultFlushDelay unless the URL says otherwise.
+func TestURLFlushDelay(t *testing.T) {
+	for u, want := range map[string]time.Duration{
+		"redlock://h1:1,h2:2,h3:3":                  redis.DefaultFlushDelay,
+		"redlock://h1:1,h2:2,h3:3?flush_delay=0":    0,
+		"redlock://h1:1,h2:2,h3:3?flush_delay=80us": 80 * time.Microsecond,
+	} {
+		parsed, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, opt, _, err := redlock.ParseURL(parsed)
+		if err != nil || opt.MaxFlushDelay != want {
+			t.Errorf("%s: flush delay %v (%v), want %v", u, opt.MaxFlushDelay, err, want)
+		}
 	}
 }

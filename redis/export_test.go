@@ -1,0 +1,4 @@
+package redis
+
+// ParseURL exposes the URL parser to the external tests.
+var ParseURL = parseURL
