@@ -169,7 +169,7 @@ func runChildren(ctx context.Context, c Cell, counter *Counter, prefix string) (
 	if err := errors.Join(errs...); err != nil {
 		return fail(err)
 	}
-	after, err := counter.Read(ctx)
+	after, err := readAfter(ctx, counter)
 	if err != nil {
 		return Result{}, err
 	}

@@ -120,11 +120,19 @@ func Run(ctx context.Context, c Cell) (Result, error) {
 		return Result{}, err
 	}
 	t := drive(ctx, lk, c.Workload, prefix, c.Workload.Concurrency, c.Duration)
-	after, err := counter.Read(ctx)
+	after, err := readAfter(ctx, counter)
 	if err != nil {
 		return Result{}, err
 	}
 	return newResult(c, t, after.Sub(before)), nil
+}
+
+// readAfter reads the closing counters also when ctx ended the cell
+// early, so that an interrupted cell still reports what it measured.
+func readAfter(ctx context.Context, counter *Counter) (Sample, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	return counter.Read(rctx)
 }
 
 // warmUp has every worker take and release two locks on distinct keys,
@@ -138,7 +146,11 @@ func warmUp(ctx context.Context, lk Locker, prefix string, workers int) error {
 			for i := range 2 {
 				h, err := lk.Acquire(ctx, prefix+"warm:"+strconv.Itoa(w)+":"+strconv.Itoa(i))
 				if err == nil {
-					err = h.Release(ctx)
+					// Released also when ctx ends meanwhile: a lock taken
+					// must not stay held until its TTL.
+					rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+					err = h.Release(rctx)
+					rcancel()
 				}
 				if err != nil {
 					errs[w] = err

@@ -181,3 +181,33 @@ func TestLimitAndScaleRefuseBadInput(t *testing.T) {
 		t.Errorf("OpenTurnstile on an unknown scheme: %v", err)
 	}
 }
+
+// TestRunInterrupted: a cell whose context ends early still reports what
+// it measured, and leaves no lock held (warm-up's included).
+func TestRunInterrupted(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	res, err := workload.Run(ctx, workload.Cell{
+		Workload: workload.Workload{Name: "uncontended", Concurrency: 4, Nodes: 1},
+		Library:  workload.Turnstile(),
+		Addrs:    []string{srv.Addr()},
+		Duration: time.Minute,
+	})
+	if err != nil {
+		t.Fatalf("interrupted cell: %v", err)
+	}
+	if res.Acquisitions == 0 || res.Seconds > 10 {
+		t.Errorf("interrupted cell: %d acquisitions in %.1f s", res.Acquisitions, res.Seconds)
+	}
+	c, err := workload.NewCounter([]string{srv.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	held, err := c.Do(context.Background(), 0, "EVAL",
+		"local n = 0 for _, k in ipairs(redis.call('KEYS', '*')) do if not string.find(k, ':fence', 1, true) then n = n + 1 end end return n", "0")
+	if err != nil || held != "0" {
+		t.Errorf("%s keys other than fences left (%v)", held, err)
+	}
+}
