@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/turnstilelock/turnstile v0.0.0
+	github.com/turnstilelock/turnstile/bench v0.0.0
 	github.com/turnstilelock/turnstile/fence v0.0.0
 	github.com/turnstilelock/turnstile/idempotency v0.0.0
 	github.com/turnstilelock/turnstile/redis v0.0.0
@@ -16,15 +17,17 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/rueidis v1.0.79
 	go.uber.org/goleak v1.3.0
-	golang.org/x/sys v0.48.0
+	golang.org/x/sys v0.49.0
 )
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
+	github.com/turnstilelock/turnstile/redlock v0.0.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
@@ -37,8 +40,8 @@ require (
 	github.com/turnstilelock/turnstile/metrics v0.0.0
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/sync v0.23.0 // indirect
-	golang.org/x/text v0.42.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
 )
 
 replace (
@@ -50,3 +53,12 @@ replace (
 )
 
 replace github.com/turnstilelock/turnstile/metrics => ../../metrics
+
+replace (
+	github.com/turnstilelock/turnstile/bench => ../../bench
+	github.com/turnstilelock/turnstile/etcd => ../../etcd
+	github.com/turnstilelock/turnstile/mysql => ../../mysql
+	github.com/turnstilelock/turnstile/postgres => ../../postgres
+	github.com/turnstilelock/turnstile/redlock => ../../redlock
+	github.com/turnstilelock/turnstile/zookeeper => ../../zookeeper
+)

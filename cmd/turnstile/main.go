@@ -28,6 +28,7 @@ type command struct {
 var commands = []command{
 	{"run", "run a command while holding a lock", runCmd},
 	{"demo", "run the incidents turnstile prevents, without and with it", demoCmd},
+	{"bench", "measure turnstile's locks on your Redis: throughput, latency, commands", benchCmd},
 }
 
 func main() {

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/turnstilelock/turnstile/internal/redisproc"
+)
+
+// ownNodes is how many redis-servers "turnstile bench" starts for its
+// Redlock cell when it runs on servers of its own.
+const ownNodes = 5
+
+// benchURLForms says what --url takes.
+const benchURLForms = "want redis://HOST:PORT, rediss://HOST:PORT or redlock://HOST1:PORT1,HOST2:PORT2 (two or more nodes)"
+
+// benchTarget is where "turnstile bench" runs its cells: the turnstile
+// URLs it locks through, and the servers whose commands it counts.
+type benchTarget struct {
+	// single is the turnstile URL of the cells on one Redis (or one Redis
+	// Cluster), singleAddrs the servers whose commands they count.
+	single      string
+	singleAddrs []string
+	// redlock is the turnstile URL of the Redlock cell and redlockAddrs
+	// its nodes; redlock is "" when the target has no Redlock of two or
+	// more nodes.
+	redlock      string
+	redlockAddrs []string
+	// name says what the target is, with any password masked.
+	name string
+}
+
+// parseBenchURL reads --url: a redis:// or rediss:// URL (one server, or
+// several hosts of one Redis Cluster), or a redlock:// URL, whose first
+// node also serves the single-node cells. Only the syntax is checked
+// here; turnstile.Open checks the rest when the run starts.
+func parseBenchURL(raw string) (benchTarget, error) {
+	var t benchTarget
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Error repeats the URL, password and all: give only the cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return t, fmt.Errorf("--url is not a URL (%v): %s", err, benchURLForms)
+	}
+	t.name = u.Redacted()
+	scheme := strings.ToLower(u.Scheme)
+	switch scheme {
+	case "redis", "rediss", "redlock":
+	default:
+		return t, fmt.Errorf("--url %s: %s", t.name, benchURLForms)
+	}
+	if u.Opaque != "" {
+		return t, fmt.Errorf("--url %s: want %s://HOST:PORT", t.name, scheme)
+	}
+	nodes, err := parseBenchHosts(u.Host, scheme != "redlock")
+	if err != nil {
+		return t, fmt.Errorf("--url %s: %w", t.name, err)
+	}
+	addrs := make([]string, len(nodes))
+	for i, n := range nodes {
+		addrs[i] = counterAddr(u, n)
+	}
+	if scheme != "redlock" {
+		t.single, t.singleAddrs = raw, addrs
+		return t, nil
+	}
+	// The single-node cells run on the first node as a plain Redis, with
+	// the settings that a redis:// URL knows.
+	q := url.Values{}
+	for _, k := range []string{"prefix", "fence_grace", "dial_timeout"} {
+		if v, ok := u.Query()[k]; ok {
+			q[k] = v
+		}
+	}
+	t.single, t.singleAddrs = nodeURL(u, nodes[0], q), addrs[:1]
+	if len(nodes) >= 2 {
+		t.redlock, t.redlockAddrs = raw, addrs
+	}
+	return t, nil
+}
+
+// parseBenchHosts splits host[:port][,host[:port]...] into host:port
+// addresses, the port 6379 where none is given. An empty host is
+// localhost where emptyIsLocal, as redis:// URLs have it.
+func parseBenchHosts(hosts string, emptyIsLocal bool) ([]string, error) {
+	var out []string
+	for _, e := range strings.Split(hosts, ",") {
+		h := &url.URL{Host: e}
+		host, port := h.Hostname(), h.Port()
+		if host == "" {
+			if !emptyIsLocal || strings.Contains(hosts, ",") {
+				return nil, fmt.Errorf("node %q has no host", e)
+			}
+			host = "localhost"
+		}
+		if port == "" {
+			port = "6379"
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return nil, fmt.Errorf("port %q is not a number in [1, 65535]", port)
+		}
+		out = append(out, net.JoinHostPort(host, port))
+	}
+	return out, nil
+}
+
+// nodeURL is the URL of the node at hostport of u: u's user, password
+// and database, TLS where u is rediss://, and the query q.
+func nodeURL(u *url.URL, hostport string, q url.Values) string {
+	scheme := "redis"
+	if strings.EqualFold(u.Scheme, "rediss") {
+		scheme = "rediss"
+	}
+	n := url.URL{Scheme: scheme, User: u.User, Host: hostport, Path: u.Path, RawQuery: q.Encode()}
+	return n.String()
+}
+
+// counterAddr is how a cell names the node at hostport of u to
+// workload.Run, which reads the node's INFO commandstats and cpu over a
+// connection of its own before and after the cell: a URL, so that the
+// password and TLS of u apply to it too.
+func counterAddr(u *url.URL, hostport string) string {
+	return nodeURL(u, hostport, nil)
+}
+
+// benchServers are the redis-servers "turnstile bench" runs on when no
+// --url is given.
+type benchServers struct {
+	dir     string
+	servers []*redisproc.Server
+}
+
+// startBenchServers starts n redis-servers on free loopback ports. It
+// fails at once when redis-server is not installed: an in-process
+// stand-in would give figures that say nothing about Redis.
+func startBenchServers(n int) (*benchServers, benchTarget, error) {
+	var t benchTarget
+	if !redisproc.Available() {
+		return nil, t, fmt.Errorf("%w; or pass --url redis://HOST:PORT to measure a server you run", redisproc.ErrNotInstalled)
+	}
+	dir, err := os.MkdirTemp("", "turnstile-bench-")
+	if err != nil {
+		return nil, t, err
+	}
+	s := &benchServers{dir: dir}
+	for i := range n {
+		d := filepath.Join(dir, "node"+strconv.Itoa(i))
+		if err := os.Mkdir(d, 0o755); err != nil {
+			s.Close()
+			return nil, t, err
+		}
+		srv, err := redisproc.Start(d)
+		if err != nil {
+			s.Close()
+			return nil, t, err
+		}
+		s.servers = append(s.servers, srv)
+	}
+	first := s.servers[0]
+	u, _ := url.Parse(first.URL())
+	t.single, t.singleAddrs = first.URL(), []string{counterAddr(u, first.Addr())}
+	t.name = fmt.Sprintf("redis-server on %s, started for this run", first.Addr())
+	if n > 1 {
+		var hosts []string
+		for _, srv := range s.servers {
+			hosts = append(hosts, srv.Addr())
+		}
+		// Restart quarantine off: the servers have just started and hold
+		// no lock anyone could lose.
+		t.redlock = "redlock://" + strings.Join(hosts, ",") + "?quarantine=0"
+		u, _ := url.Parse(t.redlock)
+		for _, h := range hosts {
+			t.redlockAddrs = append(t.redlockAddrs, counterAddr(u, h))
+		}
+		t.name = fmt.Sprintf("%d redis-servers on %s, started for this run (the first for the single-node cells)", n, strings.Join(hosts, ", "))
+	}
+	return s, t, nil
+}
+
+// Close stops the servers and removes their files.
+func (s *benchServers) Close() {
+	for _, srv := range s.servers {
+		srv.Kill()
+	}
+	_ = os.RemoveAll(s.dir)
+}
