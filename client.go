@@ -53,9 +53,11 @@ type Client struct {
 	busy       busyMeter
 	shared     bool // the backend's locks may have several holders
 	canHandOff bool // the backend is a driver.HandOff
-	// trying holds, by key hash, a caller making a first attempt, so that
-	// a caller for the same key lines up behind it instead.
-	trying [256]atomic.Pointer[contender]
+	// trying holds the key hash of a caller making a first attempt, in a
+	// slot chosen by that hash, so that a caller for the same key lines up
+	// behind it instead. Different keys with one 64-bit hash would line
+	// up needlessly, never wrongly.
+	trying [256]atomic.Uint64
 	seed   maphash.Seed
 	closed atomic.Bool
 	bg     sync.WaitGroup // best-effort cleanups after failed acquisitions

@@ -348,15 +348,17 @@ func (c *Client) waitInLine(ctx context.Context, k *contender) (*Lease, error) {
 	// attempt between them, and the others line up.
 	tried := false
 	if !c.lineBusy(k.key) {
-		slot := &c.trying[maphash.String(c.seed, k.key)%uint64(len(c.trying))]
-		mine := slot.CompareAndSwap(nil, k)
+		h := maphash.String(c.seed, k.key)
+		slot := &c.trying[h%uint64(len(c.trying))]
+		h |= 1 << 63 // 0 marks a free slot
+		mine := slot.CompareAndSwap(0, h)
 		// A slot taken by another key leaves this attempt unregistered:
 		// callers for this key may then attempt together, which costs an
 		// attempt, never a wrong answer (the store decides who wins).
-		if other := slot.Load(); mine || other == nil || other.key != k.key {
+		if mine || slot.Load() != h {
 			l, err := k.try(ctx)
 			if mine {
-				slot.Store(nil)
+				slot.Store(0)
 			}
 			if l != nil || err != nil {
 				return l, err
