@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/turnstilelock/turnstile/driver"
@@ -35,8 +36,12 @@ type watchdog struct {
 	h       leaseHeap
 	running bool
 	closed  bool
-	kick    chan struct{}
-	wg      sync.WaitGroup
+	// wakeAt is when the scheduler's timer fires, while it sleeps on one;
+	// zero while it is about to look at the heap again anyway.
+	wakeAt mono
+	kick   chan struct{}
+	scans  atomic.Int64 // times the scheduler looked at the heap
+	wg     sync.WaitGroup
 }
 
 func newWatchdog(c *Client) *watchdog {
@@ -63,7 +68,10 @@ func (w *watchdog) add(l *Lease, sent mono) {
 }
 
 // wakeLocked makes sure the scheduler runs and, if the earliest action
-// changed, looks at the heap again.
+// changed to before the scheduler's next look at the heap, looks at the
+// heap again. A lease that is due later is seen at that look: taking a
+// lock costs no wake-up of the scheduler, however often locks are taken
+// and released.
 func (w *watchdog) wakeLocked(changedTop bool) {
 	if !w.running {
 		w.running = true
@@ -71,7 +79,7 @@ func (w *watchdog) wakeLocked(changedTop bool) {
 		go w.loop()
 		return
 	}
-	if changedTop {
+	if changedTop && w.wakeAt != 0 && w.h[0].due < w.wakeAt {
 		select {
 		case w.kick <- struct{}{}:
 		default:
@@ -175,6 +183,7 @@ func (w *watchdog) loop() {
 	var expired []*Lease
 	for {
 		w.mu.Lock()
+		w.scans.Add(1)
 		if w.closed || len(w.h) == 0 {
 			w.running = false
 			w.mu.Unlock()
@@ -201,6 +210,10 @@ func (w *watchdog) loop() {
 		var wait time.Duration
 		if len(batch) == 0 && len(expired) == 0 && len(w.h) > 0 {
 			wait = time.Duration(w.h[0].due - t)
+		}
+		w.wakeAt = 0
+		if wait > 0 {
+			w.wakeAt = t.add(wait)
 		}
 		w.mu.Unlock()
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/memory"
 )
 
 // TestWatchdogBatchesRenewals: leases acquired together are renewed
@@ -238,4 +240,30 @@ func TestRetryAfterLostReplyIsNotReleasedBehindItsBack(t *testing.T) {
 		t.Fatalf("after the retry the store holds %q (held %v), want the lease's owner %q", owner, held, l.Owner())
 	}
 	_ = l.Release(ctx)
+}
+
+// TestWatchdogSleepsThroughShortLeases: leases taken and released one
+// after another, each due for renewal later than the scheduler's next
+// look, never wake the scheduler: it looks at its leases once per renewal
+// period at most, not once per lock.
+func TestWatchdogSleepsThroughShortLeases(t *testing.T) {
+	c, err := turnstile.New(memory.New(), turnstile.WithTTL(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	const n = 1000
+	for i := range n {
+		l, err := c.TryAcquire(ctx, "short:"+strconv.Itoa(i%7))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if scans := c.WatchdogScans(); scans > 10 {
+		t.Errorf("the watchdog looked at its leases %d times for %d short leases, want a few", scans, n)
+	}
 }
