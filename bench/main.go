@@ -43,14 +43,20 @@ func main() {
 }
 
 // libraries are turnstile and, with peers, the libraries it is compared
-// with.
+// with; turnstile with its default backoff runs the herd cells only
+// (onlyHerd).
 func libraries(withPeers bool) []workload.Library {
-	libs := []workload.Library{workload.Turnstile()}
+	libs := []workload.Library{workload.Turnstile(), workload.TurnstileDefaults()}
 	if withPeers {
 		libs = append(libs, peers.All()...)
 	}
 	return libs
 }
+
+// onlyHerd reports whether lib runs the herd cells only: turnstile with
+// its own backoff, to set beside turnstile with the shared one where the
+// pacing between release notices shows in the commands per acquisition.
+func onlyHerd(lib workload.Library) bool { return lib.Name == workload.TurnstileDefaults().Name }
 
 // benchmark starts the servers, runs the cells and writes the outputs.
 func benchmark(ctx context.Context, cfg config, stdout, log io.Writer) error {
@@ -145,7 +151,7 @@ func runCells(ctx context.Context, cfg config, wls []workload.Workload, env envi
 			}
 		}
 		for _, lib := range order {
-			if w.Nodes > 1 && !lib.MultiNode {
+			if w.Nodes > 1 && !lib.MultiNode || onlyHerd(lib) && !(w.HotKeys == 1 && w.Hold > 0) {
 				continue
 			}
 			if ctx.Err() != nil {

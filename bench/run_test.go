@@ -50,7 +50,7 @@ func TestQuickRun(t *testing.T) {
 	want := map[string][]string{
 		"uncontended/c=2":   {"turnstile", "redsync", "redislock", "rueidislock"},
 		"redlock-3/c=2":     {"turnstile", "redsync"},
-		"herd/c=20/procs=2": {"turnstile", "redsync", "redislock", "rueidislock"},
+		"herd/c=20/procs=2": {"turnstile", "turnstile-defaults", "redsync", "redislock", "rueidislock"},
 	}
 	got := map[string][]string{}
 	for _, c := range rep.Cells {

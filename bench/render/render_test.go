@@ -51,6 +51,11 @@ func TestCompareAndCapacities(t *testing.T) {
 	if len(cs) != 3 || cs[1].ID != "uncontended/c=64" || cs[1].BestPeer != "peer<b>" || cs[1].Ratio != 2.5 {
 		t.Fatalf("Compare: %+v", cs)
 	}
+	// A faster variant of turnstile is no peer.
+	variant := cell("uncontended/c=64", "turnstile-defaults", 64, 90000)
+	if cs := render.Compare(append(r.Cells, variant)); cs[1].BestPeer != "peer<b>" || cs[1].Ratio != 2.5 {
+		t.Fatalf("Compare with a turnstile variant: %+v", cs)
+	}
 	caps := render.Capacities(r)
 	// Two uncontended turnstile cells × one redis-benchmark figure: 150,000
 	// EVALSHA/s ÷ 2 scripts per pair = 75,000 pairs/s.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/turnstilelock/turnstile/bench/workload"
@@ -43,7 +44,8 @@ type Comparison struct {
 
 // Compare returns, per workload in which turnstile and at least one
 // other library ran, turnstile's acquisitions per second over the best
-// other library's.
+// other library's. Variants of turnstile (names beginning "turnstile",
+// such as "turnstile-defaults") are no peers.
 func Compare(cells []workload.Result) []Comparison {
 	var out []Comparison
 	for _, id := range ids(cells) {
@@ -55,6 +57,7 @@ func Compare(cells []workload.Result) []Comparison {
 			case r.ID != id:
 			case r.Library == "turnstile":
 				c.Turnstile, seen = r.PerSecond, true
+			case strings.HasPrefix(r.Library, "turnstile"): // a variant of turnstile, no peer
 			case r.PerSecond > c.PeerRate:
 				c.BestPeer, c.PeerRate = r.Library, r.PerSecond
 			}

@@ -60,18 +60,29 @@ var Backoff = turnstile.Exponential{Base: time.Millisecond, Cap: 8 * time.Millis
 // of independent servers (several addresses, restart quarantine off:
 // the benchmark's servers have just been started and hold no lock
 // anyone could lose), with TTL and Backoff.
-func Turnstile() Library {
+func Turnstile() Library { return turnstileLibrary("turnstile") }
+
+// TurnstileDefaults is Turnstile pacing its attempts between release
+// notices with turnstile's default Backoff (10 ms … 1 s, full jitter)
+// instead of the shared Backoff, without a retry limit: how turnstile
+// waits when nobody tunes it.
+func TurnstileDefaults() Library {
+	return turnstileLibrary("turnstile-defaults", turnstile.WithBackoff(turnstile.Exponential{
+		Base: turnstile.DefaultBackoffBase, Cap: turnstile.DefaultBackoffCap, MaxRetries: -1}))
+}
+
+func turnstileLibrary(name string, opts ...turnstile.Option) Library {
 	return Library{
-		Name:      "turnstile",
+		Name:      name,
 		MultiNode: true,
 		Open: func(ctx context.Context, addrs []string, _ int) (Locker, error) {
 			switch len(addrs) {
 			case 0:
 				return nil, fmt.Errorf("%w: no redis address", ErrUsage)
 			case 1:
-				return OpenTurnstile(ctx, "redis://"+addrs[0])
+				return OpenTurnstile(ctx, "redis://"+addrs[0], opts...)
 			}
-			return OpenTurnstile(ctx, "redlock://"+strings.Join(addrs, ",")+"?quarantine=0")
+			return OpenTurnstile(ctx, "redlock://"+strings.Join(addrs, ",")+"?quarantine=0", opts...)
 		},
 	}
 }
