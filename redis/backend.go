@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -19,6 +20,7 @@ type Backend struct {
 	cfg       config
 	watchers  *watchers // subscriptions of Released, shared per client
 	closeOnce sync.Once
+	ttls      atomic.Pointer[ttlStrings] // the last TTL's script arguments
 }
 
 var (
@@ -158,9 +160,10 @@ func (b *Backend) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) [
 // lock's TTL and the fence's, which outlives it by the grace period.
 func (b *Backend) lockCall(key, owner string, ttl time.Duration) call {
 	n := b.names(key)
+	lockTTL, fenceTTL := b.ttlArgs(ttl)
 	return call{
 		keys: []string{n.lock, n.fence},
-		args: []string{owner, millis(ttl), millis(ttl + b.cfg.grace)},
+		args: []string{owner, lockTTL, fenceTTL},
 	}
 }
 
@@ -172,7 +175,7 @@ func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) 
 	n := b.names(key)
 	r, err := b.conn.eval(ctx, releaseScript, call{
 		keys: []string{n.lock, n.fence},
-		args: []string{owner, millis(b.cfg.grace), n.channel},
+		args: []string{owner, b.cfg.graceArg, n.channel},
 	})
 	return r == 1, err
 }
@@ -186,7 +189,7 @@ func (b *Backend) ReleaseQuiet(ctx context.Context, key, owner string) (bool, er
 	n := b.names(key)
 	r, err := b.conn.eval(ctx, releaseScript, call{
 		keys: []string{n.lock, n.fence},
-		args: []string{owner, millis(b.cfg.grace), n.channel, "quiet"},
+		args: []string{owner, b.cfg.graceArg, n.channel, "quiet"},
 	})
 	return r == 1, err
 }
@@ -199,9 +202,10 @@ func (b *Backend) HandOff(ctx context.Context, key, owner, next string, ttl time
 		return 0, false, err
 	}
 	n := b.names(key)
+	lockTTL, fenceTTL := b.ttlArgs(ttl)
 	r, err := b.conn.eval(ctx, handoffScript, call{
 		keys: []string{n.lock, n.fence},
-		args: []string{owner, next, millis(ttl), millis(ttl + b.cfg.grace)},
+		args: []string{owner, next, lockTTL, fenceTTL},
 	})
 	if err != nil || r <= 0 {
 		return 0, false, err

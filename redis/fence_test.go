@@ -96,3 +96,26 @@ func acquireRelease(t *testing.T, b *redis.Backend, key, owner string) uint64 {
 	}
 	return tok
 }
+
+// TestTTLsAlternate: acquisitions with different TTLs on one Backend, one
+// after another, each set the lock's and the fence's expiry from their
+// own TTL (the Backend keeps the last TTL's script arguments).
+func TestTTLsAlternate(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	b := dial(t, srv)
+	ctx := ctxFor(t, time.Minute)
+	for i, ttl := range []time.Duration{time.Minute, 2 * time.Minute, time.Minute, 3 * time.Minute, 3 * time.Minute} {
+		k := "ttl:" + strconv.Itoa(i)
+		if _, ok, err := b.Acquire(ctx, k, "o", ttl); !ok || err != nil {
+			t.Fatalf("acquire %s: ok=%v err=%v", k, ok, err)
+		}
+		want := int(ttl / time.Millisecond)
+		if pttl, _ := strconv.Atoi(mustDo(t, srv, "PTTL", lockKey(k))); pttl <= want-5000 || pttl > want {
+			t.Errorf("%s: lock PTTL %d ms, want about %d", k, pttl, want)
+		}
+		want += int(redis.DefaultFenceGrace / time.Millisecond)
+		if pttl, _ := strconv.Atoi(mustDo(t, srv, "PTTL", fenceKey(k))); pttl <= want-5000 || pttl > want {
+			t.Errorf("%s: fence PTTL %d ms, want about %d", k, pttl, want)
+		}
+	}
+}

@@ -12,9 +12,14 @@ func (b *Backend) names(key string) names {
 	// an empty tag as no tag and would hash each name differently. Such
 	// keys, and keys beginning with the escape byte itself (so that the
 	// mapping stays one-to-one), get a leading backslash.
+	esc := ""
 	if key[0] == '}' || key[0] == '\\' {
-		key = `\` + key
+		esc = `\`
 	}
-	lock := b.cfg.prefix + "{" + key + "}"
-	return names{lock: lock, fence: lock + ":fence", channel: lock + ":released"}
+	// One allocation for the three: the fence key extends the lock key,
+	// and the channel follows it in the same string.
+	p := b.cfg.prefix
+	all := p + "{" + esc + key + "}:fence" + p + "{" + esc + key + "}:released"
+	n := len(p) + len(esc) + len(key) + len("{}")
+	return names{lock: all[:n], fence: all[:n+len(":fence")], channel: all[n+len(":fence"):]}
 }

@@ -23,9 +23,12 @@ type config struct {
 	prefix     string
 	grace      time.Duration
 	quarantine time.Duration // 0: off
+	graceArg   string        // grace in script form (millis), set by apply
 }
 
-func defaultConfig() config { return config{grace: DefaultFenceGrace} }
+func defaultConfig() config {
+	return config{grace: DefaultFenceGrace, graceArg: millis(DefaultFenceGrace)}
+}
 
 // An Option changes a setting of a Backend.
 type Option func(*config) error
@@ -103,5 +106,6 @@ func (c *config) apply(opts []Option) error {
 			return err
 		}
 	}
+	c.graceArg = millis(c.grace)
 	return nil
 }

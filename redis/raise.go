@@ -25,7 +25,7 @@ func (b *Backend) RaiseFence(ctx context.Context, key, owner string, token uint6
 	n := b.names(key)
 	r, err := b.conn.eval(ctx, raiseScript, call{
 		keys: []string{n.lock, n.fence},
-		args: []string{owner, strconv.FormatUint(token, 10), millis(b.cfg.grace)},
+		args: []string{owner, strconv.FormatUint(token, 10), b.cfg.graceArg},
 	})
 	return r == 1, err
 }

@@ -109,7 +109,7 @@ func (r *Reentrant) Release(ctx context.Context, key, owner string) (bool, error
 	n := r.b.names(key)
 	res, err := r.b.run(ctx, reentrantRelease, call{
 		keys: []string{n.kindKey("reentrant"), n.fence},
-		args: []string{owner, millis(r.b.cfg.grace), n.channel},
+		args: []string{owner, r.b.cfg.graceArg, n.channel},
 	})
 	return res == 1, err
 }

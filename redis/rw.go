@@ -183,7 +183,7 @@ func (r *ReadLock) Release(ctx context.Context, key, owner string) (bool, error)
 	k := r.rw.keys(key)
 	n, err := r.rw.b.run(ctx, memberRelease, call{
 		keys: []string{k.readers, k.fence},
-		args: []string{owner, millis(r.rw.b.cfg.grace), k.channel, "0"},
+		args: []string{owner, r.rw.b.cfg.graceArg, k.channel, "0"},
 	})
 	return n == 1, err
 }
@@ -257,7 +257,7 @@ func (w *WriteLock) Release(ctx context.Context, key, owner string) (bool, error
 	k := w.rw.keys(key)
 	n, err := w.rw.b.conn.eval(ctx, releaseScript, call{
 		keys: []string{k.writer, k.fence},
-		args: []string{owner, millis(w.rw.b.cfg.grace), k.channel},
+		args: []string{owner, w.rw.b.cfg.graceArg, k.channel},
 	})
 	return n == 1, err
 }

@@ -116,7 +116,7 @@ func (s *Semaphore) Release(ctx context.Context, key, owner string) (bool, error
 	n := s.b.names(key)
 	r, err := s.b.run(ctx, memberRelease, call{
 		keys: []string{n.kindKey("semaphore"), n.fence},
-		args: []string{owner, millis(s.b.cfg.grace), n.channel, "1"},
+		args: []string{owner, s.b.cfg.graceArg, n.channel, "1"},
 	})
 	return r == 1, err
 }

@@ -133,7 +133,19 @@ func (n names) kindKey(suffix string) string { return n.lock + ":" + suffix }
 // ttlArgs renders the TTLs every kind's acquire and extend script takes:
 // the lock's and its fence's, which outlives it by the grace period.
 func (b *Backend) ttlArgs(ttl time.Duration) (lockTTL, fenceTTL string) {
-	return millis(ttl), millis(ttl + b.cfg.grace)
+	// A Client asks with one TTL almost always: keep its strings.
+	if t := b.ttls.Load(); t != nil && t.ttl == ttl {
+		return t.lock, t.fence
+	}
+	t := &ttlStrings{ttl: ttl, lock: millis(ttl), fence: millis(ttl + b.cfg.grace)}
+	b.ttls.Store(t)
+	return t.lock, t.fence
+}
+
+// ttlStrings are one TTL's script arguments.
+type ttlStrings struct {
+	ttl         time.Duration
+	lock, fence string
 }
 
 // multi returns the batch runner of s for extendMany.
