@@ -427,6 +427,8 @@ func TestBenchCounterAddrs(t *testing.T) {
 		{"redlock://u:p@h1,h2:7001/1?prefix=x:&quarantine=1m", "redis://u:p@h1:6379/1?prefix=x%3A",
 			[]string{"redis://u:p@h1:6379/1"}, []string{"redis://u:p@h1:6379/1", "redis://u:p@h2:7001/1"}},
 		{"redlock://h1:7000", "redis://h1:7000", []string{"redis://h1:7000"}, nil},
+		{"redlock://h1:7000,h2:7001?flush_delay=0&node_timeout=9ms", "redis://h1:7000?flush_delay=0",
+			[]string{"redis://h1:7000"}, []string{"redis://h1:7000", "redis://h2:7001"}},
 	}
 	for _, tt := range tests {
 		got, err := parseBenchURL(tt.url)

@@ -76,7 +76,7 @@ func parseBenchURL(raw string) (benchTarget, error) {
 	// The single-node cells run on the first node as a plain Redis, with
 	// the settings that a redis:// URL knows.
 	q := url.Values{}
-	for _, k := range []string{"prefix", "fence_grace", "dial_timeout"} {
+	for _, k := range []string{"prefix", "fence_grace", "dial_timeout", "flush_delay"} {
 		if v, ok := u.Query()[k]; ok {
 			q[k] = v
 		}
