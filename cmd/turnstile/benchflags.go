@@ -229,13 +229,12 @@ acquisitions.
 
 It loads the server: up to 256 workers lock as fast as the server lets them
 (the herd's waiters take turns on one key). Point it at a production server
-only when it can take that. Every key it
-touches is under {bench:RANDOM:...} (RANDOM new for each cell, after the
-URL's prefix), so it cannot collide with real locks: the lock keys are
-released, and their fencing-token keys expire 10s after (by default; the
-URL's fence_grace). It needs permission for INFO (ACL: +info) besides the lock
-scripts. Ctrl-C stops the cell running, releases its locks and prints the
-cells measured so far.
+only when it can take that. Every key it touches is under {bench:RANDOM:...}
+(RANDOM new for each cell, after the URL's prefix), so it cannot collide
+with real locks: the lock keys are released, and their fencing-token keys
+expire 10s after (by default; the URL's fence_grace). It needs permission
+for INFO (ACL: +info) besides the lock scripts. Ctrl-C stops the cell
+running, releases its locks and prints the cells measured so far.
 
 Examples:
   turnstile bench
