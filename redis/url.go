@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/hostlist"
 )
 
 // DefaultDialTimeout bounds connecting when a URL sets no dial_timeout.
@@ -157,32 +157,9 @@ func parseURL(u *url.URL) (rueidis.ClientOption, []Option, error) {
 // parseHosts splits the host part of a URL, host[:port][,host[:port]...],
 // into addresses. An empty host means localhost, as for a single host.
 func parseHosts(hosts string) ([]string, error) {
-	bad := func(format string, a ...any) ([]string, error) {
-		return nil, fmt.Errorf("%w: %s", turnstile.ErrInvalidURL, fmt.Sprintf(format, a...))
-	}
-	entries := strings.Split(hosts, ",")
-	addrs := make([]string, 0, len(entries))
-	for i, e := range entries {
-		if e == "" && len(entries) > 1 {
-			return bad("host %d of %q is empty", i+1, hosts)
-		}
-		// url.URL splits host and port as for a URL of one host, brackets
-		// of IPv6 literals included.
-		h := &url.URL{Host: e}
-		host, port := h.Hostname(), h.Port()
-		if host == "" {
-			host = "localhost"
-		}
-		if port == "" {
-			port = "6379"
-		}
-		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-			return bad("port %q is not a number in [1, 65535]", port)
-		}
-		if _, err := netip.ParseAddr(host); strings.Contains(host, ":") && err != nil {
-			return bad("host %q: want host:port, or [address]:port for IPv6", e)
-		}
-		addrs = append(addrs, net.JoinHostPort(host, port))
+	addrs, err := hostlist.Split(hosts, "6379", "localhost")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", turnstile.ErrInvalidURL, err)
 	}
 	return addrs, nil
 }

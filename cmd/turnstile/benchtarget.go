@@ -3,13 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/turnstilelock/turnstile/internal/hostlist"
 	"github.com/turnstilelock/turnstile/internal/redisproc"
 )
 
@@ -61,7 +61,13 @@ func parseBenchURL(raw string) (benchTarget, error) {
 	if u.Opaque != "" {
 		return t, fmt.Errorf("--url %s: want %s://HOST:PORT", t.name, scheme)
 	}
-	nodes, err := parseBenchHosts(u.Host, scheme != "redlock")
+	// An empty host is localhost for redis:// (as turnstile.Open reads
+	// it) and refused for redlock://.
+	emptyHost := "localhost"
+	if scheme == "redlock" {
+		emptyHost = ""
+	}
+	nodes, err := hostlist.Split(u.Host, "6379", emptyHost)
 	if err != nil {
 		return t, fmt.Errorf("--url %s: %w", t.name, err)
 	}
@@ -86,31 +92,6 @@ func parseBenchURL(raw string) (benchTarget, error) {
 		t.redlock, t.redlockAddrs = raw, addrs
 	}
 	return t, nil
-}
-
-// parseBenchHosts splits host[:port][,host[:port]...] into host:port
-// addresses, the port 6379 where none is given. An empty host is
-// localhost where emptyIsLocal, as redis:// URLs have it.
-func parseBenchHosts(hosts string, emptyIsLocal bool) ([]string, error) {
-	var out []string
-	for _, e := range strings.Split(hosts, ",") {
-		h := &url.URL{Host: e}
-		host, port := h.Hostname(), h.Port()
-		if host == "" {
-			if !emptyIsLocal || strings.Contains(hosts, ",") {
-				return nil, fmt.Errorf("node %q has no host", e)
-			}
-			host = "localhost"
-		}
-		if port == "" {
-			port = "6379"
-		}
-		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-			return nil, fmt.Errorf("port %q is not a number in [1, 65535]", port)
-		}
-		out = append(out, net.JoinHostPort(host, port))
-	}
-	return out, nil
 }
 
 // nodeURL is the URL of the node at hostport of u: u's user, password
