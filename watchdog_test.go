@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -50,7 +51,7 @@ func TestWatchdogBatchesRenewals(t *testing.T) {
 func TestWatchdogWithoutBatchCapability(t *testing.T) {
 	ctx := context.Background()
 	f := newFlaky()
-	c := newClient(t, plain{f}, turnstile.WithTTL(150*time.Millisecond))
+	c := newClient(t, plain{f}, turnstile.WithTTL(200*time.Millisecond))
 	var leases []*turnstile.Lease
 	for i := range 20 {
 		l, err := c.TryAcquire(ctx, fmt.Sprintf("k%d", i))
@@ -192,7 +193,7 @@ func TestExtendChangesRenewal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Extend(ctx, 150*time.Millisecond); err != nil {
+	if err := l.Extend(ctx, 200*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	before := f.extends.Load()
@@ -201,9 +202,9 @@ func TestExtendChangesRenewal(t *testing.T) {
 		t.Fatalf("lease lost: %v", context.Cause(l.Context()))
 	}
 	if got := f.extends.Load() - before; got < 4 {
-		t.Fatalf("%d renewals in 500ms with a 150ms ttl; the watchdog kept the old period", got)
+		t.Fatalf("%d renewals in 500ms with a 200ms ttl; the watchdog kept the old period", got)
 	}
-	if v := l.Validity(); v > 150*time.Millisecond {
+	if v := l.Validity(); v > 200*time.Millisecond {
 		t.Fatalf("validity %v above the new ttl", v)
 	}
 	_ = l.Release(ctx)
@@ -246,14 +247,35 @@ func TestRetryAfterLostReplyIsNotReleasedBehindItsBack(t *testing.T) {
 // after another, each due for renewal later than the scheduler's next
 // look, never wake the scheduler: it looks at its leases once per renewal
 // period at most, not once per lock.
+//
+// The scheduler is first seen asleep on its timer (its next look a
+// renewal period away); from then on, however the goroutines are
+// scheduled, a correct scheduler makes no look at all during the loop,
+// while one woken per lock looks once per lock (the loop yields after
+// each release so that a woken scheduler runs).
 func TestWatchdogSleepsThroughShortLeases(t *testing.T) {
-	c, err := turnstile.New(memory.New(), turnstile.WithTTL(30*time.Second))
+	const ttl = 3 * time.Minute // next look a minute away: far beyond the loop
+	c, err := turnstile.New(memory.New(), turnstile.WithTTL(ttl))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	ctx := context.Background()
+	first, err := c.TryAcquire(ctx, "short:first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !c.WatchdogAsleep(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the watchdog scheduler never went to sleep on its timer while a lease was held")
+		}
+	}
+	before := c.WatchdogScans()
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 	const n = 1000
+	start := time.Now()
 	for i := range n {
 		l, err := c.TryAcquire(ctx, "short:"+strconv.Itoa(i%7))
 		if err != nil {
@@ -262,8 +284,12 @@ func TestWatchdogSleepsThroughShortLeases(t *testing.T) {
 		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
+		runtime.Gosched()
 	}
-	if scans := c.WatchdogScans(); scans > 10 {
-		t.Errorf("the watchdog looked at its leases %d times for %d short leases, want a few", scans, n)
+	if took := time.Since(start); took > ttl/3 {
+		t.Fatalf("%d locks took %v, longer than a renewal period: the scheduler's timer may have fired", n, took)
+	}
+	if scans := c.WatchdogScans() - before; scans != 0 {
+		t.Errorf("the watchdog looked at its leases %d times while %d short leases were taken and released, want none (its next look is a renewal period away)", scans, n)
 	}
 }
