@@ -98,13 +98,17 @@ func (l *Lease) Validity() time.Duration {
 
 // Extend renews the lease for ttl from now, and makes ttl the lease's TTL
 // for later renewals. If the lock is no longer held by this lease the
-// lease is lost and the error matches ErrNotHeld.
+// lease is lost and the error matches ErrNotHeld. After Client.Close the
+// error matches ErrClosed.
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := checkTTL(ttl); err != nil {
 		return err
 	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrInvalidOption)
+	}
+	if l.c.closed.Load() {
+		return l.c.wrap("extend", l.key, ErrClosed)
 	}
 	wd := l.c.wd
 	wd.mu.Lock()
@@ -119,7 +123,7 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	sent := now()
 	ok, err := l.c.backend.Extend(ctx, l.key, l.owner, ttl)
 	if err != nil {
-		return l.c.wrap("extend", l.key, err)
+		return l.c.wrap("extend", l.key, l.c.closedErr(err))
 	}
 	if !ok {
 		wd.lose(l, fmt.Errorf("%w: extend refused, the key is no longer held by this owner", ErrLockLost), false)
@@ -136,10 +140,17 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 // expired, perhaps another owner took it, or it was released already — the
 // error matches ErrNotHeld and nothing is removed from the store. After a
 // network error the lock is no longer renewed and expires after its TTL;
-// Release may be called again.
+// Release may be called again. After Client.Close the error matches
+// ErrClosed and nothing is removed from the store: the lock expires after
+// its TTL.
 func (l *Lease) Release(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrInvalidOption)
+	}
+	if l.c.closed.Load() {
+		// Close stopped renewing the lease, and may have closed the
+		// backend: the lock expires after its TTL.
+		return l.c.wrap("release", l.key, ErrClosed)
 	}
 	wd := l.c.wd
 	wd.mu.Lock()
@@ -157,7 +168,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	ok, err := l.c.releaseInStore(ctx, l)
 	l.c.leaseEnded(l)
 	if err != nil {
-		err = l.c.wrap("release", l.key, err)
+		err = l.c.wrap("release", l.key, l.c.closedErr(err))
 		if report {
 			l.c.emit(l.cfg, Event{Type: EventReleased, Key: l.key, Owner: l.owner, Token: l.token, Err: err})
 		}
@@ -171,6 +182,16 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	if report {
 		l.c.emit(l.cfg, Event{Type: EventReleased, Key: l.key, Owner: l.owner, Token: l.token, Refused: !ok, Err: err})
+	}
+	return err
+}
+
+// closedErr is err, marked as ErrClosed if the Client was closed while the
+// call was on its way: the backend's own error for a closed connection
+// differs from one store to the next.
+func (c *Client) closedErr(err error) error {
+	if c.closed.Load() && !errors.Is(err, ErrClosed) {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	return err
 }

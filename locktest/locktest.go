@@ -91,6 +91,7 @@ func Run(t *testing.T, h Harness) {
 		{"DoReleasesAndReportsLoss", testDo},
 		{"DistinctKeysDoNotContend", testDistinctKeys},
 		{"MultiKeyAllOrNothing", testMultiKey},
+		{"UseAfterClose", testUseAfterClose},
 	}
 	for _, c := range cases {
 		if c.name == "MutualExclusionProcesses" && h.URL == "" {
