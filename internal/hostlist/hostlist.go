@@ -38,7 +38,7 @@ func Split(hosts, defaultPort, emptyHost string) ([]string, error) {
 		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
 			return nil, fmt.Errorf("port %q is not a number in [1, 65535]", port)
 		}
-		if _, err := netip.ParseAddr(host); strings.Contains(host, ":") && err != nil {
+		if _, err := netip.ParseAddr(host); strings.Contains(host, ":") && err != nil || strings.ContainsAny(host, "[]") {
 			return nil, fmt.Errorf("host %q: want host:port, or [address]:port for IPv6", e)
 		}
 		addrs = append(addrs, net.JoinHostPort(host, port))
