@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/redact"
 	"github.com/turnstilelock/turnstile/memory"
 )
 
@@ -57,7 +58,20 @@ func Schemes() []string {
 // Open connects to the backend named by rawURL — "redis://host:port/db",
 // "mem://", and the schemes of every imported backend package — and returns
 // a Client over it. Close on the Client closes the backend.
+//
+// The errors of Open never contain the URL's secrets: the password of
+// its user information and the values of secret query parameters such as
+// password= are masked (as xxxxx) wherever they would appear, in errors of
+// the backend's driver too.
 func Open(ctx context.Context, rawURL string, opts ...Option) (*Client, error) {
+	c, err := openURL(ctx, rawURL, opts)
+	if err != nil {
+		return nil, redact.Error(err, rawURL)
+	}
+	return c, nil
+}
+
+func openURL(ctx context.Context, rawURL string, opts []Option) (*Client, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalidOption)
 	}
@@ -68,10 +82,10 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Client, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("%w: %w", ErrInvalidURL, err)
+		return nil, fmt.Errorf("%w: %q: %w", ErrInvalidURL, redact.URL(rawURL), err)
 	}
 	if u.Scheme == "" {
-		return nil, fmt.Errorf("%w: %q has no scheme (want one of %s)", ErrInvalidURL, rawURL, strings.Join(Schemes(), ", "))
+		return nil, fmt.Errorf("%w: %q has no scheme (want one of %s)", ErrInvalidURL, redact.URL(rawURL), strings.Join(Schemes(), ", "))
 	}
 	registryMu.RLock()
 	open := registry[strings.ToLower(u.Scheme)]
@@ -81,7 +95,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Client, error) {
 	}
 	b, err := open(ctx, u)
 	if err != nil {
-		return nil, fmt.Errorf("turnstile: open %s: %w", u.Redacted(), err)
+		return nil, fmt.Errorf("turnstile: open %s: %w", redact.URL(rawURL), err)
 	}
 	c, err := New(b, opts...)
 	if err != nil {

@@ -1,0 +1,82 @@
+// Package redacttest builds URLs that carry a secret in every place a
+// lock store URL can hold one, for tests that check the secret never
+// shows in what turnstile says.
+package redacttest
+
+import (
+	"net/url"
+	"strings"
+)
+
+// alphabet makes secrets: upper-case letters that no message of
+// turnstile or of its drivers spells six of in a row.
+const alphabet = "QJZVWK"
+
+// Separators are what a secret may have between its two halves: nothing,
+// and the characters that end or split a part of a URL when a user
+// forgets to percent-encode them.
+var Separators = []string{"", "/", "#", "?", "@", ":", "%", "%2F", "%40", " ", "!", "$", "'", "\n"}
+
+// Secret builds a secret from two fuzz inputs and a separator: letters
+// of alphabet, each half at least six long, so that neither half nor the
+// whole can be part of an ordinary message. It returns the secret and the
+// strings that must never appear: the secret and its halves.
+func Secret(a, b []byte, sep string) (string, []string) {
+	h1, h2 := letters(a), letters(b)
+	s := h1 + sep + h2
+	return s, []string{s, h1, h2}
+}
+
+func letters(b []byte) string {
+	var s strings.Builder
+	for _, c := range b {
+		if s.Len() == 24 {
+			break
+		}
+		s.WriteByte(alphabet[int(c)%len(alphabet)])
+	}
+	for s.Len() < 6 {
+		s.WriteByte(alphabet[s.Len()%len(alphabet)])
+	}
+	return s.String()
+}
+
+// URLs returns URLs of scheme for the server at host (host:port or a
+// list) with secret in every place: the password of the user
+// information (also with no user, in the opaque form scheme:user:pw@host
+// and in the scheme-less form //user:pw@host), followed by a path, a
+// query or a fragment; and the value of the query parameters password,
+// sslpassword and token, percent-encoded as a URL needs and as given.
+func URLs(scheme, host, secret string) []string {
+	q := url.QueryEscape(secret)
+	return []string{
+		scheme + "://user:" + secret + "@" + host,
+		scheme + "://:" + secret + "@" + host,
+		scheme + "://user:" + secret + "@" + host + "/0",
+		scheme + "://user:" + secret + "@" + host + "/db?x=1",
+		scheme + "://user:" + secret + "@" + host + "#frag",
+		scheme + "://user:" + url.PathEscape(secret) + "@" + host + "/db",
+		scheme + ":user:" + secret + "@" + host,
+		scheme + ":" + secret + "@" + host,
+		"//user:" + secret + "@" + host,
+		"//:" + secret + "@" + host,
+		"user:" + secret + "@" + host,
+		scheme + "://" + host + "/db?password=" + q,
+		scheme + "://" + host + "/db?sslpassword=" + q,
+		scheme + "://" + host + "/db?sslmode=disable&password=" + q + "&x=1",
+		scheme + "://" + host + "/db?token=" + q,
+		scheme + "://" + host + "?password=" + secret,
+		scheme + "://" + host + "#password=" + q,
+		scheme + "://user:" + secret + "@" + host + "/db?password=" + q,
+	}
+}
+
+// Leak returns the first of never that s contains, or "".
+func Leak(s string, never []string) string {
+	for _, n := range never {
+		if strings.Contains(s, n) {
+			return n
+		}
+	}
+	return ""
+}

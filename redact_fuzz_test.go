@@ -1,0 +1,89 @@
+package turnstile_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/redact/redacttest"
+)
+
+// echoScheme is a backend whose driver repeats everything it was given
+// in its error, as careless drivers do: Open must mask it all the same.
+const echoScheme = "redactecho"
+
+func init() {
+	turnstile.Register(echoScheme, func(_ context.Context, u *url.URL) (driver.Backend, error) {
+		pw, _ := u.User.Password()
+		q := u.Query()
+		return nil, fmt.Errorf("echo: cannot log in to %s as %s with password %s (sslpassword %s, token %s); dsn %s; opaque %s; fragment %s; path %s",
+			u.Host, u.User.Username(), pw, q.Get("sslpassword"), q.Get("token"), u.String(), u.Opaque, u.Fragment, u.Path)
+	})
+}
+
+// FuzzOpenRedacts opens URLs with a secret in every place a URL holds
+// one, for every scheme Open knows, and checks that the secret shows
+// nowhere in the error, and that the error still says what is wrong.
+func FuzzOpenRedacts(f *testing.F) {
+	f.Add([]byte("hunter2"), []byte("correcthorse"), uint8(0), uint8(0))
+	for i := range redacttest.Separators {
+		f.Add([]byte("s3cr3tPW"), []byte("batterystaple"), uint8(i), uint8(i))
+	}
+	schemes := []string{echoScheme, "mem", "nosuchscheme", "redis", "postgres", "mysql", "etcd", "zookeeper", "redlock"}
+	f.Fuzz(func(t *testing.T, a, b []byte, sepIdx, schemeIdx uint8) {
+		sep := redacttest.Separators[int(sepIdx)%len(redacttest.Separators)]
+		scheme := schemes[int(schemeIdx)%len(schemes)]
+		secret, never := redacttest.Secret(a, b, sep)
+		for _, raw := range redacttest.URLs(scheme, "127.0.0.1:1", secret) {
+			c, err := turnstile.Open(context.Background(), raw)
+			if err == nil {
+				// Only mem:// opens, and has nothing to leak into.
+				if c.Close() != nil || !strings.HasPrefix(raw, "mem:") {
+					t.Fatalf("Open(%q) succeeded", raw)
+				}
+				continue
+			}
+			msg := err.Error()
+			if leak := redacttest.Leak(msg, never); leak != "" {
+				t.Fatalf("Open(%q): error %q shows the secret %q", raw, msg, leak)
+			}
+			if !errors.Is(err, turnstile.ErrInvalidURL) && !errors.Is(err, turnstile.ErrUnknownScheme) && !strings.Contains(msg, "echo: cannot log in") {
+				t.Fatalf("Open(%q): error %q is no invalid URL, unknown scheme or driver error", raw, msg)
+			}
+			if !strings.HasPrefix(msg, "turnstile: ") || len(msg) < 30 {
+				t.Fatalf("Open(%q): unclear error %q", raw, msg)
+			}
+		}
+	})
+}
+
+// TestOpenRedactsReported covers the URLs that once showed their
+// password.
+func TestOpenRedactsReported(t *testing.T) {
+	for _, raw := range []string{
+		"redis:default:s3cr3tPW@127.0.0.1:16380",
+		"//:s3cr3tPW@127.0.0.1:16380",
+		"postgres://h/db?password=s3cr3tPW",
+		"mysql:root:s3cr3tPW@127.0.0.1:3306/db",
+		"postgres:u:s3cr3tPW@h/db",
+		"etcd:u:s3cr3tPW@h",
+		"zookeeper:u:s3cr3tPW@h",
+		"redis://u:s3cr3tPW:x@h:abc",
+		"redis://u:s3c#r3tPW@h",
+		echoScheme + "://u:s3cr3tPW@h/db?password=s3cr3tPW",
+	} {
+		_, err := turnstile.Open(context.Background(), raw)
+		if err == nil {
+			t.Fatalf("Open(%q) succeeded", raw)
+		}
+		if strings.Contains(err.Error(), "s3cr3tPW") || strings.Contains(err.Error(), "r3tPW") {
+			t.Errorf("Open(%q) = %q: shows the password", raw, err)
+		}
+		t.Logf("%s", err)
+	}
+}
