@@ -47,6 +47,11 @@ func TestBadInput(t *testing.T) {
 		{"ttl zero", func() error { _, err := c.Acquire(ctx, "k", turnstile.WithTTL(0)); return err }, turnstile.ErrInvalidTTL},
 		{"ttl negative", func() error { _, err := c.Acquire(ctx, "k", turnstile.WithTTL(-time.Second)); return err }, turnstile.ErrInvalidTTL},
 		{"ttl below 1ms", func() error { _, err := c.Acquire(ctx, "k", turnstile.WithTTL(500*time.Microsecond)); return err }, turnstile.ErrInvalidTTL},
+		{"ttl 40ms", func() error { _, err := c.Acquire(ctx, "k", turnstile.WithTTL(40*time.Millisecond)); return err }, turnstile.ErrInvalidTTL},
+		{"ttl just below MinTTL", func() error {
+			_, err := c.Acquire(ctx, "k", turnstile.WithTTL(turnstile.MinTTL-time.Millisecond))
+			return err
+		}, turnstile.ErrInvalidTTL},
 		{"ttl absurd", func() error { _, err := c.Acquire(ctx, "k", turnstile.WithTTL(100*24*time.Hour)); return err }, turnstile.ErrInvalidTTL},
 		{"nil backend", func() error { _, err := turnstile.New(nil); return err }, turnstile.ErrNilBackend},
 		{"nil client acquire", func() error { _, err := nilClient.Acquire(ctx, "k"); return err }, turnstile.ErrNilClient},
@@ -215,7 +220,8 @@ func TestCloseEndsLeases(t *testing.T) {
 // TestConcurrentReleaseAndRenewal races Release against the watchdog.
 func TestConcurrentReleaseAndRenewal(t *testing.T) {
 	ctx := context.Background()
-	c := newClient(t, memory.New(), turnstile.WithTTL(3*time.Millisecond))
+	// Renewals every millisecond, so that many race a Release.
+	c := newClient(t, memory.New(), turnstile.WithTTL(turnstile.MinTTL), turnstile.WithRenewInterval(time.Millisecond))
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Go(func() {

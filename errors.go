@@ -28,7 +28,8 @@ var (
 	// ErrInvalidKey: the key is empty or longer than MaxKeyLen bytes.
 	ErrInvalidKey = errors.New("turnstile: invalid key")
 
-	// ErrInvalidTTL: the TTL is below MinTTL or above MaxTTL.
+	// ErrInvalidTTL: the TTL is below MinTTL (too short to be renewed in
+	// time on a busy host) or above MaxTTL.
 	ErrInvalidTTL = errors.New("turnstile: invalid ttl")
 
 	// ErrInvalidOption: an option has a value that cannot work (negative

@@ -61,7 +61,7 @@ func ExampleLease_Context() {
 	c, _ := turnstile.New(memory.New())
 	defer c.Close()
 
-	lease, _ := c.TryAcquire(ctx, "lock:job:resize", turnstile.WithTTL(50*time.Millisecond), turnstile.WithoutWatchdog())
+	lease, _ := c.TryAcquire(ctx, "lock:job:resize", turnstile.WithTTL(200*time.Millisecond), turnstile.WithoutWatchdog())
 	<-lease.Context().Done() // no watchdog: the lease ends with its TTL
 	fmt.Println(errors.Is(context.Cause(lease.Context()), turnstile.ErrLockLost))
 	// Output:

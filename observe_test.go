@@ -120,7 +120,7 @@ func TestObserverSeesLossAndClose(t *testing.T) {
 	ctx := context.Background()
 	b := memory.New()
 	rec := &recorder{}
-	c, err := turnstile.New(b, turnstile.WithObserver(rec), turnstile.WithTTL(90*time.Millisecond))
+	c, err := turnstile.New(b, turnstile.WithObserver(rec), turnstile.WithTTL(turnstile.MinTTL))
 	if err != nil {
 		t.Fatal(err)
 	}

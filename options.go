@@ -13,8 +13,15 @@ import (
 const (
 	// MaxKeyLen is the longest key, in bytes.
 	MaxKeyLen = 512
-	// MinTTL is the shortest lease TTL.
-	MinTTL = time.Millisecond
+	// MinTTL is the shortest lease TTL. A shorter lease would be lost
+	// on a busy host although its holder is alive: the watchdog renews at
+	// a third of the TTL, and each renewal must reach the store and come
+	// back — a round trip, plus scheduling delays that reach tens of
+	// milliseconds when the host is loaded, plus the clock-drift
+	// allowance — before the TTL minus that allowance runs out. At 200 ms
+	// a renewal may be late by about 130 ms, two renewal periods, and the
+	// lease still holds.
+	MinTTL = 200 * time.Millisecond
 	// MaxTTL is the longest lease TTL. Long jobs keep a short TTL and let the
 	// watchdog renew it; a huge TTL only delays recovery after a crash.
 	MaxTTL = 24 * time.Hour
@@ -297,11 +304,17 @@ func (c *config) apply(opts []Option) error {
 }
 
 func checkTTL(ttl time.Duration) error {
-	if ttl < MinTTL || ttl > MaxTTL {
-		return fmt.Errorf("%w: %v is outside [%v, %v]", ErrInvalidTTL, ttl, MinTTL, MaxTTL)
+	if ttl < MinTTL {
+		return fmt.Errorf("%w: %v is shorter than %v; %s", ErrInvalidTTL, ttl, MinTTL, minTTLReason)
+	}
+	if ttl > MaxTTL {
+		return fmt.Errorf("%w: %v is longer than %v", ErrInvalidTTL, ttl, MaxTTL)
 	}
 	return nil
 }
+
+// minTTLReason says, in error messages, why a TTL under MinTTL is refused.
+const minTTLReason = "a shorter lease would expire before the watchdog could renew it on a busy host (renewal round trip, scheduling delay and clock drift)"
 
 func checkKey(key string) error {
 	if key == "" {

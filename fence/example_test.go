@@ -20,7 +20,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	locks := memory.New()
-	a, _ := turnstile.New(locks, turnstile.WithTTL(50*time.Millisecond), turnstile.WithoutWatchdog())
+	a, _ := turnstile.New(locks, turnstile.WithTTL(200*time.Millisecond), turnstile.WithoutWatchdog())
 	defer a.Close()
 	b, _ := turnstile.New(locks)
 	defer b.Close()

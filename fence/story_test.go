@@ -77,7 +77,7 @@ func TestGCPauseStory(t *testing.T) {
 			ctx := ctxFor(t, 30*time.Second)
 			s := newStore(t)
 			b := memory.New()
-			clientA := client(t, b, turnstile.WithTTL(100*time.Millisecond), turnstile.WithoutWatchdog())
+			clientA := client(t, b, turnstile.WithTTL(turnstile.MinTTL), turnstile.WithoutWatchdog())
 			clientB := client(t, b)
 
 			a, err := clientA.Acquire(ctx, resource)

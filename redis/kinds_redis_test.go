@@ -372,10 +372,10 @@ func TestReentrantShortInnerLease(t *testing.T) {
 	if _, ok, err := r.Acquire(ctx, k, "o", time.Minute); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	if _, ok, err := r.Acquire(ctx, k, "o", 50*time.Millisecond); !ok || err != nil {
+	if _, ok, err := r.Acquire(ctx, k, "o", turnstile.MinTTL); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	if ok, err := r.Extend(ctx, k, "o", 50*time.Millisecond); !ok || err != nil {
+	if ok, err := r.Extend(ctx, k, "o", turnstile.MinTTL); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	if ok, err := r.Release(ctx, k, "o"); !ok || err != nil {

@@ -101,7 +101,7 @@ func extendMany(ctx context.Context, reqs []driver.ExtendRequest, mk func(driver
 }
 
 // checkLease refuses, before any round trip, what the kinds' scripts
-// cannot work with: an empty key or owner, or a TTL under a millisecond.
+// cannot work with: an empty key or owner, or a TTL under turnstile.MinTTL.
 func checkLease(ctx context.Context, key, owner string, ttl time.Duration) error {
 	if err := checkOwner(ctx, key, owner); err != nil {
 		return err

@@ -93,7 +93,10 @@ func (o *runOptions) check(waitSet bool) error {
 		return errors.New("--key is required and must not be empty")
 	case len(o.key) > turnstile.MaxKeyLen:
 		return fmt.Errorf("--key is %d bytes long, the limit is %d", len(o.key), turnstile.MaxKeyLen)
-	case o.ttl < turnstile.MinTTL || o.ttl > turnstile.MaxTTL:
+	case o.ttl < turnstile.MinTTL:
+		return fmt.Errorf("--ttl %v is outside [%v, %v]: the lease is renewed every third of its TTL, and a shorter one would be lost on a busy host before a renewal got back from the store",
+			o.ttl, turnstile.MinTTL, turnstile.MaxTTL)
+	case o.ttl > turnstile.MaxTTL:
 		return fmt.Errorf("--ttl %v is outside [%v, %v]", o.ttl, turnstile.MinTTL, turnstile.MaxTTL)
 	case waitSet && o.noWait:
 		return errors.New("--wait and --no-wait exclude each other")
@@ -140,11 +143,16 @@ environment, plus:
                    every earlier holder of the key. Pass it to the storage
                    COMMAND writes to, so that it can refuse late writes from
                    a holder that lost the lock.
-SIGINT, SIGTERM and SIGHUP sent to turnstile are passed on to COMMAND's
-process group; when COMMAND exits, the lock is released and turnstile exits
-with COMMAND's status. Processes COMMAND leaves running in the background are
-not waited for and do not hold the lock. On Linux, COMMAND gets SIGKILL if
-turnstile itself is killed, since nothing renews the lease any more.
+SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to turnstile are passed on to
+COMMAND's process group; when COMMAND exits, the lock is released and
+turnstile exits with COMMAND's status. Processes COMMAND leaves running in the
+background are not waited for and do not hold the lock.
+
+If turnstile itself is killed (SIGKILL, the OOM killer), nothing renews the
+lease any more. On Linux, the small supervisor process that starts COMMAND
+for turnstile then kills COMMAND's process group and every process COMMAND
+started, even one that left the group or is stopped, within milliseconds.
+On other systems they keep running after turnstile dies.
 
 Flags:
   --backend URL  the lock store (default: $TURNSTILE_BACKEND, else
