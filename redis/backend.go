@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,10 +69,30 @@ func Dial(ctx context.Context, opt rueidis.ClientOption, opts ...Option) (*Backe
 		if client != nil { // ForceSingleClient returns a client even when dialling failed
 			client.Close()
 		}
-		return nil, fmt.Errorf("redis: connect to %v: %w", opt.InitAddress, err)
+		return nil, connectError(opt, err)
 	}
 	c := &rueidisConn{c: client, owns: true}
 	return &Backend{conn: c, cfg: cfg, watchers: watchersFor(c)}, nil
+}
+
+// connectError says why connecting to opt.InitAddress failed, naming the
+// address(es) tried: a database the server does not have is a mistake in
+// the options (turnstile.ErrInvalidURL), not an outage, and a server that
+// answers with something other than RESP is not Redis at all.
+func connectError(opt rueidis.ClientOption, err error) error {
+	addr := strings.Join(opt.InitAddress, ",")
+	if addr == "" {
+		addr = "(no address)"
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "DB index is out of range"):
+		return fmt.Errorf("%w: redis at %s has no database %d (%s): the server's \"databases\" setting bounds the database number",
+			turnstile.ErrInvalidURL, addr, opt.SelectDB, msg)
+	case strings.HasPrefix(msg, "received unknown message type") || strings.HasPrefix(msg, "received unexpected"):
+		return fmt.Errorf("redis: %s does not speak the Redis protocol (%s): is the address another kind of server?", addr, msg)
+	}
+	return fmt.Errorf("redis: connect to %s: %w", addr, err)
 }
 
 func newBackend(c conn, opts []Option) (*Backend, error) {
@@ -105,7 +126,15 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 		c.keys = append(c.keys, b.marker(c.keys[0]))
 		c.args = append(c.args, millis(b.cfg.quarantine))
 	}
-	tok, err := b.conn.eval(ctx, acquireScript, c)
+	sctx, stop := settling(ctx)
+	tok, err := b.conn.eval(sctx, acquireScript, c)
+	stop()
+	if err == nil && ctx.Err() != nil {
+		// The caller gave up while the script ran: it has its outcome, an
+		// error, and releases what the script may have taken; that
+		// release now reaches the server after the script.
+		err = ctx.Err()
+	}
 	if err != nil {
 		return 0, false, err
 	}
