@@ -22,17 +22,25 @@ var errWaitExpired = errors.New("--wait expired")
 // the lease; when either is missing it has said why on stderr and returns
 // the exit code.
 func (o *runOptions) acquire(ctx context.Context, stderr io.Writer) (*turnstile.Client, *turnstile.Lease, int) {
-	c, err := turnstile.Open(ctx, o.backend, append([]turnstile.Option{turnstile.WithTTL(o.ttl)}, o.clientOpts...)...)
-	if err != nil {
-		return nil, nil, o.fail(ctx, stderr, err)
-	}
-
+	// --wait bounds the whole wait, connecting included: a store that
+	// accepts connections and never answers must not hold turnstile for
+	// the dial timeout when the caller asked to wait less.
 	wctx := ctx
 	if o.wait > 0 {
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithTimeoutCause(ctx, o.wait, errWaitExpired)
 		defer cancel()
 	}
+	c, err := turnstile.Open(wctx, o.backend, append([]turnstile.Option{turnstile.WithTTL(o.ttl)}, o.clientOpts...)...)
+	if err != nil {
+		if errors.Is(context.Cause(wctx), errWaitExpired) {
+			// The store never answered: it is unavailable, not busy.
+			fmt.Fprintf(stderr, "turnstile run: lock store unavailable: no answer within --wait %v: %s\n", o.wait, describe(err))
+			return nil, nil, exitUnavailable
+		}
+		return nil, nil, o.fail(wctx, stderr, err)
+	}
+
 	// One attempt first, even when waiting: a store that cannot be reached
 	// is reported at once instead of being retried for the whole wait.
 	lease, err := c.TryAcquire(wctx, o.key)

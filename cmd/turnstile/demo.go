@@ -176,6 +176,10 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 		mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		defer stop()
 		obs, _, err := serveMetrics(mctx, o.metricsAddr, stderr)
+		if errors.Is(err, errMetricsListen) {
+			fmt.Fprintf(stderr, "turnstile demo: %v\nRun \"turnstile demo -h\" for usage.\n", err)
+			return exitUsage
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "turnstile demo: %v\n", err)
 			return exitUnavailable

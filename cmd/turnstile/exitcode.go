@@ -19,9 +19,11 @@ const exitCodeHelp = `Exit status:
   0-255  the command's own exit status, when it ran to its end while the
          lock was held (a command that itself exits 64, 69, 75 or 79 cannot
          be told apart from turnstile; the message on stderr can)
-  64     usage error: bad flag, duration, key or backend URL, missing "--"
-         or command
-  69     the lock store is unreachable or failing
+  64     usage error: bad flag, duration, key or backend URL (a database
+         the server does not have included), a --ttl under 200ms, a
+         --metrics-addr that cannot be listened on, missing "--" or command
+  69     the lock store is unreachable or failing, or did not answer
+         within --wait
   75     lock not acquired: another owner holds it (--no-wait), or --wait
          expired
   79     lease lost: the lock was lost while the command ran (the command

@@ -17,6 +17,10 @@ import (
 // errMetricsAddr marks a --metrics-addr that is not host:port.
 var errMetricsAddr = errors.New("--metrics-addr wants host:port, e.g. :9100 or 127.0.0.1:0")
 
+// errMetricsListen marks a --metrics-addr that cannot be listened on: in
+// use already, or not an address of this host. It is a usage error.
+var errMetricsListen = errors.New("cannot serve metrics")
+
 // checkMetricsAddr rejects a --metrics-addr that cannot be listened on,
 // before anything starts.
 func checkMetricsAddr(addr string) error {
@@ -46,7 +50,13 @@ func serveMetrics(ctx context.Context, addr string, stderr io.Writer) (turnstile
 	}
 	bound, err := metrics.Serve(ctx, addr, reg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("metrics: %w", err)
+		// Address in use, or not one of this host's: the flag is wrong,
+		// not the lock store. The net error names the address already.
+		var op *net.OpError
+		if errors.As(err, &op) {
+			err = op.Err
+		}
+		return nil, nil, fmt.Errorf("%w: --metrics-addr %q: %v", errMetricsListen, addr, err)
 	}
 	fmt.Fprintf(stderr, "turnstile: metrics on http://%s%s\n", bound, metrics.Path)
 	return turnstile.WithObserver(m), bound, nil

@@ -49,6 +49,10 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 		mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		defer stop()
 		obs, _, err := serveMetrics(mctx, o.metricsAddr, stderr)
+		if errors.Is(err, errMetricsListen) {
+			fmt.Fprintf(stderr, "turnstile run: %v\nRun \"turnstile run -h\" for usage.\n", err)
+			return exitUsage
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "turnstile run: %v\n", err)
 			return exitUnavailable
