@@ -1,7 +1,6 @@
-// Package events publishes turnstile lock events to Kafka (SPEC S-3
-// LockEventPublisher, S-4.6): one record per event on the topic
-// "lock-events", the lock key as the record key, the value a versioned
-// JSON Event.
+// Package events publishes turnstile lock events to Kafka: one record per
+// event on the topic "lock-events", the lock key as the record key, the
+// value a versioned JSON Event.
 //
 //	k, err := events.NewKafka([]string{"kafka1:9092", "kafka2:9092"})
 //	defer k.Close()
@@ -42,5 +41,7 @@
 //
 // Delivery is at least once (a retried publish, a relay that died after
 // publishing). Every event carries a unique ID: a consumer that must not
-// act twice remembers the ids it has seen. Check Version first.
+// act twice remembers the ids it has seen. Check Version first: Decode
+// does, and refuses anything but a well-formed event of this package's
+// Version with a *FieldError that names the field at fault.
 package events

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/turnstilelock/turnstile"
 )
 
 // Topic is the Kafka topic lock events go to unless WithTopic names
-// another (SPEC S-4.6).
+// another.
 const Topic = "lock-events"
 
 // Version is the version of the JSON shape of Event that this package
@@ -102,23 +103,34 @@ func FromLock(e turnstile.Event) (ev Event, ok bool) {
 	return ev, true
 }
 
-// Validate reports, wrapping ErrInvalidEvent, an event that no consumer
-// could use: a version other than Version, an empty ID or key, an
-// unknown type or a zero timestamp.
+// Validate reports, as a *FieldError (which matches ErrInvalidEvent), an
+// event that no consumer could use or that JSON cannot carry unchanged: a
+// version other than Version, an empty ID or key, an unknown type, a zero
+// timestamp or one outside the years 0 to 9999, or a string field that is
+// not valid UTF-8 (JSON would replace its bad bytes).
 func (ev Event) Validate() error {
 	switch {
 	case ev.Version != Version:
-		return fmt.Errorf("%w: version %d, want %d", ErrInvalidEvent, ev.Version, Version)
+		return &FieldError{Field: "version", Reason: fmt.Sprintf("version %d, want %d", ev.Version, Version)}
 	case ev.ID == "":
-		return fmt.Errorf("%w: empty id", ErrInvalidEvent)
+		return &FieldError{Field: "id", Reason: "empty"}
 	case ev.Key == "":
-		return fmt.Errorf("%w: empty key", ErrInvalidEvent)
+		return &FieldError{Field: "key", Reason: "empty"}
 	case ev.Timestamp.IsZero():
-		return fmt.Errorf("%w: zero timestamp (event %s)", ErrInvalidEvent, ev.ID)
+		return &FieldError{Field: "timestamp", Reason: "zero"}
+	case ev.Timestamp.Year() < 0 || ev.Timestamp.Year() > 9999:
+		return &FieldError{Field: "timestamp", Reason: "outside the years 0 to 9999"}
+	}
+	for _, f := range [...]struct{ name, v string }{
+		{"id", ev.ID}, {"type", ev.Type}, {"key", ev.Key}, {"owner", ev.Owner}, {"backend", ev.Backend}, {"error", ev.Error},
+	} {
+		if !utf8.ValidString(f.v) {
+			return &FieldError{Field: f.name, Reason: "not valid UTF-8"}
+		}
 	}
 	switch ev.Type {
 	case TypeAcquired, TypeReleased, TypeExtended, TypeLost, TypeFailed:
 		return nil
 	}
-	return fmt.Errorf("%w: unknown type %q (event %s)", ErrInvalidEvent, ev.Type, ev.ID)
+	return &FieldError{Field: "type", Reason: fmt.Sprintf("unknown type %.40q", ev.Type)}
 }
