@@ -1,5 +1,5 @@
-// Package outbox makes a database change and its lock event atomic
-// (SPEC S-4.6): the event is written to the table turnstile_outbox in the
+// Package outbox makes a database change and its lock event atomic: the
+// event is written to the table turnstile_outbox in the
 // change's own PostgreSQL transaction (Add), and a Relay publishes it
 // afterwards — if and only if the transaction committed.
 //
@@ -42,7 +42,8 @@
 // # Order
 //
 // One key's events are published in the order of their row ids, even
-// with several relays: a relay takes up a key only at its oldest unsent
+// with several relays (less rows moved to the dead-letter table, see
+// below): a relay takes up a key only at its oldest unsent
 // row, which it locks, and while that lock is held no other relay takes
 // any row of the key — the later rows are not the oldest — until the
 // batch is sent and committed, or given back whole. Within a batch the
@@ -54,6 +55,33 @@
 // in no particular order. When a relay fails after part of a batch
 // reached the broker, a consumer may see those events again, in order,
 // after the first copies; dropping repeated IDs restores the order.
+//
+// # Undecodable rows: the dead-letter table
+//
+// A row the relay cannot decode — a payload that is not a valid event of
+// this package's events.Version (events.Decode), or an event whose key is
+// not the row's key — is never published, and never stops the relay. In
+// the claiming transaction it is moved to the table
+// turnstile_outbox_dead, with the reason (which names the field at
+// fault); when the transaction commits, the relay logs one line at error
+// level (row id, key, reason) and counts it: DeadLettered, and with
+// WithRegisterer the counter turnstile_outbox_dead_lettered_total, which
+// is worth an alert. If the batch fails instead, the move is rolled back
+// with the rest of it, and neither logged nor counted. Add writes only
+// rows a relay can decode; these rows come from elsewhere: a hand edit, a
+// bug, or an event of a newer version added while an older relay runs
+// (upgrade relays before the writers).
+//
+// The later events of the dead row's key are published without it: a
+// bad row holds up nothing, neither other keys nor its own. For the
+// order of its key this means a gap: consumers see that key's events in
+// order, less the dead one. To replay it, fix its payload in place
+// (UPDATE turnstile_outbox_dead SET payload = ... WHERE id = ...) and
+// call Requeue, which checks it as the relay would and moves it back to
+// the outbox as a new row: it is then published after every event its
+// key had in the outbox at that moment, out of its original place (its
+// timestamp still tells when it happened). Dead rows stay until deleted
+// or requeued; Purge does not touch them.
 //
 // # Latency
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,6 +129,10 @@ func TestAddInvalid(t *testing.T) {
 	bad := events.New(events.TypeAcquired, "")
 	if err := outbox.Add(ctx, pool, bad); !errors.Is(err, events.ErrInvalidEvent) {
 		t.Fatalf("Add of an event without key = %v, want ErrInvalidEvent", err)
+	}
+	nul := events.New(events.TypeAcquired, "lock:\x00")
+	if err := outbox.Add(ctx, pool, nul); !errors.Is(err, events.ErrInvalidEvent) || !strings.Contains(err.Error(), `field "key"`) {
+		t.Fatalf("Add of a key with a NUL byte = %v, want ErrInvalidEvent naming field \"key\"", err)
 	}
 	var nilPool *pgxpool.Pool
 	for name, q := range map[string]outbox.Querier{"nil": nil, "typed nil": nilPool} {

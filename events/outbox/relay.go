@@ -3,23 +3,28 @@ package outbox
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/events"
 )
 
-//go:embed lease.sql
-var leaseSQL string
+var (
+	//go:embed lease.sql
+	leaseSQL string
+	//go:embed dead.sql
+	deadSQL string
+)
 
 // ErrNoTable: the outbox table does not exist; run Migrate.
 var ErrNoTable = errors.New("turnstile/outbox: table turnstile_outbox missing (run Migrate)")
@@ -35,7 +40,9 @@ type Relay struct {
 	claim time.Duration
 	log   *slog.Logger
 
-	listens bool
+	listens      bool
+	deadLettered atomic.Uint64
+	deadCounter  prometheus.Counter // nil without WithRegisterer
 }
 
 // An Option configures NewRelay.
@@ -93,8 +100,35 @@ func WithoutListen() Option {
 	}
 }
 
+// WithRegisterer registers with reg the counter
+// turnstile_outbox_dead_lettered_total: rows moved to the dead-letter
+// table because they could not be decoded (see DeadLettered). Relays
+// given the same registerer share the counter. Default: no metrics.
+func WithRegisterer(reg prometheus.Registerer) Option {
+	return func(r *Relay) error {
+		if isNil(reg) {
+			return fmt.Errorf("%w: nil prometheus registerer", turnstile.ErrInvalidOption)
+		}
+		c := prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "turnstile_outbox_dead_lettered_total",
+			Help: "Outbox rows a relay could not decode and moved to turnstile_outbox_dead.",
+		})
+		if err := reg.Register(c); err != nil {
+			are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err)
+			if !ok {
+				return fmt.Errorf("turnstile/outbox: register metrics: %w", err)
+			}
+			if c, ok = are.ExistingCollector.(prometheus.Counter); !ok {
+				return fmt.Errorf("turnstile/outbox: register metrics: %w", err)
+			}
+		}
+		r.deadCounter = c
+		return nil
+	}
+}
+
 // WithLogger sets where failed batches (the relay retries them) and
-// undecodable rows are logged. Default slog.Default().
+// dead-lettered rows (one line each) are logged. Default slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return func(r *Relay) error {
 		if l == nil {
@@ -142,7 +176,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	wait := r.poll
 	for {
-		n, err := r.RunOnce(ctx)
+		_, n, err := r.runOnce(ctx)
 		if ctx.Err() != nil {
 			return fmt.Errorf("turnstile/outbox: relay: %w", ctx.Err())
 		}
@@ -174,12 +208,21 @@ func (r *Relay) Run(ctx context.Context) error {
 
 // RunOnce relays one batch: it claims up to the batch size of the oldest
 // unsent rows, publishes those no other relay's rows precede, marks them
-// sent and commits, and returns how many it sent. On an error nothing is
-// marked; events already handed to the broker will be sent again.
+// sent and commits, and returns how many it sent. Rows it cannot decode
+// are moved to the dead-letter table in the same transaction (see the
+// package doc). On an error nothing is marked or moved; events already
+// handed to the broker will be sent again.
 func (r *Relay) RunOnce(ctx context.Context) (int, error) {
+	n, _, err := r.runOnce(ctx)
+	return n, err
+}
+
+// runOnce is RunOnce, and also returns how many rows it claimed (sent or
+// dead-lettered).
+func (r *Relay) runOnce(ctx context.Context) (sent, claimed int, err error) {
 	tx, err := r.pool.Begin(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("turnstile/outbox: begin: %w", err)
+		return 0, 0, fmt.Errorf("turnstile/outbox: begin: %w", err)
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -188,16 +231,17 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	}()
 	idle := strconv.FormatInt((2 * r.claim).Milliseconds(), 10)
 	if _, err := tx.Exec(ctx, leaseSQL, idle); err != nil {
-		return 0, fmt.Errorf("turnstile/outbox: claim: %w", err)
+		return 0, 0, fmt.Errorf("turnstile/outbox: claim: %w", err)
 	}
 	rows, err := tx.Query(ctx, claimSQL, r.batch)
 	if err != nil {
-		return 0, r.claimErr(err)
+		return 0, 0, r.claimErr(err)
 	}
 	var (
-		ids  []int64
-		evs  []events.Event
-		held map[string]bool // keys of undecodable rows: later rows wait too
+		ids, deadIDs []int64
+		evs          []events.Event
+		reasons      []string
+		deadKeys     []string
 	)
 	for rows.Next() {
 		var (
@@ -207,49 +251,61 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 		)
 		if err := rows.Scan(&id, &key, &payload); err != nil {
 			rows.Close()
-			return 0, fmt.Errorf("turnstile/outbox: claim: %w", err)
+			return 0, 0, fmt.Errorf("turnstile/outbox: claim: %w", err)
 		}
-		if held[key] {
-			continue
-		}
-		var ev events.Event
-		err := json.Unmarshal(payload, &ev)
-		if err == nil {
-			err = ev.Validate()
-		}
+		claimed++
+		ev, err := decodeRow(key, payload)
 		if err != nil {
-			r.log.Error("turnstile/outbox: undecodable row left unsent; later events of its key wait for it", "id", id, "key", key, "err", err)
-			if held == nil {
-				held = map[string]bool{}
-			}
-			held[key] = true
+			deadIDs, deadKeys, reasons = append(deadIDs, id), append(deadKeys, key), append(reasons, err.Error())
 			continue
 		}
 		ids, evs = append(ids, id), append(evs, ev)
 	}
 	if err := rows.Err(); err != nil {
-		return 0, r.claimErr(err)
+		return 0, 0, r.claimErr(err)
 	}
-	if len(evs) == 0 {
-		return 0, nil
+	if claimed == 0 {
+		return 0, 0, nil
 	}
-	pctx, cancel := context.WithTimeout(ctx, r.claim)
-	err = r.pub.Publish(pctx, evs...)
-	cancel()
-	if err != nil {
-		return 0, fmt.Errorf("turnstile/outbox: publish %d events: %w", len(evs), err)
+	if len(evs) > 0 {
+		pctx, cancel := context.WithTimeout(ctx, r.claim)
+		err = r.pub.Publish(pctx, evs...)
+		cancel()
+		if err != nil {
+			return 0, 0, fmt.Errorf("turnstile/outbox: publish %d events: %w", len(evs), err)
+		}
 	}
 	// Published: record it even if ctx ends now, or the batch is sent twice.
 	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.claim)
 	defer cancel()
-	if _, err := tx.Exec(mctx, markSQL, ids); err != nil {
-		return 0, fmt.Errorf("turnstile/outbox: mark %d events sent: %w", len(ids), err)
+	if len(deadIDs) > 0 {
+		if _, err := tx.Exec(mctx, deadSQL, deadIDs, reasons); err != nil {
+			return 0, 0, fmt.Errorf("turnstile/outbox: move %d undecodable rows to turnstile_outbox_dead: %w", len(deadIDs), err)
+		}
+	}
+	if len(ids) > 0 {
+		if _, err := tx.Exec(mctx, markSQL, ids); err != nil {
+			return 0, 0, fmt.Errorf("turnstile/outbox: mark %d events sent: %w", len(ids), err)
+		}
 	}
 	if err := tx.Commit(mctx); err != nil {
-		return 0, fmt.Errorf("turnstile/outbox: mark %d events sent: %w", len(ids), err)
+		return 0, 0, fmt.Errorf("turnstile/outbox: mark %d events sent, %d rows dead: %w", len(ids), len(deadIDs), err)
 	}
-	return len(evs), nil
+	// Once per row, after the commit: a batch retried logs nothing twice.
+	for i, id := range deadIDs {
+		r.log.Error("turnstile/outbox: undecodable row moved to turnstile_outbox_dead; later events of its key are published without it (outbox.Requeue puts it back once fixed)",
+			"id", id, "key", deadKeys[i], "err", reasons[i])
+	}
+	r.deadLettered.Add(uint64(len(deadIDs)))
+	if r.deadCounter != nil {
+		r.deadCounter.Add(float64(len(deadIDs)))
+	}
+	return len(evs), claimed, nil
 }
+
+// DeadLettered returns how many undecodable rows this relay moved to the
+// dead-letter table turnstile_outbox_dead.
+func (r *Relay) DeadLettered() uint64 { return r.deadLettered.Load() }
 
 func (r *Relay) claimErr(err error) error {
 	if pe, ok := errors.AsType[*pgconn.PgError](err); ok && pe.Code == "42P01" {

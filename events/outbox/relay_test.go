@@ -320,35 +320,6 @@ func TestRelayPublishFails(t *testing.T) {
 	waitPending(t, pool, int64(len(want)))
 }
 
-// TestUndecodableRow: a row the relay cannot decode stays unsent and holds
-// back the later rows of its key, not those of other keys.
-func TestUndecodableRow(t *testing.T) {
-	_, pool := newDB(t)
-	ctx := ctxFor(t, 10*time.Second)
-	if _, err := pool.Exec(ctx, `INSERT INTO turnstile_outbox (event_id, key, payload) VALUES ('x', 'lock:bad', '{"version": 7}')`); err != nil {
-		t.Fatal(err)
-	}
-	after := events.New(events.TypeReleased, "lock:bad")
-	other := events.New(events.TypeAcquired, "lock:good")
-	for _, ev := range []events.Event{after, other} {
-		if err := outbox.Add(ctx, pool, ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var mp memPublisher
-	r, err := outbox.NewRelay(pool, &mp, outbox.WithLogger(discard()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, err := r.RunOnce(ctx); n != 1 || err != nil {
-		t.Fatalf("RunOnce = %d, %v; want 1, nil", n, err)
-	}
-	if len(mp.evs) != 1 || mp.evs[0].ID != other.ID {
-		t.Fatalf("published %+v, want only %s", mp.evs, other.ID)
-	}
-	waitPending(t, pool, 2)
-}
-
 func TestRelayNoTable(t *testing.T) {
 	pool := createDB(t)
 	r, err := outbox.NewRelay(pool, &memPublisher{})

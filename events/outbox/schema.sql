@@ -24,6 +24,20 @@ CREATE INDEX IF NOT EXISTS turnstile_outbox_unsent_key
 CREATE INDEX IF NOT EXISTS turnstile_outbox_sent
 	ON turnstile_outbox (sent_at) WHERE sent_at IS NOT NULL;
 
+-- Rows a relay could not decode (not a valid event, or an event whose key
+-- is not the row's key), moved here by the relay with the reason; the
+-- later rows of their keys are published without them. Requeue moves a
+-- row back, after its payload was fixed.
+CREATE TABLE IF NOT EXISTS turnstile_outbox_dead (
+	id         bigint      PRIMARY KEY, -- its id in turnstile_outbox
+	event_id   text        NOT NULL,
+	key        text        NOT NULL,
+	payload    jsonb       NOT NULL,
+	created_at timestamptz NOT NULL,
+	dead_at    timestamptz NOT NULL DEFAULT now(),
+	reason     text        NOT NULL
+);
+
 -- Wakes relays (LISTEN turnstile_outbox) when rows are added; the
 -- notice is sent when the adding transaction commits, once per
 -- transaction.

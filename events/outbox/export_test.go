@@ -1,0 +1,4 @@
+package outbox
+
+// DecodeRow is decodeRow, for the fuzz tests.
+var DecodeRow = decodeRow
