@@ -15,10 +15,11 @@ import (
 	"github.com/turnstilelock/turnstile"
 )
 
-// The image-resizing incident of SPEC S-13, time scaled by 1/50: a fixed
-// 5 s TTL becomes 100 ms, jobs of 0.5-30 s become 10-600 ms.
+// The image-resizing incident of SPEC S-13, time scaled by 1/25: a fixed
+// 5 s TTL becomes 200 ms (turnstile.MinTTL), jobs of 0.5-30 s become
+// 20-1200 ms.
 const (
-	longScale   = 50
+	longScale   = 25
 	longTTL     = 5 * time.Second / longScale
 	longServers = 3
 )

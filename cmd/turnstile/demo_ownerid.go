@@ -19,12 +19,12 @@ const (
 	ownerProcs  = 5
 	ownerRounds = 4
 	ownerName   = "Thread-42"
-	ownerTTL    = 60 * time.Millisecond
+	ownerTTL    = 200 * time.Millisecond // turnstile.MinTTL
 )
 
 // ownerWork is how long each round holds the lock; rounds longer than
 // ownerTTL outlive their lock, as jobs do that run late.
-var ownerWork = []time.Duration{20 * time.Millisecond, 90 * time.Millisecond, 35 * time.Millisecond, 110 * time.Millisecond}
+var ownerWork = []time.Duration{70 * time.Millisecond, 300 * time.Millisecond, 120 * time.Millisecond, 360 * time.Millisecond}
 
 // ownerParams is what each of the five processes needs to know.
 type ownerParams struct {
