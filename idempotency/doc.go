@@ -13,11 +13,11 @@
 //	case err != nil: // charge failed (nothing stored, a retry charges again) or the store failed
 //	}
 //
-// This is the answer to a client that retries after a timeout (SPEC
-// S-0.2): the retry carries the same request id, so the charge runs once
-// and the retry gets the first charge's receipt. An idempotency key makes
-// one request safe to repeat; a lock (package turnstile) serialises
-// different requests on one resource. Payments need both.
+// This is the answer to a client that retries after a timeout: the retry
+// carries the same request id, so the charge runs once and the retry gets
+// the first charge's receipt. An idempotency key makes one request safe
+// to repeat; a lock (package turnstile) serialises different requests on
+// one resource. Payments need both.
 //
 // # How a key is claimed
 //

@@ -28,6 +28,15 @@ var (
 	// pool.
 	ErrNilClient = errors.New("turnstile/idempotency: nil client")
 
+	// ErrBadRecord: what the store holds for a request key is neither a
+	// claim nor a result this package wrote (a hand edit, another
+	// program's key, a row changed by hand). Do fails with it rather than
+	// guess: it neither runs fn nor replays on such a record. The error
+	// names the part at fault (the value's tag or claim owner on Redis;
+	// the column state, result or claim_owner on PostgreSQL), never the
+	// stored result. Delete the record to let the request run again.
+	ErrBadRecord = errors.New("turnstile/idempotency: stored record unreadable")
+
 	// ErrNilFunc: Do was given a nil fn.
 	ErrNilFunc = errors.New("turnstile/idempotency: nil fn")
 )

@@ -13,7 +13,7 @@ import (
 )
 
 // paymentService charges a card once per request id, however often the
-// client retries (SPEC S-0.2).
+// client retries.
 type paymentService struct {
 	store    idempotency.Store
 	charges  atomic.Int64  // what the card network saw

@@ -170,14 +170,14 @@ func (b *pgBackend) claim(ctx context.Context, key, owner string) (outcome, erro
 			continue
 		case err != nil:
 			return outcome{}, err
-		case st == "running" && holder != nil && *holder == owner:
-			return outcome{state: claimed}, nil
-		case expired:
-			continue
-		case st == "done":
-			return outcome{state: done, result: result}, nil
 		}
-		return outcome{state: running}, nil
+		o, retry, err := pgOutcome(st, result, holder, expired, owner)
+		if err != nil {
+			return outcome{}, fmt.Errorf("row of turnstile_idempotency: %w", err)
+		}
+		if !retry {
+			return o, nil
+		}
 	}
 	return outcome{}, fmt.Errorf("the row changed under %d claim attempts in a row", claimAttempts)
 }

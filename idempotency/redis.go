@@ -5,7 +5,6 @@ import (
 	_ "embed" // the Lua scripts
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -97,12 +96,12 @@ func (b *redisBackend) claim(ctx context.Context, key, owner string) (outcome, e
 		return outcome{state: claimed}, nil
 	case err != nil:
 		return outcome{}, err
-	case strings.HasPrefix(v, resultTag):
-		return outcome{state: done, result: []byte(v[len(resultTag):])}, nil
-	case strings.HasPrefix(v, claimTag):
-		return outcome{state: running}, nil
 	}
-	return outcome{}, fmt.Errorf("redis key %q holds a value that is neither a claim nor a result", RedisKeyPrefix+key)
+	o, err := redisOutcome(v)
+	if err != nil {
+		return outcome{}, fmt.Errorf("redis key %q: %w", RedisKeyPrefix+key, err)
+	}
+	return o, nil
 }
 
 func (b *redisBackend) renew(ctx context.Context, key, owner string) (bool, error) {
