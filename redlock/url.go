@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/hostlist"
 	"github.com/turnstilelock/turnstile/redis"
 )
 
@@ -28,10 +28,10 @@ func init() {
 //	redlock://[user:password@]host1[:port1],host2[:port2],...[/db][?node_timeout=50ms&quarantine=35s&fencing=on&prefix=app:&fence_grace=10s&dial_timeout=5s&flush_delay=20us]
 //
 // Ports default to 6379, the database to 0; user, password and database
-// apply to every node. Hosts are names or IPv4 addresses (url.Parse
-// refuses IPv6 literals in a list). flush_delay is each node client's
-// write batching, as for redis:// (default redis.DefaultFlushDelay, 0
-// off).
+// apply to every node. Hosts are names or IPv4 addresses; a lone node may
+// be a bracketed IPv6 address (url.Parse refuses them in a list).
+// flush_delay is each node client's write batching, as for redis://
+// (default redis.DefaultFlushDelay, 0 off).
 func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
 	addrs, opt, opts, err := parseURL(u)
 	if err != nil {
@@ -57,19 +57,9 @@ func parseURL(u *url.URL) ([]string, rueidis.ClientOption, []Option, error) {
 	if u.Host == "" {
 		return bad("no nodes: want redlock://host1:port1,host2:port2,...")
 	}
-	var addrs []string
-	for _, hp := range strings.Split(u.Host, ",") {
-		host, port := hp, "6379"
-		if i := strings.LastIndexByte(hp, ':'); i >= 0 {
-			host, port = hp[:i], hp[i+1:]
-		}
-		if host == "" {
-			return bad("node %q has no host", hp)
-		}
-		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-			return bad("node %q: port %q is not a number in [1, 65535]", hp, port)
-		}
-		addrs = append(addrs, net.JoinHostPort(host, port))
+	addrs, err := hostlist.Split(u.Host, "6379", "")
+	if err != nil {
+		return bad("%v", err)
 	}
 	if u.User != nil {
 		opt.Username = u.User.Username()
