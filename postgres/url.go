@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/redact"
 )
 
 func init() {
@@ -33,7 +34,17 @@ func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
 	return Dial(ctx, connCfg, opts...)
 }
 
+// parseURL reads u, or says what is wrong with it without showing any of
+// its secrets.
 func parseURL(u *url.URL) (*pgx.ConnConfig, []Option, error) {
+	a, b, err := readURL(u)
+	if err != nil {
+		return nil, nil, redact.Error(err, u.String())
+	}
+	return a, b, nil
+}
+
+func readURL(u *url.URL) (*pgx.ConnConfig, []Option, error) {
 	bad := func(format string, a ...any) (*pgx.ConnConfig, []Option, error) {
 		return nil, nil, fmt.Errorf("%w: %s", turnstile.ErrInvalidURL, fmt.Sprintf(format, a...))
 	}
@@ -42,7 +53,7 @@ func parseURL(u *url.URL) (*pgx.ConnConfig, []Option, error) {
 		return bad("scheme %q is not postgres or postgresql", u.Scheme)
 	}
 	if u.Opaque != "" {
-		return bad("want %s://host:port/db, got %s:%s", scheme, scheme, u.Opaque)
+		return bad("want %s://host:port/db, got %s", scheme, redact.URL(u.String()))
 	}
 	if u.Fragment != "" {
 		return bad("unexpected fragment #%s", u.Fragment)

@@ -14,6 +14,7 @@ import (
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/hostlist"
+	"github.com/turnstilelock/turnstile/internal/redact"
 )
 
 // DefaultDialTimeout bounds connecting when a URL sets no dial_timeout.
@@ -56,7 +57,18 @@ func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
 	return Dial(ctx, opt, opts...)
 }
 
+// parseURL reads u, or says what is wrong with it without showing any of
+// its secrets.
 func parseURL(u *url.URL) (rueidis.ClientOption, []Option, error) {
+	a, b, err := readURL(u)
+	if err != nil {
+		var zero rueidis.ClientOption
+		return zero, nil, redact.Error(err, u.String())
+	}
+	return a, b, nil
+}
+
+func readURL(u *url.URL) (rueidis.ClientOption, []Option, error) {
 	var opt rueidis.ClientOption
 	bad := func(format string, a ...any) (rueidis.ClientOption, []Option, error) {
 		return opt, nil, fmt.Errorf("%w: %s", turnstile.ErrInvalidURL, fmt.Sprintf(format, a...))
@@ -66,7 +78,7 @@ func parseURL(u *url.URL) (rueidis.ClientOption, []Option, error) {
 		return bad("scheme %q is not redis or rediss", u.Scheme)
 	}
 	if u.Opaque != "" {
-		return bad("want %s://host:port, got %s:%s", scheme, scheme, u.Opaque)
+		return bad("want %s://host:port, got %s", scheme, redact.URL(u.String()))
 	}
 	if u.Fragment != "" {
 		return bad("unexpected fragment #%s", u.Fragment)

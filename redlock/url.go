@@ -12,6 +12,7 @@ import (
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/hostlist"
+	"github.com/turnstilelock/turnstile/internal/redact"
 	"github.com/turnstilelock/turnstile/redis"
 )
 
@@ -40,7 +41,18 @@ func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
 	return Dial(ctx, addrs, opt, opts...)
 }
 
+// parseURL reads u, or says what is wrong with it without showing any of
+// its secrets.
 func parseURL(u *url.URL) ([]string, rueidis.ClientOption, []Option, error) {
+	a, b, c, err := readURL(u)
+	if err != nil {
+		var zero rueidis.ClientOption
+		return nil, zero, nil, redact.Error(err, u.String())
+	}
+	return a, b, c, nil
+}
+
+func readURL(u *url.URL) ([]string, rueidis.ClientOption, []Option, error) {
 	var opt rueidis.ClientOption
 	bad := func(format string, a ...any) ([]string, rueidis.ClientOption, []Option, error) {
 		return nil, opt, nil, fmt.Errorf("%w: %s", turnstile.ErrInvalidURL, fmt.Sprintf(format, a...))
@@ -49,7 +61,7 @@ func parseURL(u *url.URL) ([]string, rueidis.ClientOption, []Option, error) {
 		return bad("scheme %q is not redlock", u.Scheme)
 	}
 	if u.Opaque != "" {
-		return bad("want redlock://host1:port1,host2:port2,..., got redlock:%s", u.Opaque)
+		return bad("want redlock://host1:port1,host2:port2,..., got %s", redact.URL(u.String()))
 	}
 	if u.Fragment != "" {
 		return bad("unexpected fragment #%s", u.Fragment)
