@@ -62,7 +62,7 @@ type config struct {
 func WithSessionTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d < time.Millisecond {
-			return fmt.Errorf("session timeout %v is not positive", d)
+			return fmt.Errorf("session timeout %v is shorter than 1ms", d)
 		}
 		c.timeout = d
 		return nil

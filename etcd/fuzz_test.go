@@ -1,0 +1,104 @@
+package etcd
+
+import (
+	"errors"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/turnstilelock/turnstile"
+)
+
+// FuzzParseURL: the etcd:// URL parser never panics and refuses what it
+// cannot use with ErrInvalidURL; what it accepts is one usable
+// http://host:port endpoint per host, and the URL written back from the
+// settings it read parses to the same settings.
+func FuzzParseURL(f *testing.F) {
+	for _, s := range []string{
+		"etcd://127.0.0.1:2379", "etcd://u:p@h1,h2:2?prefix=/app/&dial_timeout=1s", "etcd://[::1]:2379",
+		"etcd://", "etcd://h1,,h2", "etcd://h:", "etcd://h:0", "etcd://h/x", "etcd://h/", "etcd://h?prefix=",
+		"etcd://h?dial_timeout=0s", "etcd://h?x=1", "etcd:opaque", "etcd://h#f", "etcd://a]:1", "etcd://::1",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return // Open refuses it before any backend sees it
+		}
+		cfg, opts, err := parseURL(u)
+		if err != nil {
+			if !errors.Is(err, turnstile.ErrInvalidURL) {
+				t.Fatalf("parseURL(%q) = %v; want ErrInvalidURL", raw, err)
+			}
+			return
+		}
+		c := defaultConfig()
+		if err := c.apply(opts); err != nil {
+			t.Fatalf("parseURL(%q) accepted options that fail: %v", raw, err)
+		}
+		var hosts []string
+		for _, ep := range cfg.Endpoints {
+			hp, ok := strings.CutPrefix(ep, "http://")
+			host, port, err := net.SplitHostPort(hp)
+			if !ok || err != nil || host == "" || strings.ContainsAny(host, "[]") {
+				t.Fatalf("parseURL(%q): endpoint %q is not http://host:port (%v)", raw, ep, err)
+			}
+			if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+				t.Fatalf("parseURL(%q): endpoint %q has port %q", raw, ep, port)
+			}
+			hosts = append(hosts, hp)
+		}
+		back := url.URL{Scheme: "etcd", Host: strings.Join(hosts, ",")}
+		if cfg.Username != "" || cfg.Password != "" {
+			back.User = url.UserPassword(cfg.Username, cfg.Password)
+		}
+		back.RawQuery = url.Values{"dial_timeout": {cfg.DialTimeout.String()}, "prefix": {c.prefix}}.Encode()
+		cfg2, opts2, err := parseURL(&back)
+		if err != nil {
+			t.Fatalf("parseURL(%q) read settings that %q writes back, which it refuses: %v", raw, back.String(), err)
+		}
+		c2 := defaultConfig()
+		if err := c2.apply(opts2); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(cfg.Endpoints, cfg2.Endpoints) || cfg.Username != cfg2.Username || cfg.Password != cfg2.Password ||
+			cfg.DialTimeout != cfg2.DialTimeout || c.prefix != c2.prefix {
+			t.Fatalf("%q and its settings written back as %q parse differently", raw, back.String())
+		}
+	})
+}
+
+// FuzzNames: under one prefix, two different keys never share a lock key
+// or a waiters' directory, no key's directory contains another's, and
+// lock keys and waiters never mix.
+func FuzzNames(f *testing.F) {
+	f.Add("/turnstile/", "a", "a/b")
+	f.Add("/turnstile/", "a/", "a")
+	f.Add("/t/", "x%2Fy", "x/y")
+	f.Add("p", "../locks/x", "x")
+	f.Add("/t/", "a", "b")
+	f.Fuzz(func(t *testing.T, prefix, k1, k2 string) {
+		c := defaultConfig()
+		if prefix == "" || k1 == "" || k2 == "" || k1 == k2 {
+			return
+		}
+		if err := c.apply([]Option{WithPrefix(prefix)}); err != nil {
+			t.Fatalf("prefix %q: %v", prefix, err)
+		}
+		b := &Backend{cfg: c}
+		l1, l2 := b.LockKey(k1), b.LockKey(k2)
+		q1, q2 := b.queuePrefix(k1), b.queuePrefix(k2)
+		switch {
+		case l1 == l2:
+			t.Fatalf("prefix %q: keys %q and %q share the lock key %q", prefix, k1, k2, l1)
+		case strings.HasPrefix(q1, q2) || strings.HasPrefix(q2, q1):
+			t.Fatalf("prefix %q: waiters of %q (%q) and of %q (%q) overlap", prefix, k1, q1, k2, q2)
+		case strings.HasPrefix(l1, q1) || strings.HasPrefix(l1, q2) || strings.HasPrefix(l2, q1) || strings.HasPrefix(l2, q2):
+			t.Fatalf("prefix %q: a lock key of %q or %q lies among waiters", prefix, k1, k2)
+		}
+	})
+}

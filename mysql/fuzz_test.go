@@ -1,0 +1,99 @@
+package mysql
+
+import (
+	"errors"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/turnstilelock/turnstile"
+)
+
+// FuzzParseURL: the mysql:// URL parser never panics and refuses what it
+// cannot use with ErrInvalidURL; what it accepts has a usable address, a
+// user and one database, and the URL written back from the settings it
+// read parses to the same settings.
+func FuzzParseURL(f *testing.F) {
+	for _, s := range []string{
+		"mysql://u:p@127.0.0.1:3306/db", "mysql://u@h/db?conns=8&dial_timeout=1s&tls=skip-verify",
+		"mysql://u@[::1]:3306/db", "mysql://h/db", "mysql://u@h/", "mysql://u@h/a/b", "mysql://u@h:0/db",
+		"mysql://u@h/db?conns=0", "mysql://u@h/db?tls=maybe", "mysql://u@h/db?x=1", "mysql:opaque",
+		"mysql://u@h/db#f", "mysql://:p@h/db", "mysql://u@/db", "mysql://u@a]:1/db",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return // Open refuses it before any backend sees it
+		}
+		cfg, opts, err := parseURL(u)
+		if err != nil {
+			if !errors.Is(err, turnstile.ErrInvalidURL) {
+				t.Fatalf("parseURL(%q) = %v; want ErrInvalidURL", raw, err)
+			}
+			return
+		}
+		c := defaultConfig()
+		if err := c.apply(opts); err != nil {
+			t.Fatalf("parseURL(%q) accepted options that fail: %v", raw, err)
+		}
+		host, port, err := net.SplitHostPort(cfg.Addr)
+		if err != nil || host == "" || strings.ContainsAny(host, "[]") {
+			t.Fatalf("parseURL(%q): address %q is not host:port (%v)", raw, cfg.Addr, err)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			t.Fatalf("parseURL(%q): address %q has port %q", raw, cfg.Addr, port)
+		}
+		if cfg.User == "" || cfg.DBName == "" || strings.Contains(cfg.DBName, "/") {
+			t.Fatalf("parseURL(%q): user %q, database %q", raw, cfg.User, cfg.DBName)
+		}
+		back := url.URL{Scheme: "mysql", Host: cfg.Addr, User: url.UserPassword(cfg.User, cfg.Passwd), Path: "/" + cfg.DBName}
+		q := url.Values{"conns": {strconv.Itoa(c.conns)}, "dial_timeout": {cfg.Timeout.String()}}
+		if cfg.TLSConfig != "" {
+			q.Set("tls", cfg.TLSConfig)
+		}
+		back.RawQuery = q.Encode()
+		cfg2, opts2, err := parseURL(&back)
+		if err != nil {
+			t.Fatalf("parseURL(%q) read settings that %q writes back, which it refuses: %v", raw, back.String(), err)
+		}
+		c2 := defaultConfig()
+		if err := c2.apply(opts2); err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Addr != cfg2.Addr || cfg.User != cfg2.User || cfg.Passwd != cfg2.Passwd || cfg.DBName != cfg2.DBName ||
+			cfg.Timeout != cfg2.Timeout || cfg.TLSConfig != cfg2.TLSConfig || c.conns != c2.conns {
+			t.Fatalf("%q and its settings written back as %q parse differently", raw, back.String())
+		}
+	})
+}
+
+// FuzzLockName: a lock name fits GET_LOCK (64 characters at most); a key
+// that fits is its own name, so two such keys never share one; a longer
+// key's name is the same on every call.
+func FuzzLockName(f *testing.F) {
+	f.Add("k", "k2")
+	f.Add(strings.Repeat("k", maxNameLen), strings.Repeat("k", maxNameLen+1))
+	f.Add(strings.Repeat("é", 40), strings.Repeat("é", 41))
+	f.Fuzz(func(t *testing.T, k1, k2 string) {
+		n1, n2 := LockName(k1), LockName(k2)
+		for _, kn := range [][2]string{{k1, n1}, {k2, n2}} {
+			if len(kn[1]) > maxNameLen || utf8.RuneCountInString(kn[1]) > maxNameLen {
+				t.Fatalf("key of %d bytes: name %q is over %d characters", len(kn[0]), kn[1], maxNameLen)
+			}
+			if len(kn[0]) <= maxNameLen && kn[1] != kn[0] {
+				t.Fatalf("key %q: name %q", kn[0], kn[1])
+			}
+			if LockName(kn[0]) != kn[1] {
+				t.Fatalf("key %q: two names", kn[0])
+			}
+		}
+		if k1 != k2 && n1 == n2 && len(k1) <= maxNameLen && len(k2) <= maxNameLen {
+			t.Fatalf("keys %q and %q share the name %q", k1, k2, n1)
+		}
+	})
+}

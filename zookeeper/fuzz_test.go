@@ -1,0 +1,102 @@
+package zookeeper
+
+import (
+	"errors"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/turnstilelock/turnstile"
+)
+
+// FuzzParseURL: the zookeeper:// URL parser never panics and refuses what
+// it cannot use with ErrInvalidURL; what it accepts is one usable
+// host:port per server and options that Dial accepts, and the URL written
+// back from the settings it read parses to the same settings.
+func FuzzParseURL(f *testing.F) {
+	for _, s := range []string{
+		"zookeeper://127.0.0.1:2181", "zookeeper://h1,h2:2/app?session_timeout=10s", "zookeeper://[::1]:2181",
+		"zookeeper://", "zookeeper://h1,,h2", "zookeeper://:1", "zookeeper://h:0", "zookeeper://h/a/../b",
+		"zookeeper://h//", "zookeeper://h?session_timeout=1ns", "zookeeper://u:p@h", "zookeeper://h?x=1",
+		"zookeeper:opaque", "zookeeper://h#f", "zookeeper://a]:1", "zookeeper://[fe80::1%25eth0]:1",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return // Open refuses it before any backend sees it
+		}
+		servers, opts, err := parseURL(u)
+		if err != nil {
+			if !errors.Is(err, turnstile.ErrInvalidURL) {
+				t.Fatalf("parseURL(%q) = %v; want ErrInvalidURL", raw, err)
+			}
+			return
+		}
+		cfg := config{timeout: DefaultSessionTimeout, root: DefaultRoot}
+		for _, o := range opts {
+			if err := o(&cfg); err != nil {
+				t.Fatalf("parseURL(%q) accepted an option that Dial refuses: %v", raw, err)
+			}
+		}
+		for _, s := range servers {
+			host, port, err := net.SplitHostPort(s)
+			if err != nil || host == "" || strings.ContainsAny(host, "[]") {
+				t.Fatalf("parseURL(%q): server %q is not host:port (%v)", raw, s, err)
+			}
+			if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+				t.Fatalf("parseURL(%q): server %q has port %q", raw, s, port)
+			}
+		}
+		if r, err := cleanRoot(cfg.root); err != nil || r != cfg.root || !strings.HasSuffix(r, DefaultRoot) {
+			t.Fatalf("parseURL(%q): root %q is not a clean path ending in %s (%v)", raw, cfg.root, DefaultRoot, err)
+		}
+		back := url.URL{Scheme: "zookeeper", Host: strings.Join(servers, ","), Path: strings.TrimSuffix(cfg.root, DefaultRoot)}
+		back.RawQuery = url.Values{"session_timeout": {cfg.timeout.String()}}.Encode()
+		servers2, opts2, err := parseURL(&back)
+		if err != nil {
+			t.Fatalf("parseURL(%q) read settings that %q writes back, which it refuses: %v", raw, back.String(), err)
+		}
+		cfg2 := config{timeout: DefaultSessionTimeout, root: DefaultRoot}
+		for _, o := range opts2 {
+			if err := o(&cfg2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Equal(servers, servers2) || cfg.root != cfg2.root || cfg.timeout != cfg2.timeout {
+			t.Fatalf("%q and its settings written back as %q parse differently", raw, back.String())
+		}
+	})
+}
+
+// FuzzNames: a key's directory is one valid znode name under the root
+// ("/" in a key makes no subdirectory, and "." or ".." no path step), two
+// different keys never share one, and the escaped name reads back as the
+// key.
+func FuzzNames(f *testing.F) {
+	f.Add("a/b", "a%2Fb")
+	f.Add(".", "..")
+	f.Add("a", "a/")
+	f.Add("%41", "A")
+	f.Add("\x00", "\xff")
+	f.Fuzz(func(t *testing.T, k1, k2 string) {
+		b := &Backend{root: DefaultRoot}
+		d1, d2 := b.dir(k1), b.dir(k2)
+		for _, d := range []struct{ key, dir string }{{k1, d1}, {k2, d2}} {
+			name, ok := strings.CutPrefix(d.dir, DefaultRoot+"/")
+			if !ok || name == "" && d.key != "" || strings.Contains(name, "/") || name == "." || name == ".." {
+				t.Fatalf("key %q: directory %q is not one znode under %s", d.key, d.dir, DefaultRoot)
+			}
+			if got, err := url.PathUnescape(name); err != nil || got != d.key {
+				t.Fatalf("key %q: znode name %q reads back as %q (%v)", d.key, name, got, err)
+			}
+		}
+		if k1 != k2 && d1 == d2 {
+			t.Fatalf("keys %q and %q share the directory %q", k1, k2, d1)
+		}
+	})
+}
