@@ -14,6 +14,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/redact"
 )
 
 // DefaultDialTimeout bounds connecting when a URL sets no dial_timeout.
@@ -39,7 +40,17 @@ func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
 	return Dial(ctx, cfg, opts...)
 }
 
+// parseURL reads u, or says what is wrong with it without showing any of
+// its secrets.
 func parseURL(u *url.URL) (clientv3.Config, []Option, error) {
+	a, b, err := readURL(u)
+	if err != nil {
+		return clientv3.Config{}, nil, redact.Error(err, u.String())
+	}
+	return a, b, nil
+}
+
+func readURL(u *url.URL) (clientv3.Config, []Option, error) {
 	var cfg clientv3.Config
 	bad := func(format string, a ...any) (clientv3.Config, []Option, error) {
 		return cfg, nil, fmt.Errorf("%w: %s", turnstile.ErrInvalidURL, fmt.Sprintf(format, a...))
@@ -48,7 +59,7 @@ func parseURL(u *url.URL) (clientv3.Config, []Option, error) {
 		return bad("scheme %q is not etcd", u.Scheme)
 	}
 	if u.Opaque != "" {
-		return bad("want etcd://host:port, got etcd:%s", u.Opaque)
+		return bad("want etcd://host:port, got %s", redact.URL(u.String()))
 	}
 	if u.Fragment != "" {
 		return bad("unexpected fragment #%s", u.Fragment)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/redact"
 )
 
 func init() {
@@ -33,7 +34,17 @@ func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
 	return Dial(ctx, cfg, opts...)
 }
 
+// parseURL reads u, or says what is wrong with it without showing any of
+// its secrets.
 func parseURL(u *url.URL) (*gomysql.Config, []Option, error) {
+	a, b, err := readURL(u)
+	if err != nil {
+		return nil, nil, redact.Error(err, u.String())
+	}
+	return a, b, nil
+}
+
+func readURL(u *url.URL) (*gomysql.Config, []Option, error) {
 	bad := func(format string, a ...any) (*gomysql.Config, []Option, error) {
 		return nil, nil, fmt.Errorf("%w: %s", turnstile.ErrInvalidURL, fmt.Sprintf(format, a...))
 	}
@@ -41,7 +52,7 @@ func parseURL(u *url.URL) (*gomysql.Config, []Option, error) {
 		return bad("scheme %q is not mysql", u.Scheme)
 	}
 	if u.Opaque != "" {
-		return bad("want mysql://user@host:port/db, got mysql:%s", u.Opaque)
+		return bad("want mysql://user@host:port/db, got %s", redact.URL(u.String()))
 	}
 	if u.Fragment != "" {
 		return bad("unexpected fragment #%s", u.Fragment)

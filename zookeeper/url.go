@@ -11,6 +11,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/redact"
 )
 
 func init() {
@@ -32,7 +33,17 @@ func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
 	return Dial(ctx, servers, opts...)
 }
 
+// parseURL reads u, or says what is wrong with it without showing any of
+// its secrets.
 func parseURL(u *url.URL) ([]string, []Option, error) {
+	a, b, err := readURL(u)
+	if err != nil {
+		return nil, nil, redact.Error(err, u.String())
+	}
+	return a, b, nil
+}
+
+func readURL(u *url.URL) ([]string, []Option, error) {
 	bad := func(format string, a ...any) ([]string, []Option, error) {
 		return nil, nil, fmt.Errorf("%w: %s", turnstile.ErrInvalidURL, fmt.Sprintf(format, a...))
 	}
@@ -40,7 +51,7 @@ func parseURL(u *url.URL) ([]string, []Option, error) {
 		return bad("scheme %q is not zookeeper", u.Scheme)
 	}
 	if u.Opaque != "" {
-		return bad("want zookeeper://host:port, got zookeeper:%s", u.Opaque)
+		return bad("want zookeeper://host:port, got %s", redact.URL(u.String()))
 	}
 	if u.User != nil {
 		return bad("user information is not supported")
