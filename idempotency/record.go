@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -54,5 +55,19 @@ func pgOutcome(st string, result []byte, holder *string, expired bool, owner str
 		}
 		return outcome{state: done, result: result}, false, nil
 	}
-	return outcome{}, false, recordError("state", fmt.Sprintf(`%.20q, want "running" or "done"`, st))
+	return outcome{}, false, recordError("state", describe(st)+`, want "running" or "done"`)
+}
+
+// describe quotes s if it is short printable ASCII, and otherwise only
+// gives its length, so that an error stays short whatever a record holds.
+func describe(s string) string {
+	if len(s) > 16 {
+		return fmt.Sprintf("a value of %d bytes", len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return fmt.Sprintf("a value of %d bytes", len(s))
+		}
+	}
+	return strconv.Quote(s)
 }
