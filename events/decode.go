@@ -28,7 +28,21 @@ func (e *FieldError) Error() string {
 	if e.Field == "" {
 		return "turnstile/events: invalid event: " + e.Reason
 	}
-	return fmt.Sprintf("turnstile/events: invalid event: field %.64q: %s", e.Field, e.Reason)
+	return "turnstile/events: invalid event: field " + describe(e.Field) + ": " + e.Reason
+}
+
+// describe quotes s if it is short printable ASCII, and otherwise only
+// gives its length, so that an error stays short whatever the input.
+func describe(s string) string {
+	if len(s) > 32 {
+		return fmt.Sprintf("of %d bytes", len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return fmt.Sprintf("of %d bytes", len(s))
+		}
+	}
+	return strconv.Quote(s)
 }
 
 // Is makes a FieldError match ErrInvalidEvent.

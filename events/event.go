@@ -132,5 +132,5 @@ func (ev Event) Validate() error {
 	case TypeAcquired, TypeReleased, TypeExtended, TypeLost, TypeFailed:
 		return nil
 	}
-	return &FieldError{Field: "type", Reason: fmt.Sprintf("unknown type %.40q", ev.Type)}
+	return &FieldError{Field: "type", Reason: "unknown type " + describe(ev.Type)}
 }

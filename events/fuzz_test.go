@@ -34,6 +34,9 @@ func checkDecodeErr(t *testing.T, in []byte, err error) *events.FieldError {
 	if fe.Field != "" && !strings.Contains(err.Error(), "field ") {
 		t.Fatalf("Decode(%q) = %v: the text does not name field %q", in, err, fe.Field)
 	}
+	if len(err.Error()) > 200 {
+		t.Fatalf("Decode(%q): error of %d bytes: %q; it must stay short whatever the input", in, len(err.Error()), err)
+	}
 	return fe
 }
 
@@ -50,6 +53,8 @@ func FuzzDecode(f *testing.F) {
 		`{"version":1,"id":"x","type":"LOST","key":"\ud800","timestamp":"2026-11-30T08:15:00Z"}`,
 		`{"version":1,"id":"x","type":"LOST","key":"k","token":-1,"timestamp":"2026-11-30T08:15:00Z"}`,
 		`{"version":1,"id":null,"type":"LOST","key":"k","timestamp":"2026-11-30T08:15:00Z"}`,
+		`{"version":1,"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9":1}`,
+		`{"version":1,"id":"x","type":"\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001","key":"k","timestamp":"2026-11-30T08:15:00Z"}`,
 		`{"version":1.0}`, `[]`, `null`, `{`, `{"version":1} {}`, ``,
 	} {
 		f.Add([]byte(s))
