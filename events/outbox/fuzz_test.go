@@ -42,6 +42,9 @@ func FuzzDecodeRow(f *testing.F) {
 			if fe.Field != "" && !strings.Contains(err.Error(), "field ") {
 				t.Fatalf("DecodeRow(%q, %q) = %v: the text does not name field %q", key, payload, err, fe.Field)
 			}
+			if len(err.Error()) > 200 {
+				t.Fatalf("DecodeRow(%q, %q): error of %d bytes; the dead row's reason and the log line must stay short", key, payload, len(err.Error()))
+			}
 			if ev != (events.Event{}) {
 				t.Fatalf("DecodeRow(%q, %q) returned %+v with its error", key, payload, ev)
 			}
