@@ -5,9 +5,11 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -74,4 +76,74 @@ func TestBenchInterrupt(t *testing.T) {
 	if locks := leftoverLocks(t, srv.Addr(), 0); len(locks) > 0 {
 		t.Errorf("locks left behind: %q", locks)
 	}
+}
+
+// An interrupt leaves no lock held wherever it falls: at the start of a
+// cell (workers warming up), at several moments while 64 workers take
+// distinct keys or contend for one, and around the end of a cell. Each
+// moment is counted from the line that announces the first cell.
+func TestBenchInterruptLeavesNoLock(t *testing.T) {
+	t.Parallel()
+	for _, at := range []time.Duration{0, 20 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, 900 * time.Millisecond, 1300 * time.Millisecond, 1800 * time.Millisecond} {
+		t.Run(at.String(), func(t *testing.T) {
+			t.Parallel()
+			srv := testserver.StartRedis(t)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			stderr := &watchWriter{want: "uncontended/c=64", seen: make(chan struct{})}
+			var stdout bytes.Buffer
+			done := make(chan int, 1)
+			go func() {
+				done <- dispatch(ctx, []string{"bench", "--url", srv.URL(), "--duration", "1s", "--only", "uncontended/c=64$|contended-1/c=64"}, &stdout, stderr)
+			}()
+			select {
+			case <-stderr.seen:
+			case code := <-done:
+				t.Fatalf("bench ended (exit %d) before the cell started:\n%s", code, stderr.String())
+			case <-time.After(time.Minute):
+				t.Fatalf("the cell did not start within a minute:\n%s", stderr.String())
+			}
+			time.Sleep(at)
+			cancel(signalError{syscall.SIGINT})
+			var code int
+			select {
+			case code = <-done:
+			case <-time.After(time.Minute):
+				t.Fatalf("bench did not stop within a minute of the interrupt:\n%s", stderr.String())
+			}
+			// The cell may have ended by itself just before the interrupt.
+			if code != 128+int(syscall.SIGINT) && code != exitOK {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, 128+int(syscall.SIGINT), stderr.String())
+			}
+			if locks := leftoverLocks(t, srv.Addr(), 0); len(locks) > 0 {
+				t.Errorf("interrupted %v into the cell (exit %d), locks left behind: %q\n%s", at, code, locks, stderr.String())
+			}
+		})
+	}
+}
+
+// watchWriter collects what is written to it and closes seen once the
+// text contains want.
+type watchWriter struct {
+	mu   sync.Mutex
+	b    strings.Builder
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b.Write(p)
+	if strings.Contains(w.b.String(), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
+}
+
+func (w *watchWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
