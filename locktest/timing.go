@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,7 +129,14 @@ func testLostBehindItsBack(t *testing.T, h *Harness) {
 		if !errors.Is(context.Cause(l.Context()), turnstile.ErrLockLost) {
 			t.Fatalf("cause = %v, want ErrLockLost", context.Cause(l.Context()))
 		}
-		if took := time.Since(evicted); took > renew+100*time.Millisecond {
+		// Told by the renewal that the store refused, not by the local
+		// deadline: that is the point, whatever the scheduler's delays.
+		if cause := context.Cause(l.Context()); strings.Contains(cause.Error(), "local deadline") {
+			t.Fatalf("the holder learned of the loss from its own deadline (%v), not from a refused renewal within one renewal period (%v)", cause, renew)
+		}
+		// A generous bound: a busy machine delays the renewal and this
+		// goroutine, but not by a whole TTL.
+		if took := time.Since(evicted); took > renew+ttl {
 			t.Fatalf("loss noticed after %v, want within one renewal period (%v)", took, renew)
 		}
 	case <-time.After(ttl + 5*time.Second):
@@ -151,13 +159,21 @@ func testExpiryWithoutWatchdog(t *testing.T, h *Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The lease's own deadline, read before it passed: no scheduling
+	// delay of this goroutine or of the watchdog's adds to it.
+	deadline := time.Now().Add(l.Validity())
+	if d := deadline.Sub(start); d > ttl {
+		t.Fatalf("lease valid until %v after the acquisition began, longer than the ttl %v: the holder could act after the store expired the lock", d, ttl)
+	}
 	<-l.Context().Done()
 	lived := time.Since(start)
 	if !errors.Is(context.Cause(l.Context()), turnstile.ErrLockLost) {
 		t.Fatalf("cause = %v, want ErrLockLost", context.Cause(l.Context()))
 	}
-	if lived > ttl {
-		t.Fatalf("lease context lived %v, longer than the ttl %v: the holder could act after the store expired the lock", lived, ttl)
+	// Its context ends at that deadline; a busy machine may tell this
+	// goroutine late, but not by half a TTL.
+	if lived > ttl+ttl/2 {
+		t.Fatalf("lease context lived %v, well past the ttl %v", lived, ttl)
 	}
 	if lived < ttl/2 {
 		t.Fatalf("lease context ended after %v, far earlier than the ttl %v", lived, ttl)
