@@ -49,7 +49,7 @@ func FuzzOpenRedacts(f *testing.F) {
 				continue
 			}
 			msg := err.Error()
-			if leak := redacttest.Leak(msg, never); leak != "" {
+			if leak := redacttest.ErrorLeak(err, never); leak != "" {
 				t.Fatalf("Open(%q): error %q shows the secret %q", raw, msg, leak)
 			}
 			if !errors.Is(err, turnstile.ErrInvalidURL) && !errors.Is(err, turnstile.ErrUnknownScheme) && !strings.Contains(msg, "echo: cannot log in") {

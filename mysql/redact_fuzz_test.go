@@ -36,7 +36,7 @@ func FuzzParseURLRedacts(f *testing.F) {
 				if err == nil {
 					continue
 				}
-				if leak := redacttest.Leak(err.Error(), never); leak != "" {
+				if leak := redacttest.ErrorLeak(err, never); leak != "" {
 					t.Fatalf("parseURL(%q): error %q shows the secret %q", raw, err, leak)
 				}
 				if !errors.Is(err, turnstile.ErrInvalidURL) {
@@ -68,7 +68,7 @@ func TestOpenRedacts(t *testing.T) {
 					_ = c.Close()
 					t.Fatalf("Open(%q) succeeded with nothing listening", raw)
 				}
-				if leak := redacttest.Leak(err.Error(), never); leak != "" {
+				if leak := redacttest.ErrorLeak(err, never); leak != "" {
 					t.Fatalf("Open(%q): error %q shows the secret %q", raw, err, leak)
 				}
 			}

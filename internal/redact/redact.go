@@ -229,26 +229,53 @@ func String(s string, secrets ...string) string {
 }
 
 // Error returns err with the secrets of the URL raw masked in its
-// message; errors.Is and errors.As still see the errors it wraps. It
-// returns err itself when its message holds no secret, and nil for nil.
+// message. It returns err itself when its message holds no secret, and
+// nil for nil.
+//
+// errors.Is and errors.As see through the result to the errors err wraps,
+// each masked the same way: an error whose own message holds a secret is
+// seen only as a masked copy, which errors.As cannot match by type, so
+// that no way round leads back to the secret. errors.Unwrap, which knows
+// only single wrapping, returns nil for a masked error.
 func Error(err error, raw string) error {
+	return scrub(err, Secrets(raw))
+}
+
+func scrub(err error, secrets []string) error {
 	if err == nil {
 		return nil
 	}
-	secrets := Secrets(raw)
 	msg := err.Error()
 	clean := String(msg, secrets...)
 	if clean == msg {
 		return err
 	}
-	return &scrubbed{msg: clean, err: err}
+	return &scrubbed{msg: clean, err: err, secrets: secrets}
 }
 
 // scrubbed is an error whose message had secrets masked.
 type scrubbed struct {
-	msg string
-	err error
+	msg     string
+	err     error
+	secrets []string
 }
 
 func (e *scrubbed) Error() string { return e.msg }
-func (e *scrubbed) Unwrap() error { return e.err }
+
+// Unwrap returns the errors e's original wraps, masked.
+func (e *scrubbed) Unwrap() []error {
+	var inner []error
+	switch u := e.err.(type) {
+	case interface{ Unwrap() []error }:
+		inner = u.Unwrap()
+	case interface{ Unwrap() error }:
+		inner = []error{u.Unwrap()}
+	}
+	out := make([]error, 0, len(inner))
+	for _, w := range inner {
+		if w != nil {
+			out = append(out, scrub(w, e.secrets))
+		}
+	}
+	return out
+}

@@ -80,3 +80,43 @@ func TestStringShortSecrets(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// secretError is a driver error that repeats the password.
+type secretError struct{ pw string }
+
+func (e *secretError) Error() string { return "auth failed with " + e.pw }
+
+func TestErrorChainMasked(t *testing.T) {
+	raw := "redis://:s3cr3tPW@h"
+	sentinel := errors.New("sentinel")
+	driverErr := &secretError{"s3cr3tPW"}
+	err := Error(fmt.Errorf("open: %w", errors.Join(sentinel, fmt.Errorf("dial: %w", driverErr))), raw)
+	if !errors.Is(err, sentinel) {
+		t.Errorf("errors.Is(err, sentinel) = false")
+	}
+	var se *secretError
+	if errors.As(err, &se) {
+		t.Errorf("errors.As found the unmasked driver error %q", se)
+	}
+	if u := errors.Unwrap(err); u != nil {
+		t.Errorf("errors.Unwrap = %q, want nil", u)
+	}
+	// Walk the whole tree: nothing in it shows the secret.
+	var walk func(error)
+	walk = func(e error) {
+		if strings.Contains(e.Error(), "s3cr3tPW") {
+			t.Errorf("%q in the chain shows the secret", e)
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, w := range u.Unwrap() {
+				walk(w)
+			}
+		case interface{ Unwrap() error }:
+			if w := u.Unwrap(); w != nil {
+				walk(w)
+			}
+		}
+	}
+	walk(err)
+}

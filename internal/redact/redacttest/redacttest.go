@@ -80,3 +80,25 @@ func Leak(s string, never []string) string {
 	}
 	return ""
 }
+
+// ErrorLeak returns the first of never that the message of err, or of
+// any error it wraps, contains; or "".
+func ErrorLeak(err error, never []string) string {
+	if err == nil {
+		return ""
+	}
+	if l := Leak(err.Error(), never); l != "" {
+		return l
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, w := range u.Unwrap() {
+			if l := ErrorLeak(w, never); l != "" {
+				return l
+			}
+		}
+	case interface{ Unwrap() error }:
+		return ErrorLeak(u.Unwrap(), never)
+	}
+	return ""
+}
