@@ -1,0 +1,219 @@
+//go:build unix
+
+package main
+
+import (
+	"errors"
+	"flag"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// splitArgs turns a fuzz input into a command line: arguments separated by
+// NUL, which no argument can contain.
+func splitArgs(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\x00")
+}
+
+var quotedArg = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// namesBadPart reports whether a usage error points at the input: it names
+// one of flags, quotes part of an argument, or says what is missing.
+func namesBadPart(msg string, args, flags []string) bool {
+	for _, f := range flags {
+		if strings.Contains(msg, "-"+f) {
+			return true
+		}
+	}
+	for _, q := range quotedArg.FindAllString(msg, -1) {
+		if s, err := strconv.Unquote(q); err == nil && slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, s) }) {
+			return true
+		}
+	}
+	// flag's own messages: "flag provided but not defined: -x", "flag
+	// needs an argument: -x", "bad flag syntax: ---x".
+	return strings.Contains(msg, "flag") && slices.ContainsFunc(args, func(a string) bool {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		return name != "" && strings.Contains(msg, "-"+name)
+	})
+}
+
+var runFlags = []string{"backend", "key", "ttl", "wait", "no-wait", "grace", "metrics-addr", "help", "h"}
+
+// FuzzParseRun: "turnstile run" flags never panic the parser; a refused
+// command line gets an error that names the bad flag or value, and an
+// accepted one, written back as flags, parses to the same options.
+func FuzzParseRun(f *testing.F) {
+	for _, s := range [][]string{
+		{"--key", "k", "--", "true"},
+		{"--key", "k", "--ttl", "1s", "--wait", "5s", "--grace", "0s", "--metrics-addr", "127.0.0.1:0", "--backend", "mem://", "--", "sh", "-c", "x"},
+		{"--key", "k", "--no-wait", "--wait", "1s", "--", "x"},
+		{"--key", "k", "true"}, {"--key", "", "--", "x"}, {"--ttl", "x"}, {"--key", "k", "--ttl", "1ns", "--", "x"},
+		{"--key", "k", "--wait", "0s", "--", "x"}, {"--key", "k", "--grace", "-1s", "--", "x"}, {"--key"},
+		{"--key", "k", "--", ""}, {"--bogus"}, {"--key", "k", "--metrics-addr", "nope", "--", "x"}, {"-h"},
+		{"--key", "k", "--backend", "", "--", "x"}, {"--key", strings.Repeat("k", 513), "--", "x"}, {"---key", "k"},
+		{"--key", "k", "--ttl", "9999999h", "--", "x"}, {"--key", "k", "--no-wait=maybe", "--", "x"}, {"--", "x"},
+	} {
+		f.Add(strings.Join(s, "\x00"))
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		args := splitArgs(in)
+		o, err := parseRun(args)
+		if err != nil {
+			if o != nil {
+				t.Fatalf("parseRun(%q) = %+v and %v", args, o, err)
+			}
+			if !errors.Is(err, flag.ErrHelp) && !namesBadPart(err.Error(), args, runFlags) {
+				t.Fatalf("parseRun(%q): error %q names no flag or value", args, err)
+			}
+			return
+		}
+		if len(o.argv) == 0 || o.argv[0] == "" || !slices.Equal(o.argv, args[len(args)-len(o.argv):]) || args[len(args)-len(o.argv)-1] != "--" {
+			t.Fatalf("parseRun(%q): command %q is not what follows \"--\"", args, o.argv)
+		}
+		back := []string{"--backend", o.backend, "--key", o.key, "--ttl", o.ttl.String(), "--grace", o.grace.String(), "--metrics-addr", o.metricsAddr}
+		if o.noWait {
+			back = append(back, "--no-wait")
+		}
+		if o.wait != 0 {
+			back = append(back, "--wait", o.wait.String())
+		}
+		back = append(append(back, "--"), o.argv...)
+		o2, err := parseRun(back)
+		if err != nil {
+			t.Fatalf("parseRun(%q) accepted options that, written back as %q, it refuses: %v", args, back, err)
+		}
+		if o.backend != o2.backend || o.key != o2.key || o.ttl != o2.ttl || o.wait != o2.wait || o.noWait != o2.noWait ||
+			o.grace != o2.grace || o.metricsAddr != o2.metricsAddr || !slices.Equal(o.argv, o2.argv) {
+			t.Fatalf("parseRun(%q) = %+v, but written back as %q: %+v", args, o, back, o2)
+		}
+	})
+}
+
+var benchFlags = []string{"url", "only", "duration", "waiters", "hold", "json", "html", "help", "h"}
+
+// FuzzParseBench: the same for "turnstile bench": its --url is checked
+// without connecting, and --only must select a workload.
+func FuzzParseBench(f *testing.F) {
+	for _, s := range [][]string{
+		{}, {"--url", "redis://127.0.0.1:6379", "--only", "uncontended", "--duration", "1s", "--waiters", "10", "--hold", "2ms", "--json"},
+		{"--url", "redlock://h1:1,h2:2", "--only", "redlock"}, {"--url", "redis://h", "--only", "redlock"},
+		{"--url", "redlock://[::1]:1"}, {"--url", ""}, {"--url", "http://x"}, {"--url", "redis://[::1"},
+		{"--only", "("}, {"--only", "nothing"}, {"--duration", "0s"}, {"--waiters", "1"}, {"--waiters", "x"},
+		{"--hold", "2s"}, {"--html", ""}, {"--html", "/nonexistent/dir/r.html"}, {"extra"}, {"--json=x"},
+		{"--url", "redis://u:secret@h:0"}, {"--url", "redis:opaque"}, {"--url", "redlock://a]:1"},
+	} {
+		f.Add(strings.Join(s, "\x00"))
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		args := splitArgs(in)
+		o, err := parseBench(args)
+		if err != nil {
+			if o != nil {
+				t.Fatalf("parseBench(%q) = %+v and %v", args, o, err)
+			}
+			if !errors.Is(err, flag.ErrHelp) && !namesBadPart(err.Error(), args, benchFlags) {
+				t.Fatalf("parseBench(%q): error %q names no flag or value", args, err)
+			}
+			return
+		}
+		if len(o.cells) == 0 {
+			t.Fatalf("parseBench(%q): no cells", args)
+		}
+		var ids []string
+		for _, c := range o.cells {
+			ids = append(ids, regexp.QuoteMeta(c.workload.ID()))
+		}
+		back := []string{"--duration", o.duration.String(), "--waiters", strconv.Itoa(o.waiters), "--hold", o.hold.String(),
+			"--only", "^(" + strings.Join(ids, "|") + ")$"}
+		if o.url != "" {
+			back = append(back, "--url", o.url)
+		}
+		if o.json {
+			back = append(back, "--json")
+		}
+		if o.html != "" {
+			back = append(back, "--html", o.html)
+		}
+		o2, err := parseBench(back)
+		if err != nil {
+			t.Fatalf("parseBench(%q) accepted options that, written back as %q, it refuses: %v", args, back, err)
+		}
+		if o.url != o2.url || o.duration != o2.duration || o.waiters != o2.waiters || o.hold != o2.hold || o.json != o2.json ||
+			o.html != o2.html || !slices.Equal(o.cells, o2.cells) {
+			t.Fatalf("parseBench(%q) = %+v, but written back as %q: %+v", args, o, back, o2)
+		}
+	})
+}
+
+var demoFlags = []string{"json", "redis", "postgres", "in-process", "units", "orders", "waiters", "metrics-addr", "help", "h"}
+
+// FuzzParseDemo: the same for "turnstile demo", whose scenario names may
+// come before, between or after the flags.
+func FuzzParseDemo(f *testing.F) {
+	for _, s := range [][]string{
+		{}, {"flash-sale", "--json", "herd"}, {"--in-process", "--units", "5", "--orders", "7", "--waiters", "100", "rider"},
+		{"--redis", "redis://127.0.0.1:6379", "--postgres", "postgres://u@h/db"}, {"--redis", ""}, {"--redis", "http://x"},
+		{"--in-process", "--redis", "redis://h"}, {"--units", "0"}, {"--orders", "x"}, {"--waiters", "1"}, {"nope"},
+		{"--", "--json"}, {"herd", "herd"}, {"--metrics-addr", "x"}, {"--postgres", "mysql://x"}, {"-units=-1"},
+	} {
+		f.Add(strings.Join(s, "\x00"))
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		args := splitArgs(in)
+		if len(args) > 0 && args[0] == demoWorkerArg {
+			return // the scenarios' worker processes, not a user's command line
+		}
+		o, err := parseDemo(args)
+		if err != nil {
+			if o != nil {
+				t.Fatalf("parseDemo(%q) = %+v and %v", args, o, err)
+			}
+			if !errors.Is(err, flag.ErrHelp) && !namesBadPart(err.Error(), args, demoFlags) {
+				t.Fatalf("parseDemo(%q): error %q names no flag or value", args, err)
+			}
+			return
+		}
+		var names []string
+		for _, s := range o.scenarios {
+			names = append(names, s.name)
+		}
+		if len(names) == 0 {
+			t.Fatalf("parseDemo(%q): no scenarios", args)
+		}
+		back := []string{"--units", strconv.FormatInt(o.units, 10), "--orders", strconv.Itoa(o.orders),
+			"--waiters", strconv.Itoa(o.waiters), "--metrics-addr", o.metricsAddr}
+		if o.json {
+			back = append(back, "--json")
+		}
+		if o.inProcess {
+			back = append(back, "--in-process")
+		}
+		if o.redisURL != "" {
+			back = append(back, "--redis", o.redisURL)
+		}
+		if o.pgURL != "" {
+			back = append(back, "--postgres", o.pgURL)
+		}
+		back = append(append(back, "--"), names...)
+		o2, err := parseDemo(back)
+		if err != nil {
+			t.Fatalf("parseDemo(%q) accepted options that, written back as %q, it refuses: %v", args, back, err)
+		}
+		var names2 []string
+		for _, s := range o2.scenarios {
+			names2 = append(names2, s.name)
+		}
+		if !slices.Equal(names, names2) || o.units != o2.units || o.orders != o2.orders || o.waiters != o2.waiters ||
+			o.json != o2.json || o.inProcess != o2.inProcess || o.redisURL != o2.redisURL || o.pgURL != o2.pgURL ||
+			o.metricsAddr != o2.metricsAddr {
+			t.Fatalf("parseDemo(%q) = %+v, but written back as %q: %+v", args, o, back, o2)
+		}
+	})
+}
