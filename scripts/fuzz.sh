@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Fuzzes every fuzz target (func FuzzXxx in a _test.go file) of every
+# module in go.work, one at a time, for DURATION each (default 30s), and
+# stops at the first failure, printing where Go saved the failing input.
+# Plain `go test` (and so scripts/test.sh) already runs every target's seed
+# corpus, f.Add inputs and testdata/fuzz/FuzzXxx files alike.
+#
+#   ./scripts/fuzz.sh           30s per target
+#   ./scripts/fuzz.sh 5m        longer
+set -euo pipefail
+cd "$(dirname "$0")/.."
+duration=${1:-30s}
+
+start=$(date +%s)
+targets=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+for m in $(go list -m -f '{{.Dir}}'); do
+	# go list stays inside the module: nested modules are listed on their own.
+	for dir in $(cd "$m" && go list -f '{{.Dir}}' ./...); do
+		files=$(grep -l '^func Fuzz' "$dir"/*_test.go 2>/dev/null || true)
+		[ -n "$files" ] || continue
+		for name in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' $files | sed 's/^func //' | sort -u); do
+			targets=$((targets + 1))
+			t0=$(date +%s)
+			echo "== ${dir#"$PWD"/} $name ($duration)"
+			if ! (cd "$dir" && go test -run '^$' -fuzz "^$name\$" -fuzztime "$duration" .) >"$log" 2>&1; then
+				grep -v '^fuzz: elapsed' "$log" | tail -n 40
+				input=$(sed -n 's/.*Failing input written to \(testdata\/fuzz\/[^ ]*\).*/\1/p' "$log" | head -n 1)
+				if [ -n "$input" ]; then
+					echo "FAIL: $name: failing input $dir/$input"
+					echo "      rerun: (cd $dir && go test -run '$name/$(basename "$input")' .)"
+				else
+					echo "FAIL: $name (no failing input saved: see the output above)"
+				fi
+				exit 1
+			fi
+			echo "   ok in $(($(date +%s) - t0))s: $(grep -o 'execs: [0-9]*' "$log" | tail -n 1)"
+		done
+	done
+done
+echo "== $targets fuzz targets, $duration each, all passed in $(($(date +%s) - start))s"
