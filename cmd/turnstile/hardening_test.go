@@ -66,8 +66,10 @@ func TestRunWaitBoundsConnecting(t *testing.T) {
 			t.Errorf("stderr does not say %q:\n%s", want, r.stderr)
 		}
 	}
-	// The dial timeout is 5 s: even a slow, busy machine exits well before.
-	if limit := wait + 2*time.Second; r.elapsed > limit {
+	// The dial timeout is 5 s. The margin covers starting a -race binary
+	// on a loaded machine; the message above already shows that --wait,
+	// not the dial timeout, ended the wait.
+	if limit := wait + 2500*time.Millisecond; r.elapsed > limit {
 		t.Errorf("turnstile ran %v with --wait %v against a silent store, want under %v", r.elapsed, wait, limit)
 	}
 }
