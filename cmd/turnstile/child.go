@@ -21,6 +21,24 @@ import (
 // the grace period ends.
 const stragglerPoll = 20 * time.Millisecond
 
+// A job is the command started under the lease (see startCommand).
+type job struct {
+	// pgid is the command's process group: the command's main process
+	// leads it.
+	pgid int
+	// exited is closed when the command's main process has exited; code
+	// and err are set before.
+	exited chan struct{}
+	// code is the command's exit status as a shell reports it.
+	code int
+	// err, if not nil, says why code is not the command's own status.
+	err error
+	// finish is called once the command is over, and lets go of what
+	// startCommand set up. Processes the command left running are left
+	// alone.
+	finish func()
+}
+
 // supervise runs the command while lease is held and returns its exit
 // code, and whether the lease was lost while it ran. It passes signals from
 // sigs on to the command's process group, and stops the group if the lease
@@ -30,45 +48,40 @@ func (o *runOptions) supervise(ctx context.Context, lease *turnstile.Lease, sigs
 		fmt.Fprintf(stderr, "turnstile run: lease on %q lost before the command started: %s\n", o.key, describe(context.Cause(lease.Context())))
 		return exitLeaseLost, true
 	}
-	cmd := exec.Command(o.argv[0], o.argv[1:]...)
-	cmd.Env = append(os.Environ(),
+	env := append(os.Environ(),
 		"TURNSTILE_KEY="+lease.Key(),
 		"TURNSTILE_TOKEN="+strconv.FormatUint(lease.Token(), 10))
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
-	// Only matters when stdout or stderr is not a file (in-process use):
-	// a background grandchild holding the pipe must not keep us waiting.
-	cmd.WaitDelay = time.Second
 	tty, foreground := foregroundTerminal()
-	cmd.SysProcAttr = groupAttr(tty, foreground)
-	// The parent-death signal is tied to the thread that started the
-	// command (see groupAttr): keep that thread until the command is gone.
+	// A parent-death signal is tied to the thread that started the process
+	// (see groupAttr and startCommand): keep that thread until the command
+	// is gone.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(stderr, "turnstile run: %v\n", err)
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			return exitNotFound, false
+	var restore func(tty int)
+	j, code, err := startCommand(o.argv, env, stdout, stderr, tty, foreground, func() {
+		if foreground {
+			restore = holdTerminalInBackground()
 		}
-		return exitCannotRun, false
+	})
+	if restore != nil {
+		defer restore(tty)
 	}
-	if foreground {
-		restore := holdTerminalInBackground()
-		defer func() { restore(tty) }()
+	if err != nil {
+		fmt.Fprintf(stderr, "turnstile run: %v\n", err)
+		return code, false
 	}
+	defer j.finish()
 
-	pgid := cmd.Process.Pid // the command leads its own process group
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait() // the status is read from cmd.ProcessState
-		close(exited)
-	}()
-
+	pgid := j.pgid
 	leaseDone, ctxDone := lease.Context().Done(), ctx.Done()
 	var kill <-chan time.Time
 	for {
 		select {
-		case <-exited:
-			code = exitStatus(cmd.ProcessState)
+		case <-j.exited:
+			code = j.code
+			if j.err != nil {
+				fmt.Fprintf(stderr, "turnstile run: %v\n", j.err)
+			}
 			if !lost && lease.Context().Err() != nil {
 				lost = true
 				fmt.Fprintf(stderr, "turnstile run: lease on %q lost as the command exited: %s\n", o.key, describe(context.Cause(lease.Context())))
@@ -95,6 +108,15 @@ func (o *runOptions) supervise(ctx context.Context, lease *turnstile.Lease, sigs
 			signalGroup(pgid, syscall.SIGKILL)
 		}
 	}
+}
+
+// startFailureCode is the exit status for a command that could not be
+// started, as in sh: 127 if it was not found, else 126.
+func startFailureCode(err error) int {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return exitNotFound
+	}
+	return exitCannotRun
 }
 
 // awaitGroup waits until every process of the group is gone, or kill

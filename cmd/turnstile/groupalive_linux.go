@@ -16,41 +16,79 @@ func groupAlive(pgid int) bool {
 	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
 		return false
 	}
-	dir, err := os.ReadDir("/proc")
+	procs, err := listProcs()
 	if err != nil {
 		return true
 	}
-	for _, e := range dir {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue // exited meanwhile
-		}
-		if running, group := parseStat(stat); running && group == pgid {
+	for _, p := range procs {
+		if p.running && p.pgrp == pgid {
 			return true
 		}
 	}
 	return false
 }
 
-// parseStat reads the state and process group from /proc/PID/stat:
+// procInfo is what turnstile reads from /proc/PID/stat.
+type procInfo struct {
+	pid, ppid, pgrp int
+	running         bool // neither a zombie nor dead
+}
+
+// listProcs reads every process of the system from /proc.
+func listProcs() ([]procInfo, error) {
+	dir, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	procs := make([]procInfo, 0, len(dir))
+	for _, e := range dir {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		p, ok := readStat(stat)
+		if !ok {
+			continue
+		}
+		p.pid = pid
+		procs = append(procs, p)
+	}
+	return procs, nil
+}
+
+// parseStat reads the state and process group from /proc/PID/stat.
+func parseStat(stat []byte) (running bool, pgrp int) {
+	p, ok := readStat(stat)
+	if !ok {
+		return false, 0
+	}
+	return p.running, p.pgrp
+}
+
+// readStat reads the state, parent and process group from /proc/PID/stat:
 // "PID (COMM) STATE PPID PGRP ...", where COMM may itself contain spaces
 // and parentheses, so the fields are counted from the last ')'.
-func parseStat(stat []byte) (running bool, pgrp int) {
+func readStat(stat []byte) (p procInfo, ok bool) {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return false, 0
+		return p, false
 	}
 	f := bytes.Fields(stat[i+1:])
 	if len(f) < 3 || len(f[0]) != 1 {
-		return false, 0
+		return p, false
+	}
+	ppid, err := strconv.Atoi(string(f[1]))
+	if err != nil {
+		return p, false
 	}
 	pgrp, err := strconv.Atoi(string(f[2]))
 	if err != nil {
-		return false, 0
+		return p, false
 	}
 	state := f[0][0]
-	return state != 'Z' && state != 'X', pgrp
+	return procInfo{ppid: ppid, pgrp: pgrp, running: state != 'Z' && state != 'X'}, true
 }

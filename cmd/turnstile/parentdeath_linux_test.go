@@ -16,7 +16,7 @@ func TestRunCommandDiesWithTurnstile(t *testing.T) {
 		"sh", "-c", `echo $$ > "$DIR/pid"; touch "$DIR/ready"; sleep 30`)
 	waitForFile(t, filepath.Join(dir, "ready"), 10*time.Second)
 	child := readPID(t, filepath.Join(dir, "pid"))
-	// The sleep the command started is not covered; stop it when done.
+	// Should the test fail, leave nothing running.
 	t.Cleanup(func() { _ = syscall.Kill(-child, syscall.SIGKILL) })
 
 	if err := p.cmd.Process.Kill(); err != nil {

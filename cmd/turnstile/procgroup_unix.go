@@ -11,8 +11,10 @@ import (
 
 // forwardedSignals are passed on to the command's process group. SIGHUP
 // is among them so that closing the terminal stops the command the way it
-// would stop it without turnstile.
-var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+// would stop it without turnstile; SIGQUIT so that it quits the command as
+// it would without turnstile, instead of making turnstile print its
+// goroutines over the command's output.
+var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
 // groupAttr puts the command in a process group of its own, so that
 // signalling the group reaches the processes it starts too. With
@@ -20,9 +22,10 @@ var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGH
 // shell does for a job: otherwise the command would be stopped (SIGTTIN)
 // the moment it read from the terminal.
 //
-// Where the system can (Linux), the command also gets SIGKILL if
-// turnstile dies without stopping it (OOM killer, kill -9): nothing would
-// renew the lease any more, and the command must not outlive it.
+// Where the system can (Linux), the command also gets SIGKILL if the
+// process that started it dies: on Linux that is turnstile's supervisor
+// (see startCommand), which stops the command's whole group in turn if
+// turnstile itself dies.
 func groupAttr(tty int, foreground bool) *syscall.SysProcAttr {
 	attr := &syscall.SysProcAttr{Setpgid: true}
 	if foreground {
