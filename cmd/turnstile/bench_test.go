@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -431,7 +430,7 @@ func TestBenchCounterAddrs(t *testing.T) {
 			[]string{"redis://h1:7000"}, []string{"redis://h1:7000", "redis://h2:7001"}},
 	}
 	for _, tt := range tests {
-		got, err := parseBenchURL(tt.url)
+		got, err := parseBenchURL(tt.url, "--url")
 		if err != nil {
 			t.Errorf("%s: %v", tt.url, err)
 			continue
@@ -442,7 +441,7 @@ func TestBenchCounterAddrs(t *testing.T) {
 		if (got.redlock != "") != (len(tt.redlockAddrs) > 0) {
 			t.Errorf("%s: redlock URL %q", tt.url, got.redlock)
 		}
-		if u, _ := url.Parse(tt.url); got.name != u.Redacted() {
+		if want := strings.Replace(tt.url, ":p@", ":xxxxx@", 1); got.name != want {
 			t.Errorf("%s: named %q", tt.url, got.name)
 		}
 	}
@@ -470,8 +469,11 @@ func TestBenchCluster(t *testing.T) {
 		t.Errorf("%d nodes, %d acquisitions; want %d nodes and some", res.Nodes, res.Acquisitions, testserver.ClusterMasters)
 	}
 	// Every pair's two scripts run on the master of its key's slot, one
-	// of the hosts counted.
-	if res.ScriptsPerAcq < 1.9 || res.ScriptsPerAcq > 2.2 {
-		t.Errorf("%v scripts per acquisition over the cluster, want about 2", res.ScriptsPerAcq)
+	// of the hosts counted; besides, each of the 16 workers may end the
+	// cell with an acquisition its end cut short, and its release: few
+	// acquisitions on a busy machine make those count.
+	acq := float64(res.Acquisitions)
+	if scripts := res.ScriptsPerAcq * acq; scripts < 1.9*acq || scripts > 2*acq+2*16+1 {
+		t.Errorf("%v scripts per acquisition over the cluster (%d acquisitions), want about 2", res.ScriptsPerAcq, res.Acquisitions)
 	}
 }
