@@ -24,7 +24,8 @@ for m in $(go list -m -f '{{.Dir}}'); do
 		for name in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' $files | sed 's/^func //' | sort -u); do
 			targets=$((targets + 1))
 			t0=$(date +%s)
-			echo "== ${dir#"$PWD"/} $name ($duration)"
+			rel=${dir#"$PWD"}
+			echo "== ./${rel#/} $name ($duration)"
 			if ! (cd "$dir" && go test -run '^$' -fuzz "^$name\$" -fuzztime "$duration" .) >"$log" 2>&1; then
 				grep -v '^fuzz: elapsed' "$log" | tail -n 40
 				input=$(sed -n 's/.*Failing input written to \(testdata\/fuzz\/[^ ]*\).*/\1/p' "$log" | head -n 1)
