@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/turnstilelock/turnstile/internal/redact"
 )
 
 // ErrRedis is a Redis error reply or a malformed reply to the
@@ -85,14 +86,15 @@ func NewCounter(addrs []string) (*Counter, error) {
 		opt, err := counterOption(a)
 		if err != nil {
 			c.Close()
-			return nil, err
+			return nil, redact.Error(err, a)
 		}
 		rc, err := rueidis.NewClient(opt)
 		if err != nil {
 			c.Close()
-			return nil, fmt.Errorf("workload: connect to %s: %w", redact(a), err)
+			// The driver's error may repeat the URL: mask it there too.
+			return nil, redact.Error(fmt.Errorf("workload: connect to %s: %w", redact.URL(a), err), a)
 		}
-		c.nodes = append(c.nodes, counterNode{addr: redact(a), client: rc})
+		c.nodes = append(c.nodes, counterNode{addr: redact.URL(a), client: rc})
 	}
 	return c, nil
 }
@@ -104,21 +106,13 @@ func counterOption(addr string) (rueidis.ClientOption, error) {
 	if strings.Contains(addr, "://") {
 		var err error
 		if opt, err = rueidis.ParseURL(addr); err != nil {
-			return opt, fmt.Errorf("%w: server %s: %v", ErrUsage, redact(addr), err)
+			return opt, fmt.Errorf("%w: server %s: %v", ErrUsage, redact.URL(addr), err)
 		}
 	}
 	opt.DisableCache = true
 	opt.ForceSingleClient = true
 	opt.Dialer.Timeout = 5 * time.Second
 	return opt, nil
-}
-
-// redact drops the password from a URL, for error messages.
-func redact(addr string) string {
-	if u, err := url.Parse(addr); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	return addr
 }
 
 // Read returns the servers' counters and CPU time now.

@@ -202,7 +202,7 @@ func (o *benchOptions) preflight(ctx context.Context, t benchTarget, stderr io.W
 				err = inner
 			}
 			if ctx.Err() == nil && isURLError(err) {
-				fmt.Fprintf(stderr, "turnstile bench: --url: %s\nRun \"turnstile bench -h\" for usage.\n", describe(err))
+				fmt.Fprintf(stderr, "turnstile bench: %s: %s\nRun \"turnstile bench -h\" for usage.\n", o.urlFrom, describe(err))
 				return "", exitUsage
 			}
 			return fail(fmt.Errorf("cannot open the server: %s", describe(err)))

@@ -28,6 +28,7 @@ const (
 // benchOptions is a parsed and checked "turnstile bench" command line.
 type benchOptions struct {
 	url      string // "": start redis-servers of its own
+	urlFrom  string // where url came from: "--url", "--backend-file F", ...
 	target   benchTarget
 	duration time.Duration
 	waiters  int
@@ -51,7 +52,8 @@ func parseBench(args []string) (*benchOptions, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported by benchCmd, with a hint
 	fs.Usage = func() {}
-	fs.StringVar(&o.url, "url", "", "")
+	var backend backendFlags
+	backend.register(fs, "url", "backend")
 	var only string
 	fs.StringVar(&only, "only", "", "")
 	duration := durationFlag(defaultBenchDuration)
@@ -67,6 +69,14 @@ func parseBench(args []string) (*benchOptions, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q (turnstile bench takes flags only)", fs.Arg(0))
 	}
+	url, from, err := backend.resolve(os.Getenv)
+	if err != nil {
+		if backend.urlFlag != "" && backend.url == "" {
+			err = fmt.Errorf("%w (omit it to run on redis-servers started for the run)", err)
+		}
+		return nil, err
+	}
+	o.url, o.urlFrom = url, from
 	o.duration, o.hold = time.Duration(duration), time.Duration(hold)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -77,8 +87,6 @@ func parseBench(args []string) (*benchOptions, error) {
 		return nil, fmt.Errorf("--waiters %d is outside [2, %d]", o.waiters, maxBenchWaiters)
 	case o.hold <= 0 || o.hold > maxBenchHold:
 		return nil, fmt.Errorf("--hold %v is outside (0, %v]", o.hold, maxBenchHold)
-	case set["url"] && o.url == "":
-		return nil, errors.New("--url must not be empty (omit it to run on redis-servers started for the run)")
 	case set["html"] && o.html == "":
 		return nil, errors.New("--html must name a file")
 	}
@@ -88,7 +96,7 @@ func parseBench(args []string) (*benchOptions, error) {
 		}
 	}
 	if o.url != "" {
-		t, err := parseBenchURL(o.url)
+		t, err := parseBenchURL(o.url, o.urlFrom)
 		if err != nil {
 			return nil, err
 		}
@@ -203,9 +211,17 @@ Flags:
                     counted on the hosts listed) or
                     redlock://host1:port1,host2:port2,...[/db] (single-node
                     cells on its first node, the Redlock cell on all).
-                    Without it, turnstile bench starts redis-server on free
-                    loopback ports (five for the Redlock cell) and stops
-                    them when it exits; redis-server must be installed.
+                    --backend URL is the same flag. Default:
+                    $TURNSTILE_BACKEND. Without either, turnstile bench
+                    starts redis-server on free loopback ports (five for
+                    the Redlock cell) and stops them when it exits;
+                    redis-server must be installed. Every local user can
+                    read a command line (ps): keep a URL with a password
+                    in $TURNSTILE_BACKEND or --backend-file. Output shows
+                    it with the password masked.
+  --backend-file FILE
+                    read the --url URL from FILE (its one line, spaces
+                    trimmed), e.g. a file only you can read
   --only REGEX      run only the workloads whose id matches, e.g.
                     'uncontended' or 'herd|contended-1' (default: all)
   --duration D      how long each cell runs (default %v, at most %v)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/turnstilelock/turnstile/internal/hostlist"
+	"github.com/turnstilelock/turnstile/internal/redact"
 	"github.com/turnstilelock/turnstile/internal/redisproc"
 )
 
@@ -39,8 +40,18 @@ type benchTarget struct {
 // parseBenchURL reads --url: a redis:// or rediss:// URL (one server, or
 // several hosts of one Redis Cluster), or a redlock:// URL, whose first
 // node also serves the single-node cells. Only the syntax is checked
-// here; turnstile.Open checks the rest when the run starts.
-func parseBenchURL(raw string) (benchTarget, error) {
+// here; turnstile.Open checks the rest when the run starts. from says
+// where the URL came from ("--url", "--backend-file F", ...), for errors,
+// which never show its secrets.
+func parseBenchURL(raw, from string) (benchTarget, error) {
+	t, err := readBenchURL(raw, from)
+	if err != nil {
+		return t, redact.Error(err, raw)
+	}
+	return t, nil
+}
+
+func readBenchURL(raw, from string) (benchTarget, error) {
 	var t benchTarget
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -49,17 +60,21 @@ func parseBenchURL(raw string) (benchTarget, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return t, fmt.Errorf("--url is not a URL (%v): %s", err, benchURLForms)
+		return t, fmt.Errorf("%s is not a URL (%v): %s", from, err, benchURLForms)
 	}
-	t.name = u.Redacted()
+	t.name = redact.URL(raw)
+	if from == "$"+backendEnv {
+		// Say so: the variable may have been set for turnstile run.
+		t.name += " (from $" + backendEnv + ")"
+	}
 	scheme := strings.ToLower(u.Scheme)
 	switch scheme {
 	case "redis", "rediss", "redlock":
 	default:
-		return t, fmt.Errorf("--url %s: %s", t.name, benchURLForms)
+		return t, fmt.Errorf("%s %s: %s", from, redact.URL(raw), benchURLForms)
 	}
 	if u.Opaque != "" {
-		return t, fmt.Errorf("--url %s: want %s://HOST:PORT", t.name, scheme)
+		return t, fmt.Errorf("%s %s: want %s://HOST:PORT", from, redact.URL(raw), scheme)
 	}
 	// An empty host is localhost for redis:// (as turnstile.Open reads
 	// it) and refused for redlock://.
@@ -69,7 +84,7 @@ func parseBenchURL(raw string) (benchTarget, error) {
 	}
 	nodes, err := hostlist.Split(u.Host, "6379", emptyHost)
 	if err != nil {
-		return t, fmt.Errorf("--url %s: %w", t.name, err)
+		return t, fmt.Errorf("%s %s: %w", from, redact.URL(raw), err)
 	}
 	addrs := make([]string, len(nodes))
 	for i, n := range nodes {

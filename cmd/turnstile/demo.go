@@ -42,6 +42,10 @@ type demoOptions struct {
 	json      bool
 	redisURL  string
 	pgURL     string
+	// redisFrom and pgFrom say where the URLs came from ("--redis",
+	// "--backend-file F", "$TURNSTILE_BACKEND", ...), for messages.
+	redisFrom string
+	pgFrom    string
 	inProcess bool
 	units     int64
 	orders    int
@@ -74,8 +78,9 @@ func parseDemo(args []string) (*demoOptions, error) {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	fs.BoolVar(&o.json, "json", false, "")
-	fs.StringVar(&o.redisURL, "redis", "", "")
-	fs.StringVar(&o.pgURL, "postgres", "", "")
+	var redisFlags, pgFlags backendFlags
+	redisFlags.register(fs, "redis", "backend")
+	pgFlags.registerFile(fs, "postgres-file", "postgres")
 	fs.BoolVar(&o.inProcess, "in-process", false, "")
 	fs.Int64Var(&o.units, "units", defaultFlashUnits, "")
 	fs.IntVar(&o.orders, "orders", defaultFlashOrders, "")
@@ -98,23 +103,27 @@ func parseDemo(args []string) (*demoOptions, error) {
 		names = append(names, args[0])
 		args = args[1:]
 	}
-	var emptyFlag error
-	fs.Visit(func(f *flag.Flag) {
-		if (f.Name == "redis" || f.Name == "postgres") && f.Value.String() == "" {
-			emptyFlag = fmt.Errorf("--%s must not be empty", f.Name)
-		}
-	})
-	if emptyFlag != nil {
-		return nil, emptyFlag
+	// $TURNSTILE_BACKEND names the Redis unless --in-process asks for
+	// none.
+	getenv := os.Getenv
+	if o.inProcess {
+		getenv = nil
+	}
+	var err error
+	if o.redisURL, o.redisFrom, err = redisFlags.resolve(getenv); err != nil {
+		return nil, err
+	}
+	if o.pgURL, o.pgFrom, err = pgFlags.resolve(nil); err != nil {
+		return nil, err
 	}
 	if err := checkMetricsAddr(o.metricsAddr); err != nil {
 		return nil, err
 	}
 	switch {
 	case o.inProcess && o.redisURL != "":
-		return nil, errors.New("--in-process and --redis exclude each other")
+		return nil, fmt.Errorf("--in-process and %s exclude each other", o.redisFrom)
 	case o.inProcess && o.pgURL != "":
-		return nil, errors.New("--in-process and --postgres exclude each other")
+		return nil, fmt.Errorf("--in-process and %s exclude each other", o.pgFrom)
 	case o.units < 1 || o.units > 1_000_000:
 		return nil, fmt.Errorf("--units %d is outside [1, 1000000]", o.units)
 	case o.orders < 1 || o.orders > maxFlashOrders:
@@ -123,10 +132,14 @@ func parseDemo(args []string) (*demoOptions, error) {
 		return nil, fmt.Errorf("--waiters %d is outside [%d, %d]", o.waiters, herdProcesses, maxHerdWaiters)
 	}
 	if o.redisURL != "" && !strings.HasPrefix(o.redisURL, "redis://") && !strings.HasPrefix(o.redisURL, "rediss://") {
-		return nil, fmt.Errorf("--redis %q: want a URL such as redis://127.0.0.1:6379", o.redisURL)
+		hint := ""
+		if o.redisFrom == "$"+backendEnv {
+			hint = " (the demo runs on Redis: unset " + backendEnv + " to start servers of its own, or pass --in-process)"
+		}
+		return nil, fmt.Errorf("%s %q: want a URL such as redis://127.0.0.1:6379%s", o.redisFrom, showURL(o.redisURL), hint)
 	}
 	if o.pgURL != "" && !strings.HasPrefix(o.pgURL, "postgres://") && !strings.HasPrefix(o.pgURL, "postgresql://") {
-		return nil, fmt.Errorf("--postgres %q: want a URL such as postgres://user@127.0.0.1:5432/db", o.pgURL)
+		return nil, fmt.Errorf("%s %q: want a URL such as postgres://user@127.0.0.1:5432/db", o.pgFrom, showURL(o.pgURL))
 	}
 	if len(names) == 0 {
 		o.scenarios = demoScenarios
@@ -259,8 +272,17 @@ Flags:
   --json           print one JSON object per run on stdout (scenario,
                    variant, ok, naive and the figures) and nothing else;
                    progress still goes to stderr
-  --redis URL      use this Redis server instead of starting one
+  --redis URL      use this Redis server instead of starting one (default:
+                   $TURNSTILE_BACKEND when set); --backend URL is the same
+  --backend-file FILE
+                   read the --redis URL from FILE (its one line, spaces
+                   trimmed)
   --postgres URL   use this PostgreSQL server instead of starting one
+  --postgres-file FILE
+                   read the --postgres URL from FILE
+                   Every local user can read a command line (ps): keep a
+                   URL with a password in $TURNSTILE_BACKEND or a file.
+                   Output shows URLs with the password masked.
   --in-process     start no servers: use an in-process Redis (miniredis on a
                    loopback port) and no PostgreSQL
   --units N        units on sale in flash-sale (default 1000)
@@ -274,7 +296,7 @@ Flags:
                    keeps serving them until interrupted (then it exits with
                    the verdict's status)
 
-Without --redis, the demo starts redis-server on a free loopback port when it
+Without --redis (or $TURNSTILE_BACKEND), the demo starts redis-server on a free loopback port when it
 is installed, and an in-process Redis otherwise; without --postgres, it
 starts PostgreSQL when installed, and runs the scenarios that would use it on
 Redis otherwise. It says which. Everything it starts stops when it exits,

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -19,12 +18,21 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/pgproc"
+	"github.com/turnstilelock/turnstile/internal/redact"
 	"github.com/turnstilelock/turnstile/internal/redisproc"
 	tsredis "github.com/turnstilelock/turnstile/redis"
 )
 
 // demoPoolSize is the most PostgreSQL connections one demo process opens.
 const demoPoolSize = 16
+
+// demoRedisVar and demoPostgresVar pass the servers' URLs to the demo's
+// worker processes in their environment: a command line is visible to
+// every local user.
+const (
+	demoRedisVar    = "TURNSTILE_DEMO_REDIS"
+	demoPostgresVar = "TURNSTILE_DEMO_POSTGRES"
+)
 
 // demoEnv is what every scenario runs on: a Redis server, and a PostgreSQL
 // server when one is installed or given.
@@ -83,7 +91,7 @@ func startDemoEnv(ctx context.Context, o *demoOptions, stderr io.Writer) (env *d
 
 	switch {
 	case o.redisURL != "":
-		env.notes = append(env.notes, "redis: "+redactURL(o.redisURL)+" (given with --redis)")
+		env.notes = append(env.notes, "redis: "+redact.URL(o.redisURL)+" (given with "+o.redisFrom+")")
 	case !o.inProcess && redisproc.Available():
 		dir, err := os.MkdirTemp("", "turnstile-demo-redis-")
 		if err != nil {
@@ -128,7 +136,7 @@ func startDemoEnv(ctx context.Context, o *demoOptions, stderr io.Writer) (env *d
 	startedPG := "" // address of the PostgreSQL server started here
 	switch {
 	case o.pgURL != "":
-		env.notes = append(env.notes, "postgres: "+redactURL(o.pgURL)+" (given with --postgres)")
+		env.notes = append(env.notes, "postgres: "+redact.URL(o.pgURL)+" (given with "+o.pgFrom+")")
 	case o.inProcess:
 		env.notes = append(env.notes, "postgres: none (--in-process); the scenarios use Redis instead")
 	default:
@@ -187,7 +195,8 @@ func connectDemoEnv(ctx context.Context, redisURL, pgURL string, stderr io.Write
 func dialDemoRedis(rawURL string) (rueidis.Client, error) {
 	opt, err := rueidis.ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("--redis %s: %w", redactURL(rawURL), err)
+		// rueidis repeats the URL it could not read.
+		return nil, redact.Error(fmt.Errorf("redis %s: %w", redact.URL(rawURL), err), rawURL)
 	}
 	// The scenarios read what other processes just wrote: no client-side
 	// cache.
@@ -195,7 +204,7 @@ func dialDemoRedis(rawURL string) (rueidis.Client, error) {
 	opt.Dialer.Timeout = 5 * time.Second
 	rc, err := rueidis.NewClient(opt)
 	if err != nil {
-		return nil, fmt.Errorf("redis %s: %w", redactURL(rawURL), err)
+		return nil, redact.Error(fmt.Errorf("redis %s: %w", redact.URL(rawURL), err), rawURL)
 	}
 	return rc, nil
 }
@@ -203,7 +212,7 @@ func dialDemoRedis(rawURL string) (rueidis.Client, error) {
 func dialDemoPostgres(ctx context.Context, rawURL string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("--postgres: %w", err)
+		return nil, redact.Error(fmt.Errorf("postgres %s: %w", redact.URL(rawURL), err), rawURL)
 	}
 	cfg.MaxConns = demoPoolSize
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -216,7 +225,7 @@ func dialDemoPostgres(ctx context.Context, rawURL string) (*pgxpool.Pool, error)
 		if pool != nil {
 			pool.Close()
 		}
-		return nil, fmt.Errorf("postgres %s: %w", redactURL(rawURL), err)
+		return nil, redact.Error(fmt.Errorf("postgres %s: %w", redact.URL(rawURL), err), rawURL)
 	}
 	return pool, nil
 }
@@ -271,13 +280,4 @@ func infoField(info, name string) string {
 		}
 	}
 	return "?"
-}
-
-// redactURL hides a password in a server URL.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
 }

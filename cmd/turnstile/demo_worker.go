@@ -32,11 +32,14 @@ const demoWorkerArg = "__worker"
 // workerSpec tells a worker process what to do. It is passed as one JSON
 // argument.
 type workerSpec struct {
-	Scenario string          `json:"scenario"`
-	Variant  string          `json:"variant"`
-	Index    int             `json:"index"`
-	Redis    string          `json:"redis"`
-	Postgres string          `json:"postgres,omitempty"`
+	Scenario string `json:"scenario"`
+	Variant  string `json:"variant"`
+	Index    int    `json:"index"`
+	// Redis and Postgres are the servers' URLs. They go to the worker in
+	// its environment, which other users cannot read, not in the JSON
+	// argument, which ps shows them.
+	Redis    string          `json:"-"`
+	Postgres string          `json:"-"`
 	Params   json.RawMessage `json:"params,omitempty"`
 }
 
@@ -99,6 +102,7 @@ func demoWorkerMain(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintf(stderr, "turnstile demo worker: bad spec: %v\n", err)
 		return exitUsage
 	}
+	spec.Redis, spec.Postgres = os.Getenv(demoRedisVar), os.Getenv(demoPostgresVar)
 	fn, ok := demoWorkers[spec.Scenario]
 	if !ok {
 		fmt.Fprintf(stderr, "turnstile demo worker: no worker for scenario %q\n", spec.Scenario)
@@ -169,6 +173,7 @@ func startWorkers(ctx context.Context, env *demoEnv, specs []workerSpec) (*worke
 		arg, _ := json.Marshal(specs[i])
 		p := &workerProc{index: i, ready: make(chan struct{}), exited: make(chan struct{})}
 		p.cmd = exec.Command(exe, "demo", demoWorkerArg, string(arg))
+		p.cmd.Env = append(os.Environ(), demoRedisVar+"="+specs[i].Redis, demoPostgresVar+"="+specs[i].Postgres)
 		p.cmd.Stderr = env.stderr
 		serverproc.DieWithParent(p.cmd)
 		if p.stdin, err = p.cmd.StdinPipe(); err != nil {

@@ -37,14 +37,11 @@ type runOptions struct {
 
 func parseRun(args []string) (*runOptions, error) {
 	o := &runOptions{}
-	backend := os.Getenv("TURNSTILE_BACKEND")
-	if backend == "" {
-		backend = defaultBackend
-	}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported by runCmd, with a hint
 	fs.Usage = func() {}
-	fs.StringVar(&o.backend, "backend", backend, "")
+	var backend backendFlags
+	backend.register(fs, "backend")
 	fs.StringVar(&o.key, "key", "", "")
 	ttl := durationFlag(turnstile.DefaultTTL)
 	fs.Var(&ttl, "ttl", "")
@@ -57,6 +54,14 @@ func parseRun(args []string) (*runOptions, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	b, _, err := backend.resolve(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if b == "" {
+		b = defaultBackend
+	}
+	o.backend = b
 	o.ttl, o.wait, o.grace = time.Duration(ttl), time.Duration(wait), time.Duration(grace)
 
 	// flag stops at "--" or at the first argument that is not a flag; only
@@ -159,6 +164,12 @@ Flags:
                  %s). Schemes: %s.
                  mem:// lives inside this one process and excludes nothing
                  across processes: use it only to try turnstile out.
+                 Every local user can read a command line (ps): keep a URL
+                 with a password in $TURNSTILE_BACKEND or --backend-file.
+                 Errors show it with the password masked.
+  --backend-file FILE
+                 read the --backend URL from FILE (its one line, spaces
+                 trimmed), e.g. a file only you can read
   --key KEY      the lock to hold, e.g. lock:inventory:12345 (required)
   --ttl D        lease TTL: how long the lock outlives a turnstile that
                  crashed or lost the store (default %v)
