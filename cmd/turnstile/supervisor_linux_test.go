@@ -172,8 +172,17 @@ func TestRunPassesSIGQUIT(t *testing.T) {
 		"sh", "-c", `trap 'echo quit > "$DIR/quit"; exit 4' QUIT; sleep 30 & touch "$DIR/ready"; wait`)
 	waitForFile(t, filepath.Join(dir, "ready"), 10*time.Second)
 
+	before := clientCount(t, srv)
 	waiter := startTurnstile(t, env, "run", "--key", key, "--", "touch", filepath.Join(dir, "ran"))
-	time.Sleep(500 * time.Millisecond) // let it reach the wait
+	// Once it connects to the store, turnstile handles the signal (a
+	// program still starting up would die of it).
+	for deadline := time.Now().Add(20 * time.Second); clientCount(t, srv) <= before; {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter did not connect to the store within 20s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
 	if err := waiter.cmd.Process.Signal(syscall.SIGQUIT); err != nil {
 		t.Fatal(err)
 	}
@@ -224,4 +233,14 @@ func TestSupervisorModeByHand(t *testing.T) {
 			t.Errorf("turnstile %q: stderr does not explain:\n%s", args, r.stderr)
 		}
 	}
+}
+
+// clientCount is the number of clients connected to srv.
+func clientCount(t *testing.T, srv *testserver.Redis) int {
+	t.Helper()
+	list, err := srv.Do("CLIENT", "LIST")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(list, "id=") - 1 // not the connection asking
 }
