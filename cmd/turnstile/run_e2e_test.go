@@ -94,8 +94,12 @@ func TestRunWhileHeldElsewhere(t *testing.T) {
 		}
 	})
 	t.Run("interrupted while waiting", func(t *testing.T) {
+		before := clientCount(t, srv)
 		waiter := startTurnstile(t, env, "run", "--key", key, "--", "touch", ran)
-		time.Sleep(500 * time.Millisecond) // let it reach the wait
+		// Signal it once it has connected, so its handlers are installed
+		// whatever the machine's load: a fixed sleep may end while a busy
+		// machine is still starting the process.
+		awaitClients(t, srv, before+1, 20*time.Second)
 		if err := waiter.cmd.Process.Signal(syscall.SIGINT); err != nil {
 			t.Fatal(err)
 		}
@@ -190,5 +194,26 @@ func TestRunBackendErrors(t *testing.T) {
 	r = runTurnstile(t, nil, "run", "--key", "k", "--ttl", "abc", "--", "true")
 	if r.code != exitUsage || strings.Contains(r.stderr, "panic") {
 		t.Errorf("bad ttl: exit code %d, want %d; stderr:\n%s", r.code, exitUsage, r.stderr)
+	}
+}
+
+// clientCount is the number of clients connected to srv.
+func clientCount(t *testing.T, srv *testserver.Redis) int {
+	t.Helper()
+	list, err := srv.Do("CLIENT", "LIST")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(list, "id=") - 1 // not the connection asking
+}
+
+// awaitClients waits until at least n clients are connected to srv.
+func awaitClients(t *testing.T, srv *testserver.Redis, n int, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); clientCount(t, srv) < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than %d clients connected after %v", n, within)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

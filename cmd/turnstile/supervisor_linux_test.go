@@ -234,13 +234,3 @@ func TestSupervisorModeByHand(t *testing.T) {
 		}
 	}
 }
-
-// clientCount is the number of clients connected to srv.
-func clientCount(t *testing.T, srv *testserver.Redis) int {
-	t.Helper()
-	list, err := srv.Do("CLIENT", "LIST")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Count(list, "id=") - 1 // not the connection asking
-}
