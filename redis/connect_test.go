@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,46 +37,10 @@ func TestOpenDatabaseOutOfRange(t *testing.T) {
 	_ = c.Close()
 }
 
-// listenWriting accepts connections on a loopback port and writes reply
-// to each, as a server of another protocol would; it stops when the test
-// ends.
-func listenWriting(t *testing.T, reply string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			_, _ = c.Write([]byte(reply))
-		}
-	})
-	t.Cleanup(func() {
-		_ = l.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return l.Addr().String()
-}
-
 // TestOpenNotRedis: a server that answers in another protocol is named,
 // and said not to speak Redis, instead of an opaque RESP parse error.
 func TestOpenNotRedis(t *testing.T) {
-	addr := listenWriting(t, "<html><body>hello</body></html>\r\n")
+	addr := testserver.Raw(t, "<html><body>hello</body></html>\r\n")
 	c, err := turnstile.Open(ctxFor(t, 10*time.Second), "redis://"+addr+"?dial_timeout=2s")
 	if err == nil {
 		_ = c.Close()

@@ -3,59 +3,19 @@
 package main
 
 import (
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
-// serveRaw accepts connections on a loopback port until the test ends,
-// and writes reply (if any) to each; with no reply it never answers, as a
-// hung server would.
-func serveRaw(t *testing.T, reply string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			if reply != "" {
-				_, _ = c.Write([]byte(reply))
-			}
-		}
-	})
-	t.Cleanup(func() {
-		_ = l.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return l.Addr().String()
-}
-
 // TestRunWaitBoundsConnecting: --wait bounds the whole wait, connecting
 // included. A store that accepts connections and never answers used to
 // hold turnstile for the 5 s dial timeout whatever --wait said.
 func TestRunWaitBoundsConnecting(t *testing.T) {
 	t.Parallel()
-	addr := serveRaw(t, "")
+	addr := testserver.Raw(t, "")
 	const wait = time.Second
 	r := runTurnstile(t, nil, "run", "--backend", "redis://"+addr, "--key", "k", "--wait", wait.String(), "--", "true")
 	if r.code != exitUnavailable {
@@ -78,7 +38,7 @@ func TestRunWaitBoundsConnecting(t *testing.T) {
 // usage error (64), said once, for turnstile run and turnstile demo.
 func TestMetricsAddrUnusable(t *testing.T) {
 	t.Parallel()
-	busy := serveRaw(t, "") // something listens there already
+	busy := testserver.Raw(t, "") // something listens there already
 	for _, tc := range []struct {
 		name, addr, want string
 	}{
@@ -140,7 +100,7 @@ func TestRunRedisURLMistakes(t *testing.T) {
 		}
 	}
 
-	html := serveRaw(t, "<html><body>hello</body></html>\r\n")
+	html := testserver.Raw(t, "<html><body>hello</body></html>\r\n")
 	r = runTurnstile(t, nil, "run", "--backend", "redis://"+html, "--key", "k", "--", "true")
 	if r.code != exitUnavailable {
 		t.Errorf("HTML server: exit code %d, want %d; stderr:\n%s", r.code, exitUnavailable, r.stderr)
