@@ -15,7 +15,8 @@ import (
 	"github.com/turnstilelock/turnstile"
 )
 
-// The image-resizing incident of SPEC S-13, time scaled by 1/25: a fixed
+// The image-resizing incident (jobs longer than a fixed TTL, see the
+// README's demo table), time scaled by 1/25: a fixed
 // 5 s TTL becomes 200 ms (turnstile.MinTTL), jobs of 0.5-30 s become
 // 20-1200 ms.
 const (
