@@ -3,13 +3,12 @@ package turnstile
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 )
 
 // Admission limits how often a key may be acquired, in front of the lock
-// (SPEC S-15: one hot resource at 100,000 requests/s is served at, say,
-// 1,000 acquisitions/s; the rest wait in line or are refused). Package
+// (for example, one hot resource asked for 100,000 times a second is
+// served at 1,000 acquisitions/s; the rest wait in line or are refused). Package
 // turnstile/admission has one shared by every instance through Redis.
 type Admission interface {
 	// Admit asks to acquire key once. ok=false means key is over its
@@ -50,7 +49,7 @@ func WithAdmission(a Admission, onLimit OverLimit) Option {
 
 // admit runs the Admission of cfg for one acquisition of key.
 func (c *Client) admit(ctx context.Context, key string, cfg *config) error {
-	if cfg.overLimit == QueueOverLimit && c.admissionBusy(key) {
+	if cfg.overLimit == QueueOverLimit && c.admissions.busy(key) {
 		// Callers of this Client already wait for key: behind them.
 		return c.admitInLine(ctx, key, cfg, 0)
 	}
@@ -86,76 +85,14 @@ const maxAdmitBatch = 64
 // key. Its head asks the Admission, for itself and, with a
 // BatchAdmission, for the callers behind it; the others wait.
 type admissionLine struct {
-	mu      sync.Mutex
-	waiters []*admitWaiter // arrival order; [0] is the head
-	dead    bool
+	fifo[*admitWaiter]
 }
+
+func newAdmissionLine() *admissionLine { return &admissionLine{} }
 
 type admitWaiter struct {
-	turn     chan struct{} // closed when it becomes the head
+	seat
 	admitted chan struct{} // closed when the head admitted it
-}
-
-// admissionBusy reports whether callers of this Client wait in key's
-// admission line.
-func (c *Client) admissionBusy(key string) bool {
-	v, ok := c.admissions.Load(key)
-	if !ok {
-		return false
-	}
-	ln := v.(*admissionLine)
-	ln.mu.Lock()
-	defer ln.mu.Unlock()
-	return !ln.dead && len(ln.waiters) > 0
-}
-
-// joinAdmissionLine puts a caller at the tail of key's line.
-func (c *Client) joinAdmissionLine(key string) (*admissionLine, *admitWaiter) {
-	w := &admitWaiter{turn: make(chan struct{}), admitted: make(chan struct{})}
-	for {
-		v, _ := c.admissions.LoadOrStore(key, &admissionLine{})
-		ln := v.(*admissionLine)
-		ln.mu.Lock()
-		if ln.dead {
-			ln.mu.Unlock()
-			continue
-		}
-		ln.waiters = append(ln.waiters, w)
-		if len(ln.waiters) == 1 {
-			close(w.turn)
-		}
-		ln.mu.Unlock()
-		return ln, w
-	}
-}
-
-// remove takes w out of the line (admitted or given up) and hands the
-// head on. Caller holds ln.mu.
-func (ln *admissionLine) remove(c *Client, key string, w *admitWaiter) {
-	for i, x := range ln.waiters {
-		if x != w {
-			continue
-		}
-		ln.waiters = append(ln.waiters[:i], ln.waiters[i+1:]...)
-		if i == 0 && len(ln.waiters) > 0 {
-			close(ln.waiters[0].turn)
-		}
-		break
-	}
-	if len(ln.waiters) == 0 && !ln.dead {
-		ln.dead = true
-		c.admissions.CompareAndDelete(key, ln)
-	}
-}
-
-// position is w's place in the line, 1 for the head. Caller holds ln.mu.
-func (ln *admissionLine) position(w *admitWaiter) int {
-	for i, x := range ln.waiters {
-		if x == w {
-			return i + 1
-		}
-	}
-	return 0
 }
 
 // admitInLine waits in key's admission line, first come first served:
@@ -163,12 +100,13 @@ func (ln *admissionLine) position(w *admitWaiter) int {
 // the front, if the Admission can admit several at once — and the others
 // wait until the head admits them or they become the head.
 func (c *Client) admitInLine(ctx context.Context, key string, cfg *config, retry time.Duration) error {
-	if budget, bounded := maxWaitOf(cfg.backoff); bounded {
+	if budget, bounded := waitBudget(cfg.backoff); bounded {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, budget, fmt.Errorf("%w: not admitted within %v", ErrRateLimited, budget))
 		defer cancel()
 	}
-	ln, w := c.joinAdmissionLine(key)
+	w := &admitWaiter{seat: newSeat(), admitted: make(chan struct{})}
+	ln := c.admissions.join(key, w, newAdmissionLine)
 	last := -1
 	report := func() {
 		if cfg.position == nil {
@@ -184,7 +122,7 @@ func (c *Client) admitInLine(ctx context.Context, key string, cfg *config, retry
 	}
 	leave := func() {
 		ln.mu.Lock()
-		ln.remove(c, key, w)
+		c.admissions.remove(ln, w, nil)
 		ln.mu.Unlock()
 	}
 	batch, _ := cfg.admission.(BatchAdmission)
@@ -255,7 +193,7 @@ func (c *Client) admitInLine(ctx context.Context, key string, cfg *config, retry
 			}
 		}
 		for _, g := range granted {
-			ln.remove(c, key, g)
+			c.admissions.remove(ln, g, nil)
 		}
 		ln.mu.Unlock()
 		return nil

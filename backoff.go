@@ -14,7 +14,7 @@ type Backoff interface {
 	Delay(attempt int) (time.Duration, bool)
 }
 
-// Exponential is exponential backoff with full jitter (SPEC S-4.5): before
+// Exponential is exponential backoff with full jitter: before
 // retry n it sleeps a uniformly random duration in [0, min(Cap, Base·2^n)).
 // Full jitter spreads competing waiters so that their retries do not
 // arrive in lockstep.
@@ -79,7 +79,7 @@ func (noRetry) Delay(int) (time.Duration, bool) { return 0, false }
 
 // Constant retries after the same pause every time, without jitter.
 // Competing waiters that start together then retry together, in lockstep:
-// it exists to show the thundering herd (SPEC S-9.3) and for tests. Prefer
+// it exists to show the thundering herd and for tests. Prefer
 // Exponential.
 type Constant struct {
 	Interval time.Duration
@@ -108,4 +108,15 @@ func (c Constant) validate() error {
 		return fmt.Errorf("%w: constant backoff needs a positive interval, got %v", ErrInvalidOption, c.Interval)
 	}
 	return nil
+}
+
+// waitBudget is the longest total wait b allows, if it says: the bound on
+// every wait that does not count Backoff rounds — behind other waiters
+// of this Client, in a store's queue, in an admission line, and on
+// release notices (Exponential: the sum of its retries' ceilings).
+func waitBudget(b Backoff) (time.Duration, bool) {
+	if m, ok := b.(interface{ maxWait() (time.Duration, bool) }); ok {
+		return m.maxWait()
+	}
+	return 0, false
 }

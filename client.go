@@ -47,12 +47,12 @@ type Client struct {
 	ownsBackend bool // Close closes the backend (set by Open)
 
 	wd    *watchdog
-	lines sync.Map // key → *line: this Client's waiters per key
+	lines lineSet[*waiter, *line] // this Client's waiters per key
 
-	admissions sync.Map // key → *admissionLine: callers over a rate limit
-	busy       busyMeter
-	shared     bool // the backend's locks may have several holders
-	canHandOff bool // the backend is a driver.HandOff
+	admissions lineSet[*admitWaiter, *admissionLine] // callers over a rate limit
+	busy       *busyMeter                            // WithQueueWhenBusy
+	shared     bool                                  // the backend's locks may have several holders
+	canHandOff bool                                  // the backend is a driver.HandOff
 	// trying holds the key hash of a caller making a first attempt, in a
 	// slot chosen by that hash, so that a caller for the same key lines up
 	// behind it instead. Different keys with one 64-bit hash would line
@@ -65,7 +65,7 @@ type Client struct {
 
 // New returns a Client that takes locks from backend.
 func New(backend driver.Backend, opts ...Option) (*Client, error) {
-	if backend == nil {
+	if driver.IsNil(backend) {
 		return nil, ErrNilBackend
 	}
 	cfg := defaultConfig()
@@ -78,11 +78,21 @@ func New(backend driver.Backend, opts ...Option) (*Client, error) {
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Client{backend: backend, cfg: cfg, name: backendName(backend), seed: maphash.MakeSeed()}
+	c := &Client{backend: backend, cfg: cfg, name: driver.Name(backend), seed: maphash.MakeSeed()}
 	if sh, ok := backend.(driver.Shared); ok {
 		c.shared = sh.Shared()
 	}
 	_, c.canHandOff = backend.(driver.HandOff)
+	if cfg.busyAt > 0 {
+		if c.cfg.busyQueue == nil {
+			q, ok := backend.(driver.Queuer)
+			if !ok {
+				return nil, fmt.Errorf("%w: WithQueueWhenBusy(nil, …) needs a backend that queues waiters (a driver.Queuer); %s does not: pass its queue", ErrInvalidOption, c.name)
+			}
+			c.cfg.busyQueue = q
+		}
+		c.busy = newBusyMeter()
+	}
 	c.wd = newWatchdog(c)
 	return c, nil
 }
@@ -97,13 +107,6 @@ func defaultInstanceID() string {
 		id = id[len(id)-64:]
 	}
 	return id
-}
-
-func backendName(b driver.Backend) string {
-	if n, ok := b.(driver.Namer); ok {
-		return n.Name()
-	}
-	return fmt.Sprintf("%T", b)
 }
 
 // Backend returns the store the Client uses.
@@ -138,6 +141,7 @@ func (c *Client) acquire(ctx context.Context, key string, opts []Option, wait bo
 	cfg := &c.cfg
 	if len(opts) > 0 {
 		own := c.cfg
+		own.perCall = true
 		if err := own.apply(opts); err != nil {
 			return nil, err
 		}
@@ -170,22 +174,19 @@ func (c *Client) acquire(ctx context.Context, key string, opts []Option, wait bo
 // retries it made and whether it waited (EventWaiting was sent).
 func (c *Client) attempt(ctx context.Context, key string, cfg *config, wait bool) (l *Lease, retries int, waited bool, err error) {
 	_, once := cfg.backoff.(noRetry)
-	if q, ok := c.backend.(driver.Queuer); ok && wait && !once {
-		c.emit(cfg, Event{Type: EventWaiting, Key: key})
-		l, err := c.acquireQueued(ctx, q, key, cfg)
-		return l, 0, true, err
-	}
-	if cfg.busyQueue != nil && wait && !once && c.busy.queueing(cfg.busyAt) {
-		c.emit(cfg, Event{Type: EventWaiting, Key: key})
-		l, err := c.acquireQueued(ctx, cfg.busyQueue, key, cfg)
-		return l, 0, true, err
+	if wait && !once {
+		if c.busy != nil {
+			return c.retryThenQueue(ctx, key, cfg)
+		}
+		if q, ok := c.backend.(driver.Queuer); ok {
+			c.emit(cfg, Event{Type: EventWaiting, Key: key})
+			l, err := c.acquireQueued(ctx, q, key, cfg)
+			return l, 0, true, err
+		}
 	}
 	k := &contender{c: c, key: key, cfg: cfg, owner: newOwner(cfg)}
 	if wait {
 		l, err = c.waitFor(ctx, k)
-		if cfg.busyQueue != nil && k.waited {
-			c.busy.record(k.retries(), cfg.busyAt)
-		}
 	} else if l, err = k.try(ctx); l == nil && err == nil {
 		err = k.fail(k.lastErr)
 	}

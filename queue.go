@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/turnstilelock/turnstile/driver"
 )
@@ -14,24 +13,20 @@ import (
 var errQueueBudget = errors.New("turnstile: queue wait budget used up")
 
 // acquireQueued waits in the store's own queue (driver.Queuer) instead of
-// retrying. The wait is bounded by the longest total wait the Backoff
-// allows (Exponential: the sum of its retries' ceilings), or by ctx alone
-// when the Backoff has no bound.
+// retrying. The wait is bounded by the Backoff's wait budget, or by ctx
+// alone when the Backoff has no bound.
 func (c *Client) acquireQueued(ctx context.Context, q driver.Queuer, key string, cfg *config) (*Lease, error) {
 	qctx := ctx
-	var budget time.Duration
-	if b, ok := cfg.backoff.(interface{ maxWait() (time.Duration, bool) }); ok {
-		if d, bounded := b.maxWait(); bounded {
-			var cancel context.CancelFunc
-			budget = d
-			qctx, cancel = context.WithTimeoutCause(ctx, d, errQueueBudget)
-			defer cancel()
-		}
+	budget, bounded := waitBudget(cfg.backoff)
+	if bounded {
+		var cancel context.CancelFunc
+		qctx, cancel = context.WithTimeoutCause(ctx, budget, errQueueBudget)
+		defer cancel()
 	}
-	owner := newOwner(cfg)
 	if cfg.position != nil {
 		qctx = driver.WithPositionFunc(qctx, cfg.position)
 	}
+	owner := newOwner(cfg)
 	token, err := q.AcquireWait(qctx, key, owner, cfg.ttl)
 	if err != nil {
 		switch {

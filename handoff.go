@@ -1,0 +1,193 @@
+package turnstile
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+// Releasing to a waiter of the same Client. When the head of this
+// Client's line for a key waits for a lease of the same Client, the
+// lease's release can give it the lock without a race: handed over in
+// the release's own round trip (driver.HandOff), or released without a
+// notice to other processes (driver.QuietReleaser) so that the head's
+// attempt meets no competition. Every maxQuietRun-th release is aloud
+// instead, and the Client's waiters race the others for it.
+
+// maxQuietRun is how many releases in a row a Client hands to its own
+// waiters without telling other processes; then one release is aloud and
+// its own waiters race the others for it, so that no process starves.
+const maxQuietRun = 16
+
+// handoffSlot is where a line's head receives the lock from a releasing
+// lease of its own Client (driver.HandOff).
+type handoffSlot struct {
+	ln *line
+	w  *waiter
+}
+
+// handoff is the outcome of one HandOff to a waiter.
+type handoff struct {
+	owner   string // the owner the lock was handed to
+	token   uint64
+	sent    mono // when the HandOff was sent: the lease's TTL starts later
+	ok      bool // handed over
+	unknown bool // the store failed: the lock may or may not be the waiter's
+}
+
+// open makes the head a target for handoffs while it waits.
+func (h *handoffSlot) open(k *contender) {
+	h.ln.mu.Lock()
+	h.w.ready, h.w.owner, h.w.ttl = true, k.owner, k.cfg.ttl
+	h.ln.mu.Unlock()
+}
+
+// close ends that; it reports whether a handoff to the head is on its
+// way, which the head must then wait for: its owner id is in use.
+func (h *handoffSlot) close() (inflight bool) {
+	h.ln.mu.Lock()
+	defer h.ln.mu.Unlock()
+	h.w.ready = false
+	return h.w.inflight
+}
+
+// pending closes the slot and takes a handoff that reached it or is on
+// its way (attempting nothing meanwhile: the owner id is in use).
+// handled reports that there was one; done, that it ended the wait with a
+// lease or an error.
+func (k *contender) pending(ctx context.Context, slot *handoffSlot) (l *Lease, handled, done bool, err error) {
+	inflight := slot.close()
+	select {
+	case g := <-slot.w.grant: // arrived as another signal did
+		l, done, err = k.take(ctx, g)
+		return l, true, done, err
+	default:
+	}
+	if !inflight {
+		return nil, false, false, nil
+	}
+	l, err = k.receive(ctx, slot)
+	return l, true, l != nil || err != nil, err
+}
+
+// receive waits for the handoff on its way to the head.
+func (k *contender) receive(ctx context.Context, slot *handoffSlot) (*Lease, error) {
+	select {
+	case <-ctx.Done():
+		return nil, k.cancelled(ctx)
+	case g := <-slot.w.grant:
+		l, _, err := k.take(ctx, g)
+		return l, err
+	}
+}
+
+// take turns a handoff into a lease. done reports that the wait is over
+// (a lease or an error); otherwise the caller goes on waiting.
+func (k *contender) take(ctx context.Context, g handoff) (l *Lease, done bool, err error) {
+	if g.owner != k.owner {
+		return nil, false, nil // for an owner id this call no longer uses
+	}
+	switch {
+	case g.ok:
+		if l := k.c.newLease(ctx, k.key, k.owner, g.token, g.sent, k.cfg); l != nil {
+			return l, true, nil
+		}
+		// Born expired: the handoff took longer than the TTL allows.
+		k.c.releaseInBackground(k.key, k.owner, k.cfg.ttl)
+		k.owner = newOwner(k.cfg)
+		k.lastErr = fmt.Errorf("%w: handoff took longer than the ttl %v allows", ErrNotAcquired, k.cfg.ttl)
+		return nil, false, nil
+	default:
+		// Not handed over, or unknown: ask the store. With the same owner
+		// id, an attempt takes over a lock the handoff did give us.
+		l, err := k.try(ctx)
+		return l, l != nil || err != nil, err
+	}
+}
+
+// releaseInStore releases l's lock in the store. When the head of this
+// Client's line for the key waits for it, the lock is handed to the head
+// in the same round trip (driver.HandOff), or released quietly for it
+// (driver.QuietReleaser); every maxQuietRun-th release is aloud instead.
+func (c *Client) releaseInStore(ctx context.Context, l *Lease) (bool, error) {
+	ho, canHand := c.backend.(driver.HandOff)
+	qr, canQuiet := c.backend.(driver.QuietReleaser)
+	if !canHand && !canQuiet {
+		return c.backend.Release(ctx, l.key, l.owner)
+	}
+	ln, found := c.lines.load(l.key)
+	if !found {
+		return c.backend.Release(ctx, l.key, l.owner)
+	}
+	var to *waiter
+	quiet := false
+	ln.mu.Lock()
+	if !ln.dead && len(ln.waiters) > 0 {
+		if ln.quietRun < maxQuietRun {
+			ln.quietRun++
+			if head := ln.waiters[0]; canHand && head.ready && !head.inflight {
+				to = head
+				to.inflight = true
+				ln.noWake = true // the handoff wakes the head
+			} else if canQuiet {
+				quiet = true
+				ln.quietPending = true
+			}
+		} else {
+			ln.quietRun = 0
+			ln.noWake = true
+		}
+	}
+	var owner string
+	var ttl time.Duration
+	if to != nil {
+		owner, ttl = to.owner, to.ttl
+	}
+	ln.mu.Unlock()
+
+	switch {
+	case to != nil:
+		sent := now()
+		token, ok, err := ho.HandOff(ctx, l.key, l.owner, owner, ttl)
+		g := handoff{owner: owner, token: token, sent: sent, ok: ok && err == nil, unknown: err != nil}
+		ln.mu.Lock()
+		to.inflight = false
+		waiting := slices.Contains(ln.waiters, to)
+		if waiting {
+			select {
+			case to.grant <- g: // cap 1: one handoff in flight per waiter
+			default:
+				waiting = false
+			}
+		}
+		ln.mu.Unlock()
+		if !waiting && (g.ok || g.unknown) {
+			c.releaseInBackground(l.key, owner, ttl) // it gave up meanwhile
+		}
+		return ok, err
+	case quiet:
+		return qr.ReleaseQuiet(ctx, l.key, l.owner)
+	default:
+		return c.backend.Release(ctx, l.key, l.owner)
+	}
+}
+
+// notifyInBackground sends key's release notice; Close waits for it.
+func (c *Client) notifyInBackground(key string) {
+	qr, ok := c.backend.(driver.QuietReleaser)
+	if !ok {
+		return
+	}
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := qr.Notify(ctx, key); err != nil {
+			c.cfg.logger.Debug("turnstile: release notice failed", "key", key, "backend", c.name, "err", err)
+		}
+	}()
+}
