@@ -27,7 +27,7 @@ const (
 	MaxTTL = 24 * time.Hour
 )
 
-// Defaults (SPEC S-4.4, S-4.5).
+// Defaults.
 const (
 	DefaultTTL          = 30 * time.Second
 	DefaultBackoffBase  = 10 * time.Millisecond
@@ -52,11 +52,12 @@ type config struct {
 	position    func(int)
 	admission   Admission
 	overLimit   OverLimit
-	busyQueue   driver.Queuer // queue when retries run high (WithQueueWhenBusy)
-	busyAt      float64
+	busyQueue   driver.Queuer // queue when retries run high (WithQueueWhenBusy); nil: the backend's
+	busyAt      float64       // mean retries per acquisition above which to queue; 0: off
 	observers   []Observer
 	notify      bool // wait for release notices where the store sends them
 	coalesce    bool // waiters of one Client for one key queue locally
+	perCall     bool // the options being applied were given to one call
 }
 
 func defaultConfig() config {
@@ -73,7 +74,19 @@ func defaultConfig() config {
 
 // An Option changes a setting. Options given to New apply to every call of
 // the Client; options given to Acquire, TryAcquire or Do apply to that call.
+// A few settings belong to the Client as a whole (WithLogger,
+// WithQueueWhenBusy): given to a single call they are refused with
+// ErrInvalidOption. Each option's doc says where it applies.
 type Option func(*config) error
+
+// clientWide refuses an option that belongs to the Client when it is
+// given to a single call.
+func (c *config) clientWide(name string) error {
+	if c.perCall {
+		return fmt.Errorf("%w: %s applies to the whole Client: give it to New or Open, not to one call", ErrInvalidOption, name)
+	}
+	return nil
+}
 
 // WithTTL sets the lease TTL: how long the store keeps the lock if the
 // holder stops renewing it (crash, partition). Default 30 s. It must lie in
@@ -178,7 +191,7 @@ func WithoutCoalescing() Option {
 // lock again without waiting for itself, and must release it as many
 // times. Owner identity is always explicit — never a goroutine or thread
 // id. Never give one owner id to two independent workers: each could
-// then release the other's lock (SPEC S-13). The id must be 1 to 256
+// then release the other's lock. The id must be 1 to 256
 // bytes without control characters.
 func WithOwner(id string) Option {
 	return func(c *config) error {
@@ -195,11 +208,12 @@ func WithOwner(id string) Option {
 	}
 }
 
-// WithQueuePosition asks to be told, while Acquire waits in a store's
-// queue (a driver.Queuer: the redis package's fair lock, ZooKeeper, etcd),
-// which place the caller has — 1 is next — whenever it changes, so a
-// service can show "you are N-th in line" (SPEC S-6.3). f runs on the
-// waiting goroutine and must not block.
+// WithQueuePosition asks to be told which place the caller has in a
+// line — 1 is next — whenever it changes, so a service can show "you are
+// N-th in line": while Acquire waits in a store's queue that reports
+// places (the redis package's Fair view; etcd's and ZooKeeper's queues
+// report none), and while it waits in the admission line of
+// QueueOverLimit. f runs on the waiting goroutine and must not block.
 func WithQueuePosition(f func(position int)) Option {
 	return func(c *config) error {
 		if f == nil {
@@ -211,21 +225,29 @@ func WithQueuePosition(f func(position int)) Option {
 }
 
 // DefaultBusyRetries is the mean number of retries per acquisition above
-// which WithQueueWhenBusy switches to queueing (SPEC S-6.3).
+// which WithQueueWhenBusy switches to queueing.
 const DefaultBusyRetries = 5
 
-// WithQueueWhenBusy makes Acquire stop retrying and wait in q, a store's
-// first-come-first-served queue on the same locks (the redis package's
-// Fair view), while acquisitions of this Client need more than threshold
-// retries on average (SPEC S-6.3; 0 means DefaultBusyRetries). The
-// average is a moving one over recent acquisitions that retried; once it
-// is exceeded the Client queues for at least a second, then lets
-// retrying acquisitions measure again. Queued callers can learn their
-// place with WithQueuePosition. Give it to New.
+// WithQueueWhenBusy sets the waiting policy "retry first, queue when
+// retries run high" (see busy.go for the details). While a key's recent
+// acquisitions needed at most threshold retries on average, Acquire
+// retries with the Client's Backoff (and at once on a release notice);
+// a caller that has retried more than threshold times joins q, a store's
+// first-come-first-served queue on the same locks, and once the key's
+// mean exceeds threshold callers queue at once. Queued callers can learn
+// their place with WithQueuePosition.
+//
+// q is the queue: nil means the Client's own backend, which must then be
+// a driver.Queuer (etcd, ZooKeeper, the redis package's Fair view); a
+// plain Redis backend takes its Fair view (redis.Backend.Fair). Without
+// this option a backend that queues always queues, and others always
+// retry. threshold 0 means DefaultBusyRetries; it must lie in (0, 1e6].
+// The means are kept per key, in this process. It applies to the whole
+// Client: give it to New or Open.
 func WithQueueWhenBusy(q driver.Queuer, threshold float64) Option {
 	return func(c *config) error {
-		if q == nil {
-			return fmt.Errorf("%w: nil queue", ErrInvalidOption)
+		if err := c.clientWide("WithQueueWhenBusy"); err != nil {
+			return err
 		}
 		if threshold == 0 {
 			threshold = DefaultBusyRetries
@@ -239,9 +261,13 @@ func WithQueueWhenBusy(q driver.Queuer, threshold float64) Option {
 }
 
 // WithLogger sets where the Client reports lost leases and failed
-// renewals. Default: nowhere.
+// renewals. Default: nowhere. It applies to the whole Client: give it to
+// New or Open.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
+		if err := c.clientWide("WithLogger"); err != nil {
+			return err
+		}
 		if l == nil {
 			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
 		}
@@ -252,7 +278,7 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithClockDrift sets the allowance for clock drift between this process
 // and the store: a lease is treated as lost locally factor×TTL + fixed
-// before the store would expire it. Default: 0.01×TTL + 2 ms (SPEC S-4.2),
+// before the store would expire it. Default: 0.01×TTL + 2 ms,
 // with the fixed part never more than a quarter of the TTL.
 func WithClockDrift(factor float64, fixed time.Duration) Option {
 	return func(c *config) error {

@@ -3,6 +3,8 @@ package turnstile_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,37 +95,103 @@ func TestQueueWaitIsBoundedByTheBackoff(t *testing.T) {
 	}
 }
 
-// TestQueueWhenBusy: once acquisitions need many retries, Acquire waits
-// in the store's queue instead of retrying.
+// TestQueueWhenBusy: a waiter retries first and queues in the store
+// after more than threshold retries; once the key's mean of retries per
+// acquisition exceeds threshold, callers of that key queue at once;
+// acquisitions that wait little bring the mean down and retrying back.
+// With a threshold of 2 and a queue wait far shorter than the Backoff's
+// 100 ms rounds, a contended acquisition adds 3 to the mean (its three
+// attempts), so the mean first exceeds 2 after 11 of them:
+// 3×(1−0.9¹¹) ≈ 2.06; one that queues at once and waits less than a
+// round adds 0, and 2.06×0.9 < 2.
 func TestQueueWhenBusy(t *testing.T) {
 	ctx := context.Background()
 	q := &queued{flaky: newFlaky()}
 	c := newClient(t, q.flaky, turnstile.WithQueueWhenBusy(q, 2),
-		turnstile.WithBackoff(turnstile.Exponential{Base: 100 * time.Microsecond, Cap: 200 * time.Microsecond, MaxRetries: -1}))
-	holder, err := c.TryAcquire(ctx, "busy")
-	if err != nil {
-		t.Fatal(err)
+		turnstile.WithBackoff(turnstile.Constant{Interval: 100 * time.Millisecond, MaxRetries: -1}))
+	// contended acquires key while another lease holds it, released once
+	// the waiter queues. It returns the waiter's retries, and whether it
+	// queued.
+	contended := func(key string) (retries int, queued bool) {
+		t.Helper()
+		holder, err := c.TryAcquire(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waits := q.waits.Load()
+		go func() {
+			for q.waits.Load() == waits {
+				time.Sleep(100 * time.Microsecond)
+			}
+			_ = holder.Release(ctx)
+		}()
+		var got turnstile.Event
+		l, err := c.Acquire(ctx, key, turnstile.WithObserver(turnstile.ObserverFunc(func(e turnstile.Event) {
+			if e.Type == turnstile.EventAcquired {
+				got = e
+			}
+		})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return got.Retries, q.waits.Load() > waits
 	}
-	go func() { time.Sleep(50 * time.Millisecond); _ = holder.Release(ctx) }()
-	l, err := c.Acquire(ctx, "busy") // retries many times: the mean jumps over 2
-	if err != nil {
-		t.Fatal(err)
+	for i := 1; i <= 11; i++ {
+		if r, queued := contended("busy"); r != 2 || !queued {
+			t.Fatalf("contended acquisition %d: %d retries, queued %v; want 2 retries, then the queue", i, r, queued)
+		}
 	}
-	if q.waits.Load() != 0 {
-		t.Fatal("queued before the retries ran high")
+	// Each key has its own mean.
+	if r, queued := contended("calm"); r != 2 || !queued {
+		t.Fatalf("another key: %d retries, queued %v; want 2 retries, then the queue", r, queued)
 	}
-	go func() { time.Sleep(20 * time.Millisecond); _ = l.Release(ctx) }()
-	l2, err := c.Acquire(ctx, "busy")
-	if err != nil {
-		t.Fatal(err)
+	if r, queued := contended("busy"); r != 0 || !queued {
+		t.Fatalf("after 11 contended acquisitions: %d retries, queued %v; want the queue at once", r, queued)
 	}
-	_ = l2.Release(ctx)
-	if q.waits.Load() != 1 {
-		t.Fatalf("%d queued acquisitions after the retries ran high, want 1", q.waits.Load())
+	if r, queued := contended("busy"); r != 2 || !queued {
+		t.Fatalf("once the mean fell: %d retries, queued %v; want retries first again", r, queued)
 	}
+
 	for _, bad := range []turnstile.Option{turnstile.WithQueueWhenBusy(nil, 1), turnstile.WithQueueWhenBusy(q, -1)} {
 		if _, err := turnstile.New(q.flaky, bad); !errors.Is(err, turnstile.ErrInvalidOption) {
 			t.Fatalf("bad option: %v", err)
 		}
+	}
+	// nil: the backend's own queue.
+	if _, err := turnstile.New(q, turnstile.WithQueueWhenBusy(nil, 1)); err != nil {
+		t.Fatalf("WithQueueWhenBusy(nil, 1) on a backend that queues: %v", err)
+	}
+}
+
+// TestClientWideOptionsRefusedPerCall: an option that belongs to the
+// Client is refused, by name, when given to one call.
+func TestClientWideOptionsRefusedPerCall(t *testing.T) {
+	ctx := context.Background()
+	q := &queued{flaky: newFlaky()}
+	c := newClient(t, q.flaky)
+	for name, o := range map[string]turnstile.Option{
+		"WithLogger":        turnstile.WithLogger(slog.Default()),
+		"WithQueueWhenBusy": turnstile.WithQueueWhenBusy(q, 1),
+	} {
+		for call, f := range map[string]func() error{
+			"Acquire":    func() error { _, err := c.Acquire(ctx, "k", o); return err },
+			"TryAcquire": func() error { _, err := c.TryAcquire(ctx, "k", o); return err },
+			"Do": func() error {
+				return turnstile.Do(ctx, c, "k", func(context.Context, *turnstile.Lease) error { return nil }, o)
+			},
+		} {
+			err := f()
+			if !errors.Is(err, turnstile.ErrInvalidOption) || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s(…, %s) = %v; want ErrInvalidOption naming %s", call, name, err, name)
+			}
+		}
+	}
+	if held, err := c.TryAcquire(ctx, "k"); err != nil {
+		t.Fatalf("a refused option left the key held: %v", err)
+	} else {
+		_ = held.Release(ctx)
 	}
 }

@@ -33,6 +33,7 @@ func RunFair(t *testing.T, h Harness) {
 		{"ArrivalOrderKept", testArrivalOrder},
 		{"CancelledWaiterLeaves", testCancelledWaiterLeaves},
 		{"MutualExclusionQueued", testQueuedExclusion},
+		{"RetryFirstThenQueue", testRetryFirstThenQueue},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, &h) })

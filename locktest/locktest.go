@@ -56,6 +56,12 @@ type Harness struct {
 	// for RunFair: it must grow by one when a waiter joins. Whether the
 	// holder counts does not matter.
 	Waiting func(t testing.TB, key string) int
+
+	// Plain, for RunFair, returns the plain lock on the same keys as the
+	// queue New returns (the redis package's Backend beside its Fair
+	// view). The retry-first case then retries on it and queues in New's
+	// queue. Nil: New's backend does both.
+	Plain func(t testing.TB) driver.Backend
 }
 
 func (h *Harness) ttl() time.Duration {

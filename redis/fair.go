@@ -56,16 +56,13 @@ const (
 // it to the Client's turnstile.WithQueuePosition function when it
 // changes.
 //
-// By default every waiting caller queues. WithRetryFirst lets callers
-// retry first and queue only when the key is contended (SPEC S-6.3).
+// Every waiting caller queues. To retry first and queue only when a key
+// is contended, give the Fair view to a Client on the plain lock:
+// turnstile.New(b, turnstile.WithQueueWhenBusy(fair, 0)).
 type Fair struct {
 	b       *Backend
 	timeout time.Duration
 	poll    time.Duration
-
-	// WithRetryFirst; stats is nil without it.
-	threshold float64
-	stats     *retryStats
 }
 
 var (
@@ -166,8 +163,7 @@ func (f *Fair) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 // renews its place every third of the waiter timeout and reports its
 // place to driver.PositionFunc(ctx) whenever it learns a new one. When
 // ctx is done it leaves the queue (releasing the lock if it was granted
-// meanwhile) and returns ctx.Err(). With WithRetryFirst it may retry
-// before it joins the queue, or take the lock without queueing.
+// meanwhile) and returns ctx.Err().
 func (f *Fair) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (uint64, error) {
 	if err := checkLease(ctx, key, owner, ttl); err != nil {
 		return 0, err
@@ -179,25 +175,16 @@ func (f *Fair) AcquireWait(ctx context.Context, key, owner string, ttl time.Dura
 		notices = ch
 		defer stop()
 	}
-	retries := 0
-	if f.stats != nil && f.stats.mean(key) <= f.threshold {
-		tok, n, err := f.retryFirst(ctx, key, owner, ttl, notices)
-		if tok > 0 || err != nil {
-			return tok, err
-		}
-		retries = n
-	}
-	return f.queue(ctx, key, owner, ttl, notices, retries)
+	return f.queue(ctx, key, owner, ttl, notices)
 }
 
-// queue is AcquireWait's wait in the queue. retries is how often the
-// caller retried before it came (WithRetryFirst).
-func (f *Fair) queue(ctx context.Context, key, owner string, ttl time.Duration, notices <-chan struct{}, retries int) (uint64, error) {
+// queue is AcquireWait's wait in the queue.
+func (f *Fair) queue(ctx context.Context, key, owner string, ttl time.Duration, notices <-chan struct{}) (uint64, error) {
 	report := driver.PositionFunc(ctx)
 	beat := max(f.timeout/3, time.Millisecond)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	reported, joined := 0, 0
+	reported := 0
 	for {
 		n, err := f.attempt(ctx, key, owner, ttl, true)
 		if err != nil {
@@ -210,17 +197,9 @@ func (f *Fair) queue(ctx context.Context, key, owner string, ttl time.Duration, 
 			return 0, err
 		}
 		if n > 0 {
-			if f.stats != nil {
-				// Those ahead when it joined stand for the retries it
-				// would have made.
-				f.stats.add(key, retries+max(joined-1, 0))
-			}
 			return uint64(n), nil
 		}
 		place := int(-n)
-		if joined == 0 {
-			joined = place
-		}
 		if report != nil && place != reported {
 			report(place)
 			reported = place

@@ -62,6 +62,8 @@ func TestKinds(t *testing.T) {
 			Waiting: func(t testing.TB, key string) int {
 				return atoi(t, mustDo(t, srv, "ZCARD", lockKey(key)+":queue"))
 			},
+			// Retry on the plain lock, queue in the Fair view.
+			Plain: func(t testing.TB) driver.Backend { return dial(t, srv) },
 		})
 	})
 }
