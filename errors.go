@@ -69,7 +69,11 @@ var (
 // the underlying error, so errors.Is(err, ErrNotAcquired) and
 // errors.Is(err, context.Canceled) keep working.
 type LockError struct {
-	Op      string // "acquire", "extend", "release"
+	// Op is what failed: "acquire" (Acquire, TryAcquire, AcquireAll, Do,
+	// DoAll), "admit" (the Admission of WithAdmission), "extend"
+	// (Extend), "release" (Release) or "hold" (Do, DoAll: the lease was
+	// lost while fn ran).
+	Op      string
 	Key     string
 	Backend string
 	Err     error

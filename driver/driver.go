@@ -9,8 +9,18 @@
 // and at most turnstile.MaxKeyLen bytes, owners are opaque non-empty strings,
 // TTLs are at least one millisecond.
 //
-// Optional capabilities (BatchExtender, Notifier, io.Closer) are discovered
-// with type assertions, like io.WriterTo.
+// Optional capabilities are discovered with type assertions, like
+// io.WriterTo:
+//
+//   - BatchExtender: many renewals in one round trip (the watchdog).
+//   - Notifier: release notices, so waiters need not poll.
+//   - Queuer: a first-come-first-served queue of waiters kept by the store.
+//   - HandOff: a release that passes the lock to a waiting owner.
+//   - QuietReleaser: a release without a notice, and the notice on its own.
+//   - Fencer: raising a key's fencing token (Redlock's node recovery).
+//   - Shared: locks several owners may hold (semaphores, read locks).
+//   - Namer: a name for errors and metrics (see Name).
+//   - io.Closer: closed by the Client that opened the backend.
 package driver
 
 import (

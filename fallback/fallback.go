@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"time"
 
@@ -43,40 +42,16 @@ func New(primary, secondary driver.Backend, opts ...Option) (*Backend, error) {
 	if err := cfg.apply(opts); err != nil {
 		return nil, err
 	}
-	if isNil(primary) || isNil(secondary) {
+	if driver.IsNil(primary) || driver.IsNil(secondary) {
 		return nil, fmt.Errorf("%w: fallback needs a primary and a secondary backend", turnstile.ErrNilBackend)
 	}
-	if same(primary, secondary) {
+	if driver.Same(primary, secondary) {
 		return nil, fmt.Errorf("%w: fallback primary and secondary are the same backend", turnstile.ErrInvalidOption)
 	}
 	b := &Backend{stores: [2]driver.Backend{primary, secondary}, cfg: cfg} // serving the primary
-	b.names = [2]string{nameOf(primary), nameOf(secondary)}
+	b.names = [2]string{driver.Name(primary), driver.Name(secondary)}
 	b.cb = newBreaker(b)
 	return b, nil
-}
-
-func isNil(b driver.Backend) bool {
-	if b == nil {
-		return true
-	}
-	v := reflect.ValueOf(b)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
-}
-
-func same(a, b driver.Backend) bool {
-	ta := reflect.TypeOf(a)
-	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
-}
-
-func nameOf(b driver.Backend) string {
-	if n, ok := b.(driver.Namer); ok {
-		return n.Name()
-	}
-	return fmt.Sprintf("%T", b)
 }
 
 // Name implements driver.Namer: "fallback(primary, secondary)".

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,15 +79,15 @@ func newBackend(nodes []driver.Backend, cfg config) (*Backend, error) {
 	}
 	b := &Backend{cfg: cfg, quorum: len(nodes)/2 + 1, done: make(chan struct{}), now: time.Now}
 	for i, nb := range nodes {
-		if isNil(nb) {
+		if driver.IsNil(nb) {
 			return nil, fmt.Errorf("%w: redlock node %d is nil", turnstile.ErrInvalidOption, i+1)
 		}
 		for j := range i {
-			if same(nodes[j], nb) {
+			if driver.Same(nodes[j], nb) {
 				return nil, fmt.Errorf("%w: redlock nodes %d and %d are the same backend; a quorum needs independent stores", turnstile.ErrInvalidOption, j+1, i+1)
 			}
 		}
-		n := node{index: i, b: nb, name: "node " + strconv.Itoa(i+1) + " (" + nameOf(nb) + ")"}
+		n := node{index: i, b: nb, name: "node " + strconv.Itoa(i+1) + " (" + driver.Name(nb) + ")"}
 		n.fencer, _ = nb.(driver.Fencer)
 		n.batch, _ = nb.(driver.BatchExtender)
 		n.notify, _ = nb.(driver.Notifier)
@@ -106,39 +105,11 @@ func newBackend(nodes []driver.Backend, cfg config) (*Backend, error) {
 	return b, nil
 }
 
-// isNil also catches a typed nil pointer in the interface, which would
-// panic at the first call.
-func isNil(b driver.Backend) bool {
-	if b == nil {
-		return true
-	}
-	v := reflect.ValueOf(b)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
-}
-
-// same reports whether a and b are one value; == would panic on
-// incomparable dynamic types.
-func same(a, b driver.Backend) bool {
-	ta := reflect.TypeOf(a)
-	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
-}
-
-func nameOf(b driver.Backend) string {
-	if n, ok := b.(driver.Namer); ok {
-		return n.Name()
-	}
-	return fmt.Sprintf("%T", b)
-}
-
 // Name implements driver.Namer: "redlock" and the names of the nodes.
 func (b *Backend) Name() string {
 	names := make([]string, len(b.nodes))
 	for i, n := range b.nodes {
-		names[i] = nameOf(n.b)
+		names[i] = driver.Name(n.b)
 	}
 	return "redlock(" + strings.Join(names, ", ") + ")"
 }
