@@ -13,7 +13,7 @@ import (
 const MaxKeys = 1024
 
 // MultiLease holds the locks on several keys as one: one context, one
-// release (SPEC S-4.5). Methods are safe for concurrent use.
+// release. Methods are safe for concurrent use.
 type MultiLease struct {
 	c      *Client
 	leases []*Lease // in key order

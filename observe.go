@@ -47,7 +47,8 @@ var eventNames = [...]string{
 	EventLost:        "LOST",
 }
 
-// String returns the event type's name in capitals, as in SPEC S-4.6:
+// String returns the event type's name in capitals, as the event log and
+// the CLI print them:
 // "ACQUIRED", "RELEASED", "EXTENDED", "LOST", "FAILED", and "WAITING",
 // "RENEW_FAILED".
 func (t EventType) String() string {
