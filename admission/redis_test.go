@@ -19,7 +19,9 @@ import (
 func TestRedisBurstThenRefuse(t *testing.T) {
 	ctx := ctxFor(t, 20*time.Second)
 	srv := testserver.StartRedis(t)
-	const rate, burst = 20, 5 // one admission every 50 ms
+	// One admission a second: only a descheduling of a whole second
+	// between the burst and the next request could refill the bucket.
+	const rate, burst = 1, 5
 	a := newRedis(t, srv, admission.Limit{Rate: rate, Burst: burst}, admission.WithoutPreFilter())
 	for i := range burst {
 		if ok, _, err := a.Admit(ctx, "hot"); !ok || err != nil {

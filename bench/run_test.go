@@ -31,7 +31,7 @@ func TestQuickRun(t *testing.T) {
 	for range 2 {
 		env.nodes = append(env.nodes, testserver.StartRedis(t).Addr())
 	}
-	cfg, err := parseFlags([]string{"--quick", "--duration", "150ms", "--out", t.TempDir(), "--scale=true", "--scale-leases", "500", "--scale-ttl", "300ms"}, io.Discard)
+	cfg, err := parseFlags([]string{"--quick", "--duration", "150ms", "--out", t.TempDir(), "--scale=true", "--scale-leases", "500", "--scale-ttl", "1s"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -186,7 +186,9 @@ func TestLimitAndScaleRefuseBadInput(t *testing.T) {
 // it measured, and leaves no lock held (warm-up's included).
 func TestRunInterrupted(t *testing.T) {
 	srv := testserver.StartRedis(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// Long enough for the library to open and warm up on a busy machine,
+	// far shorter than the cell's minute.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	res, err := workload.Run(ctx, workload.Cell{
 		Workload: workload.Workload{Name: "uncontended", Concurrency: 4, Nodes: 1},
