@@ -3,18 +3,14 @@ package etcd
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/netip"
 	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
-	"github.com/turnstilelock/turnstile/internal/redact"
+	"github.com/turnstilelock/turnstile/internal/storeurl"
 )
 
 // DefaultDialTimeout bounds connecting when a URL sets no dial_timeout.
@@ -40,100 +36,47 @@ func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
 	return Dial(ctx, cfg, opts...)
 }
 
+// urlForm is what etcd:// URLs share with those of other backends.
+var urlForm = storeurl.Form{Schemes: []string{"etcd"}, Shape: "host:port", Invalid: turnstile.ErrInvalidURL}
+
 // parseURL reads u, or says what is wrong with it without showing any of
 // its secrets.
 func parseURL(u *url.URL) (clientv3.Config, []Option, error) {
-	a, b, err := readURL(u)
-	if err != nil {
-		return clientv3.Config{}, nil, redact.Error(err, u.String())
-	}
-	return a, b, nil
-}
-
-func readURL(u *url.URL) (clientv3.Config, []Option, error) {
 	var cfg clientv3.Config
-	bad := func(format string, a ...any) (clientv3.Config, []Option, error) {
-		return cfg, nil, fmt.Errorf("%w: %s", turnstile.ErrInvalidURL, fmt.Sprintf(format, a...))
-	}
-	if !strings.EqualFold(u.Scheme, "etcd") {
-		return bad("scheme %q is not etcd", u.Scheme)
-	}
-	if u.Opaque != "" {
-		return bad("want etcd://host:port, got %s", redact.URL(u.String()))
-	}
-	if u.Fragment != "" {
-		return bad("unexpected fragment #%s", u.Fragment)
-	}
-	if u.Path != "" && u.Path != "/" {
-		return bad("unexpected path %q (set the key prefix with ?prefix=)", u.Path)
-	}
-	eps, err := parseHosts(u.Host)
-	if err != nil {
-		return cfg, nil, err
-	}
-	cfg.Endpoints = eps
-	cfg.DialTimeout = DefaultDialTimeout
-	if u.User != nil {
-		cfg.Username = u.User.Username()
-		cfg.Password, _ = u.User.Password()
-	}
-
 	var opts []Option
-	for name, vals := range u.Query() {
-		if len(vals) != 1 {
-			return bad("query parameter %q given %d times", name, len(vals))
+	err := urlForm.Read(u, func(r *storeurl.URL) error {
+		if u.Path != "" && u.Path != "/" {
+			return fmt.Errorf("unexpected path %q (set the key prefix with ?prefix=)", u.Path)
 		}
-		v := vals[0]
-		switch name {
-		case "dial_timeout":
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return bad("dial_timeout=%q is not a positive duration such as 5s", v)
-			}
-			cfg.DialTimeout = d
-		case "prefix":
-			opts = append(opts, WithPrefix(v))
-		default:
-			return bad("unknown query parameter %q (known: dial_timeout, prefix)", name)
+		// Members are dialled as http://host:port; an empty host is
+		// localhost.
+		addrs, err := r.Hosts("2379", "localhost")
+		if err != nil {
+			return err
 		}
-	}
-	c := defaultConfig()
-	if err := c.apply(opts); err != nil {
-		return cfg, nil, fmt.Errorf("%w: %w", turnstile.ErrInvalidURL, err)
+		for _, a := range addrs {
+			cfg.Endpoints = append(cfg.Endpoints, "http://"+a)
+		}
+		cfg.Username, cfg.Password = r.Username, r.Password
+		cfg.DialTimeout = DefaultDialTimeout
+		err = r.Params(map[string]func(string) error{
+			"dial_timeout": func(v string) (err error) {
+				cfg.DialTimeout, err = storeurl.PositiveDuration("dial_timeout", v)
+				return err
+			},
+			"prefix": func(v string) error {
+				opts = append(opts, WithPrefix(v))
+				return nil
+			},
+		})
+		if err != nil {
+			return err
+		}
+		c := defaultConfig()
+		return c.apply(opts)
+	})
+	if err != nil {
+		return clientv3.Config{}, nil, err
 	}
 	return cfg, opts, nil
-}
-
-// parseHosts turns host[:port][,host[:port]...] into client endpoints
-// http://host:port. An empty host means localhost.
-func parseHosts(hosts string) ([]string, error) {
-	bad := func(format string, a ...any) ([]string, error) {
-		return nil, fmt.Errorf("%w: %s", turnstile.ErrInvalidURL, fmt.Sprintf(format, a...))
-	}
-	entries := strings.Split(hosts, ",")
-	eps := make([]string, 0, len(entries))
-	for i, e := range entries {
-		if e == "" && len(entries) > 1 {
-			return bad("host %d of %q is empty", i+1, hosts)
-		}
-		h := &url.URL{Host: e}
-		host, port := h.Hostname(), h.Port()
-		if host == "" {
-			host = "localhost"
-		}
-		if port == "" {
-			if strings.HasSuffix(e, ":") {
-				return bad("host %q has an empty port", e)
-			}
-			port = "2379"
-		}
-		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-			return bad("port %q is not a number in [1, 65535]", port)
-		}
-		if _, err := netip.ParseAddr(host); strings.Contains(host, ":") && err != nil || strings.ContainsAny(host, "[]") {
-			return bad("host %q: want host:port, or [address]:port for IPv6", e)
-		}
-		eps = append(eps, "http://"+net.JoinHostPort(host, port))
-	}
-	return eps, nil
 }

@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
-	"github.com/turnstilelock/turnstile/internal/hostlist"
-	"github.com/turnstilelock/turnstile/internal/redact"
+	"github.com/turnstilelock/turnstile/internal/storeurl"
 )
 
 // DefaultDialTimeout bounds connecting when a URL sets no dial_timeout.
@@ -57,121 +54,86 @@ func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
 	return Dial(ctx, opt, opts...)
 }
 
+// urlForm is what redis:// and rediss:// URLs share with those of other
+// backends.
+var urlForm = storeurl.Form{Schemes: []string{"redis", "rediss"}, Shape: "host:port", Invalid: turnstile.ErrInvalidURL}
+
 // parseURL reads u, or says what is wrong with it without showing any of
 // its secrets.
 func parseURL(u *url.URL) (rueidis.ClientOption, []Option, error) {
-	a, b, err := readURL(u)
-	if err != nil {
-		var zero rueidis.ClientOption
-		return zero, nil, redact.Error(err, u.String())
-	}
-	return a, b, nil
-}
-
-func readURL(u *url.URL) (rueidis.ClientOption, []Option, error) {
 	var opt rueidis.ClientOption
-	bad := func(format string, a ...any) (rueidis.ClientOption, []Option, error) {
-		return opt, nil, fmt.Errorf("%w: %s", turnstile.ErrInvalidURL, fmt.Sprintf(format, a...))
-	}
-	scheme := strings.ToLower(u.Scheme)
-	if scheme != "redis" && scheme != "rediss" {
-		return bad("scheme %q is not redis or rediss", u.Scheme)
-	}
-	if u.Opaque != "" {
-		return bad("want %s://host:port, got %s", scheme, redact.URL(u.String()))
-	}
-	if u.Fragment != "" {
-		return bad("unexpected fragment #%s", u.Fragment)
-	}
-
-	addrs, err := parseHosts(u.Host)
-	if err != nil {
-		return opt, nil, err
-	}
-	opt.InitAddress = addrs
-	if scheme == "rediss" {
-		opt.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-		if len(addrs) == 1 {
-			opt.TLSConfig.ServerName, _, _ = net.SplitHostPort(addrs[0])
-		} // else crypto/tls checks each node's certificate against the address dialled
-	}
-	if u.User != nil {
-		opt.Username = u.User.Username()
-		opt.Password, _ = u.User.Password()
-	}
-	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
-		n, err := strconv.Atoi(db)
-		if err != nil || n < 0 {
-			return bad("database %q in the path is not a non-negative number", db)
-		}
-		if n != 0 && len(addrs) > 1 {
-			return bad("database %d: Redis Cluster has database 0 only", n)
-		}
-		opt.SelectDB = n
-	}
-	// Lock scripts never read through a client-side cache; without it the
-	// connection skips CLIENT TRACKING.
-	opt.DisableCache = true
-	opt.Dialer.Timeout = DefaultDialTimeout
-	opt.MaxFlushDelay = DefaultFlushDelay
-
 	var opts []Option
-	for name, vals := range u.Query() {
-		if len(vals) != 1 {
-			return bad("query parameter %q given %d times", name, len(vals))
+	err := urlForm.Read(u, func(r *storeurl.URL) error {
+		// An empty host means localhost, as for a single host.
+		addrs, err := r.Hosts("6379", "localhost")
+		if err != nil {
+			return err
 		}
-		v := vals[0]
-		switch name {
-		case "dial_timeout":
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return bad("dial_timeout=%q is not a positive duration such as 5s", v)
-			}
-			opt.Dialer.Timeout = d
-		case "flush_delay":
-			d, err := time.ParseDuration(v)
-			if err != nil || d < 0 || d > MaxFlushDelay {
-				return bad("flush_delay=%q is not a duration from 0 (off) to %v, such as 20us", v, MaxFlushDelay)
-			}
-			opt.MaxFlushDelay = d
-		case "protocol":
+		opt.InitAddress = addrs
+		if r.Scheme == "rediss" {
+			opt.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+			if len(addrs) == 1 {
+				opt.TLSConfig.ServerName, _, _ = net.SplitHostPort(addrs[0])
+			} // else crypto/tls checks each node's certificate against the address dialled
+		}
+		opt.Username, opt.Password = r.Username, r.Password
+		if opt.SelectDB, err = r.Database(); err != nil {
+			return err
+		}
+		if opt.SelectDB != 0 && len(addrs) > 1 {
+			return fmt.Errorf("database %d: Redis Cluster has database 0 only", opt.SelectDB)
+		}
+		// Lock scripts never read through a client-side cache; without it
+		// the connection skips CLIENT TRACKING.
+		opt.DisableCache = true
+		opt.Dialer.Timeout = DefaultDialTimeout
+		opt.MaxFlushDelay = DefaultFlushDelay
+		err = r.Params(map[string]func(string) error{
+			"dial_timeout": func(v string) (err error) {
+				opt.Dialer.Timeout, err = storeurl.PositiveDuration("dial_timeout", v)
+				return err
+			},
+			"flush_delay": func(v string) error {
+				d, err := time.ParseDuration(v)
+				if err != nil || d < 0 || d > MaxFlushDelay {
+					return fmt.Errorf("flush_delay=%q is not a duration from 0 (off) to %v, such as 20us", v, MaxFlushDelay)
+				}
+				opt.MaxFlushDelay = d
+				return nil
+			},
 			// RESP2 keeps subscriptions on a connection of their own, for
 			// servers that accept no other command on a subscribed
 			// connection even under RESP3 (some embedded Redis
 			// implementations); the default, 3, multiplexes them.
-			switch v {
-			case "2":
-				opt.AlwaysRESP2 = true
-			case "3":
-			default:
-				return bad("protocol=%q: want 2 or 3", v)
-			}
-		case "prefix":
-			opts = append(opts, WithPrefix(v))
-		case "fence_grace":
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				return bad("fence_grace=%q is not a duration such as 10s", v)
-			}
-			opts = append(opts, WithFenceGrace(d))
-		default:
-			return bad("unknown query parameter %q (known: dial_timeout, flush_delay, protocol, prefix, fence_grace)", name)
+			"protocol": func(v string) error {
+				if v != "2" && v != "3" {
+					return fmt.Errorf("protocol=%q: want 2 or 3", v)
+				}
+				opt.AlwaysRESP2 = v == "2"
+				return nil
+			},
+			"prefix": func(v string) error {
+				opts = append(opts, WithPrefix(v))
+				return nil
+			},
+			"fence_grace": func(v string) error {
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					return fmt.Errorf("fence_grace=%q is not a duration such as 10s", v)
+				}
+				opts = append(opts, WithFenceGrace(d))
+				return nil
+			},
+		})
+		if err != nil {
+			return err
 		}
-	}
-	// Check the options here, so a bad prefix is reported as a bad URL.
-	cfg := defaultConfig()
-	if err := cfg.apply(opts); err != nil {
-		return opt, nil, fmt.Errorf("%w: %w", turnstile.ErrInvalidURL, err)
+		// Check the options here, so a bad prefix is reported as a bad URL.
+		cfg := defaultConfig()
+		return cfg.apply(opts)
+	})
+	if err != nil {
+		return rueidis.ClientOption{}, nil, err
 	}
 	return opt, opts, nil
-}
-
-// parseHosts splits the host part of a URL, host[:port][,host[:port]...],
-// into addresses. An empty host means localhost, as for a single host.
-func parseHosts(hosts string) ([]string, error) {
-	addrs, err := hostlist.Split(hosts, "6379", "localhost")
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", turnstile.ErrInvalidURL, err)
-	}
-	return addrs, nil
 }

@@ -4,15 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
-	"github.com/turnstilelock/turnstile/internal/hostlist"
-	"github.com/turnstilelock/turnstile/internal/redact"
+	"github.com/turnstilelock/turnstile/internal/storeurl"
 	"github.com/turnstilelock/turnstile/redis"
 )
 
@@ -41,115 +39,98 @@ func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
 	return Dial(ctx, addrs, opt, opts...)
 }
 
+// urlForm is what redlock:// URLs share with those of other backends.
+var urlForm = storeurl.Form{Schemes: []string{"redlock"}, Shape: "host1:port1,host2:port2,...", Invalid: turnstile.ErrInvalidURL}
+
 // parseURL reads u, or says what is wrong with it without showing any of
 // its secrets.
 func parseURL(u *url.URL) ([]string, rueidis.ClientOption, []Option, error) {
-	a, b, c, err := readURL(u)
-	if err != nil {
-		var zero rueidis.ClientOption
-		return nil, zero, nil, redact.Error(err, u.String())
-	}
-	return a, b, c, nil
-}
-
-func readURL(u *url.URL) ([]string, rueidis.ClientOption, []Option, error) {
+	var addrs []string
 	var opt rueidis.ClientOption
-	bad := func(format string, a ...any) ([]string, rueidis.ClientOption, []Option, error) {
-		return nil, opt, nil, fmt.Errorf("%w: %s", turnstile.ErrInvalidURL, fmt.Sprintf(format, a...))
-	}
-	if !strings.EqualFold(u.Scheme, "redlock") {
-		return bad("scheme %q is not redlock", u.Scheme)
-	}
-	if u.Opaque != "" {
-		return bad("want redlock://host1:port1,host2:port2,..., got %s", redact.URL(u.String()))
-	}
-	if u.Fragment != "" {
-		return bad("unexpected fragment #%s", u.Fragment)
-	}
-	if u.Host == "" {
-		return bad("no nodes: want redlock://host1:port1,host2:port2,...")
-	}
-	addrs, err := hostlist.Split(u.Host, "6379", "")
-	if err != nil {
-		return bad("%v", err)
-	}
-	if u.User != nil {
-		opt.Username = u.User.Username()
-		opt.Password, _ = u.User.Password()
-	}
-	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
-		n, err := strconv.Atoi(db)
-		if err != nil || n < 0 {
-			return bad("database %q in the path is not a non-negative number", db)
-		}
-		opt.SelectDB = n
-	}
-	opt.Dialer.Timeout = DefaultDialTimeout
-	opt.MaxFlushDelay = redis.DefaultFlushDelay
-
 	var opts []Option
-	var nodeOpts []redis.Option
-	duration := func(name, v string) (time.Duration, error) {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return 0, fmt.Errorf("%w: %s=%q is not a duration such as 50ms", turnstile.ErrInvalidURL, name, v)
+	err := urlForm.Read(u, func(r *storeurl.URL) (err error) {
+		if u.Host == "" {
+			return fmt.Errorf("no nodes: want redlock://%s", urlForm.Shape)
 		}
-		return d, nil
-	}
-	for name, vals := range u.Query() {
-		if len(vals) != 1 {
-			return bad("query parameter %q given %d times", name, len(vals))
+		if addrs, err = r.Hosts("6379", ""); err != nil {
+			return err
 		}
-		v := vals[0]
-		switch name {
-		case "node_timeout", "quarantine", "fence_grace", "dial_timeout", "flush_delay":
-			d, err := duration(name, v)
-			if err != nil {
-				return nil, opt, nil, err
+		opt.Username, opt.Password = r.Username, r.Password
+		if opt.SelectDB, err = r.Database(); err != nil {
+			return err
+		}
+		opt.Dialer.Timeout = DefaultDialTimeout
+		opt.MaxFlushDelay = redis.DefaultFlushDelay
+
+		var nodeOpts []redis.Option
+		// duration reads a duration and hands it to set.
+		duration := func(name string, set func(time.Duration) error) func(string) error {
+			return func(v string) error {
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					return fmt.Errorf("%s=%q is not a duration such as 50ms", name, v)
+				}
+				return set(d)
 			}
-			switch name {
-			case "node_timeout":
+		}
+		err = r.Params(map[string]func(string) error{
+			"node_timeout": duration("node_timeout", func(d time.Duration) error {
 				opts = append(opts, WithNodeTimeout(d))
-			case "quarantine":
+				return nil
+			}),
+			"quarantine": duration("quarantine", func(d time.Duration) error {
 				opts = append(opts, WithRestartQuarantine(d))
-			case "fence_grace":
+				return nil
+			}),
+			"fence_grace": duration("fence_grace", func(d time.Duration) error {
 				nodeOpts = append(nodeOpts, redis.WithFenceGrace(d))
-			case "dial_timeout":
+				return nil
+			}),
+			"dial_timeout": duration("dial_timeout", func(d time.Duration) error {
 				if d <= 0 {
-					return bad("dial_timeout=%q is not positive", v)
+					return fmt.Errorf("dial_timeout=%v is not positive", d)
 				}
 				opt.Dialer.Timeout = d
-			case "flush_delay":
+				return nil
+			}),
+			"flush_delay": duration("flush_delay", func(d time.Duration) error {
 				if d < 0 || d > redis.MaxFlushDelay {
-					return bad("flush_delay=%q is not from 0 (off) to %v", v, redis.MaxFlushDelay)
+					return fmt.Errorf("flush_delay=%v is not from 0 (off) to %v", d, redis.MaxFlushDelay)
 				}
 				opt.MaxFlushDelay = d
-			}
-		case "fencing":
-			switch strings.ToLower(v) {
-			case "on", "true", "1":
-			case "off", "false", "0":
-				opts = append(opts, WithoutFencing())
-			default:
-				return bad("fencing=%q is not on or off", v)
-			}
-		case "prefix":
-			nodeOpts = append(nodeOpts, redis.WithPrefix(v))
-		default:
-			return bad("unknown query parameter %q (known: node_timeout, quarantine, fencing, prefix, fence_grace, dial_timeout, flush_delay)", name)
+				return nil
+			}),
+			"fencing": func(v string) error {
+				switch strings.ToLower(v) {
+				case "on", "true", "1":
+				case "off", "false", "0":
+					opts = append(opts, WithoutFencing())
+				default:
+					return fmt.Errorf("fencing=%q is not on or off", v)
+				}
+				return nil
+			},
+			"prefix": func(v string) error {
+				nodeOpts = append(nodeOpts, redis.WithPrefix(v))
+				return nil
+			},
+		})
+		if err != nil {
+			return err
 		}
-	}
-	if len(nodeOpts) > 0 {
-		opts = append(opts, WithNodeOptions(nodeOpts...))
-	}
-	// Check every option here, so that a bad value is reported as a bad
-	// URL before anything is dialled.
-	cfg := defaultConfig()
-	if err := cfg.apply(opts); err != nil {
-		return nil, opt, nil, fmt.Errorf("%w: %w", turnstile.ErrInvalidURL, err)
-	}
-	if err := redis.CheckOptions(nodeOpts...); err != nil {
-		return nil, opt, nil, fmt.Errorf("%w: %w", turnstile.ErrInvalidURL, err)
+		if len(nodeOpts) > 0 {
+			opts = append(opts, WithNodeOptions(nodeOpts...))
+		}
+		// Check every option here, so that a bad value is reported as a
+		// bad URL before anything is dialled.
+		cfg := defaultConfig()
+		if err := cfg.apply(opts); err != nil {
+			return err
+		}
+		return redis.CheckOptions(nodeOpts...)
+	})
+	if err != nil {
+		return nil, rueidis.ClientOption{}, nil, err
 	}
 	return addrs, opt, opts, nil
 }

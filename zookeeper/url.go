@@ -3,15 +3,12 @@ package zookeeper
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
-	"github.com/turnstilelock/turnstile/internal/redact"
+	"github.com/turnstilelock/turnstile/internal/storeurl"
 )
 
 func init() {
@@ -33,72 +30,41 @@ func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
 	return Dial(ctx, servers, opts...)
 }
 
+// urlForm is what zookeeper:// URLs share with those of other backends.
+var urlForm = storeurl.Form{
+	Schemes: []string{"zookeeper"},
+	Shape:   "host:port",
+	Users:   storeurl.UserRefused,
+	Invalid: turnstile.ErrInvalidURL,
+}
+
 // parseURL reads u, or says what is wrong with it without showing any of
 // its secrets.
 func parseURL(u *url.URL) ([]string, []Option, error) {
-	a, b, err := readURL(u)
-	if err != nil {
-		return nil, nil, redact.Error(err, u.String())
-	}
-	return a, b, nil
-}
-
-func readURL(u *url.URL) ([]string, []Option, error) {
-	bad := func(format string, a ...any) ([]string, []Option, error) {
-		return nil, nil, fmt.Errorf("%w: %s", turnstile.ErrInvalidURL, fmt.Sprintf(format, a...))
-	}
-	if !strings.EqualFold(u.Scheme, "zookeeper") {
-		return bad("scheme %q is not zookeeper", u.Scheme)
-	}
-	if u.Opaque != "" {
-		return bad("want zookeeper://host:port, got %s", redact.URL(u.String()))
-	}
-	if u.User != nil {
-		return bad("user information is not supported")
-	}
-	if u.Fragment != "" {
-		return bad("unexpected fragment #%s", u.Fragment)
-	}
 	var servers []string
-	for i, e := range strings.Split(u.Host, ",") {
-		if e == "" {
-			return bad("server %d of %q is empty", i+1, u.Host)
+	var opts []Option
+	err := urlForm.Read(u, func(r *storeurl.URL) (err error) {
+		if servers, err = r.Hosts("2181", ""); err != nil {
+			return err
 		}
-		h := &url.URL{Host: e}
-		host, port := h.Hostname(), h.Port()
-		if host == "" {
-			return bad("server %q has no host", e)
+		chroot, err := cleanRoot(u.Path)
+		if err != nil {
+			return fmt.Errorf("chroot: %v", err)
 		}
-		if port == "" {
-			port = "2181"
-		}
-		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-			return bad("port %q is not a number in [1, 65535]", port)
-		}
-		if strings.Contains(host, ":") && net.ParseIP(host) == nil || strings.ContainsAny(host, "[]") {
-			return bad("server %q: want host:port, or [address]:port for IPv6", e)
-		}
-		servers = append(servers, net.JoinHostPort(host, port))
-	}
-	chroot, err := cleanRoot(u.Path)
+		opts = []Option{WithRoot(chroot + DefaultRoot)}
+		return r.Params(map[string]func(string) error{
+			"session_timeout": func(v string) error {
+				d, err := time.ParseDuration(v)
+				if err != nil || d < time.Millisecond {
+					return fmt.Errorf("session_timeout=%q is not a duration of 1ms or more such as 30s", v)
+				}
+				opts = append(opts, WithSessionTimeout(d))
+				return nil
+			},
+		})
+	})
 	if err != nil {
-		return bad("chroot: %v", err)
-	}
-	opts := []Option{WithRoot(chroot + DefaultRoot)}
-	for name, vals := range u.Query() {
-		if len(vals) != 1 {
-			return bad("query parameter %q given %d times", name, len(vals))
-		}
-		switch v := vals[0]; name {
-		case "session_timeout":
-			d, err := time.ParseDuration(v)
-			if err != nil || d < time.Millisecond {
-				return bad("session_timeout=%q is not a duration of 1ms or more such as 30s", v)
-			}
-			opts = append(opts, WithSessionTimeout(d))
-		default:
-			return bad("unknown query parameter %q (known: session_timeout)", name)
-		}
+		return nil, nil, err
 	}
 	return servers, opts, nil
 }

@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/turnstilelock/turnstile/internal/hostlist"
 	"github.com/turnstilelock/turnstile/internal/redact"
 	"github.com/turnstilelock/turnstile/internal/redisproc"
+	"github.com/turnstilelock/turnstile/internal/storeurl"
 )
 
 // ownNodes is how many redis-servers "turnstile bench" starts for its
@@ -82,7 +82,7 @@ func readBenchURL(raw, from string) (benchTarget, error) {
 	if scheme == "redlock" {
 		emptyHost = ""
 	}
-	nodes, err := hostlist.Split(u.Host, "6379", emptyHost)
+	nodes, err := storeurl.SplitHosts(u.Host, "6379", emptyHost)
 	if err != nil {
 		return t, fmt.Errorf("%s %s: %w", from, redact.URL(raw), err)
 	}

@@ -1,4 +1,4 @@
-package hostlist_test
+package storeurl_test
 
 import (
 	"net"
@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/turnstilelock/turnstile/internal/hostlist"
+	"github.com/turnstilelock/turnstile/internal/storeurl"
 )
 
-// FuzzSplit: Split never panics; what it returns is one host:port per
-// entry, with a host and a port in [1, 65535], that Split returns unchanged
+// FuzzSplitHosts: SplitHosts never panics; what it returns is one host:port per
+// entry, with a host and a port in [1, 65535], that SplitHosts returns unchanged
 // when given again; what it refuses gets an error naming the bad part.
-func FuzzSplit(f *testing.F) {
+func FuzzSplitHosts(f *testing.F) {
 	for _, s := range []string{
 		"h1:7000,h2", "", ":7000", "[::1]:7000", "h1,:7000", "h1,,h2", "h1,", "h:0",
 		"h:65536", "h:x", "::1", "[::1]", "[fe80::1%25eth0]:1", "[::1]:1,[::2]:2",
@@ -28,34 +28,34 @@ func FuzzSplit(f *testing.F) {
 		if localhost {
 			emptyHost = "localhost"
 		}
-		addrs, err := hostlist.Split(hosts, "6379", emptyHost)
+		addrs, err := storeurl.SplitHosts(hosts, "6379", emptyHost)
 		if err != nil {
 			if addrs != nil {
-				t.Fatalf("Split(%q) = %q and %v", hosts, addrs, err)
+				t.Fatalf("SplitHosts(%q) = %q and %v", hosts, addrs, err)
 			}
 			if !namesPart(err.Error(), hosts) {
-				t.Fatalf("Split(%q): error %q quotes no part of the input", hosts, err)
+				t.Fatalf("SplitHosts(%q): error %q quotes no part of the input", hosts, err)
 			}
 			return
 		}
 		if n := strings.Count(hosts, ",") + 1; len(addrs) != n {
-			t.Fatalf("Split(%q) = %q: %d addresses for %d entries", hosts, addrs, len(addrs), n)
+			t.Fatalf("SplitHosts(%q) = %q: %d addresses for %d entries", hosts, addrs, len(addrs), n)
 		}
 		for _, a := range addrs {
 			host, port, err := net.SplitHostPort(a)
 			if err != nil {
-				t.Fatalf("Split(%q) = %q: %q is no host:port: %v", hosts, addrs, a, err)
+				t.Fatalf("SplitHosts(%q) = %q: %q is no host:port: %v", hosts, addrs, a, err)
 			}
 			if host == "" || strings.ContainsAny(host, "[],") {
-				t.Fatalf("Split(%q) = %q: bad host %q in %q", hosts, addrs, host, a)
+				t.Fatalf("SplitHosts(%q) = %q: bad host %q in %q", hosts, addrs, host, a)
 			}
 			if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 || strconv.Itoa(p) != strings.TrimLeft(port, "0") {
-				t.Fatalf("Split(%q) = %q: bad port %q in %q", hosts, addrs, port, a)
+				t.Fatalf("SplitHosts(%q) = %q: bad port %q in %q", hosts, addrs, port, a)
 			}
 		}
-		again, err := hostlist.Split(strings.Join(addrs, ","), "1", "")
+		again, err := storeurl.SplitHosts(strings.Join(addrs, ","), "1", "")
 		if err != nil || !slices.Equal(again, addrs) {
-			t.Fatalf("Split(%q) = %q, but Split of that = %q, %v", hosts, addrs, again, err)
+			t.Fatalf("SplitHosts(%q) = %q, but SplitHosts of that = %q, %v", hosts, addrs, again, err)
 		}
 	})
 }
