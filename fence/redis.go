@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/internal/clusterslot"
 )
 
 //go:embed redis_write.lua
@@ -193,9 +194,9 @@ func (r *Redis) checkKey(resource, guard, key string) error {
 	if strings.HasPrefix(key, "{") && strings.HasSuffix(key, "}:guard") {
 		return fmt.Errorf("%w: data key %q is the guard key of another resource", turnstile.ErrInvalidKey, key)
 	}
-	if r.cluster && keySlot(key) != keySlot(guard) {
+	if r.cluster && clusterslot.Of(key) != clusterslot.Of(guard) {
 		return fmt.Errorf("%w: key %q is in slot %d, resource %q in slot %d (use fence.DataKey(resource, name))",
-			ErrCrossSlot, key, keySlot(key), resource, keySlot(guard))
+			ErrCrossSlot, key, clusterslot.Of(key), resource, clusterslot.Of(guard))
 	}
 	return nil
 }

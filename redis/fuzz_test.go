@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/internal/clusterslot"
 )
 
 // FuzzParseURL: the redis:// and rediss:// URL parser never panics and
@@ -154,8 +155,8 @@ func FuzzNames(f *testing.F) {
 		}
 		n1, n2 := allNames(p1, k1), allNames(p2, k2)
 		for i, a := range n1 {
-			if slot := keySlot(a); slot != keySlot(n1[0]) {
-				t.Fatalf("prefix %q key %q: %q is in slot %d, the lock %q in %d", p1, k1, a, slot, n1[0], keySlot(n1[0]))
+			if slot := clusterslot.Of(a); slot != clusterslot.Of(n1[0]) {
+				t.Fatalf("prefix %q key %q: %q is in slot %d, the lock %q in %d", p1, k1, a, slot, n1[0], clusterslot.Of(n1[0]))
 			}
 			if slices.Index(n1, a) != i {
 				t.Fatalf("prefix %q key %q: name %q used twice", p1, k1, a)

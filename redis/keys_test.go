@@ -10,6 +10,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/clusterslot"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/redis"
 )
@@ -33,18 +34,18 @@ func TestKeysWithBraces(t *testing.T) {
 		"}",
 	} {
 		for _, name := range []string{fenceKey(k), channelKey(k)} {
-			if hashSlot(name) != hashSlot(lockKey(k)) {
-				t.Errorf("key %q: %q is in slot %d, the lock %q in slot %d", k, name, hashSlot(name), lockKey(k), hashSlot(lockKey(k)))
+			if clusterslot.Of(name) != clusterslot.Of(lockKey(k)) {
+				t.Errorf("key %q: %q is in slot %d, the lock %q in slot %d", k, name, clusterslot.Of(name), lockKey(k), clusterslot.Of(lockKey(k)))
 			}
 		}
 		tok, ok, err := b.Acquire(ctx, k, "o", time.Minute)
 		if err != nil || !ok {
 			t.Fatalf("acquire %q: ok=%v err=%v", k, ok, err)
 		}
-		if got := mustDo(t, srv, "GET", lockKey(k)); got != "o" {
+		if got := srv.MustDo(t, "GET", lockKey(k)); got != "o" {
 			t.Errorf("key %q: %q holds %q, want the owner", k, lockKey(k), got)
 		}
-		if got := mustDo(t, srv, "GET", fenceKey(k)); got != fmt.Sprint(tok) {
+		if got := srv.MustDo(t, "GET", fenceKey(k)); got != fmt.Sprint(tok) {
 			t.Errorf("key %q: %q holds %q, want the token %d", k, fenceKey(k), got, tok)
 		}
 		if ok, err := b.Extend(ctx, k, "o", time.Minute); !ok || err != nil {
@@ -68,13 +69,13 @@ func TestPrefix(t *testing.T) {
 	if _, ok, err := b.Acquire(ctx, "k", "o", time.Minute); !ok || err != nil {
 		t.Fatalf("acquire: ok=%v err=%v", ok, err)
 	}
-	if got := mustDo(t, srv, "GET", "app:{k}"); got != "o" {
+	if got := srv.MustDo(t, "GET", "app:{k}"); got != "o" {
 		t.Fatalf("app:{k} holds %q", got)
 	}
-	if got := mustDo(t, srv, "EXISTS", "app:{k}:fence"); got != "1" {
+	if got := srv.MustDo(t, "EXISTS", "app:{k}:fence"); got != "1" {
 		t.Fatalf("app:{k}:fence missing")
 	}
-	if got := mustDo(t, srv, "EXISTS", "{k}"); got != "0" {
+	if got := srv.MustDo(t, "EXISTS", "{k}"); got != "0" {
 		t.Fatalf("unprefixed key written")
 	}
 }
@@ -159,7 +160,7 @@ func TestExtendMany(t *testing.T) {
 					t.Fatalf("request %d: %+v, want OK=%v", i, r, want)
 				}
 			}
-			if pttl := mustDo(t, srv, "PTTL", lockKey(reqs[2].Key)); len(pttl) < 5 {
+			if pttl := srv.MustDo(t, "PTTL", lockKey(reqs[2].Key)); len(pttl) < 5 {
 				t.Fatalf("renewed lock PTTL %s ms, want about a minute", pttl)
 			}
 			if got := b.ExtendMany(ctx, nil); len(got) != 0 {
@@ -187,42 +188,5 @@ func TestName(t *testing.T) {
 	}
 	if !strings.HasPrefix(want, "redis 127.0.0.1:") {
 		t.Errorf("unexpected address %q", want)
-	}
-}
-
-// hashSlot is the Redis Cluster key slot: CRC16 (XMODEM) of the hash tag,
-// or of the whole key if it has no non-empty tag, modulo 16384.
-func hashSlot(key string) uint16 {
-	if s := strings.IndexByte(key, '{'); s >= 0 {
-		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
-			key = key[s+1 : s+1+e]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc % 16384
-}
-
-func TestHashSlot(t *testing.T) {
-	// Reference values from the Redis Cluster specification (CRC16 check
-	// value) and the CLUSTER KEYSLOT documentation.
-	for key, want := range map[string]uint16{
-		"123456789":     0x31C3,
-		"somekey":       11058,
-		"foo{hash_tag}": 2515,
-		"hash_tag":      2515,
-	} {
-		if got := hashSlot(key); got != want {
-			t.Errorf("hashSlot(%q) = %d, want %d", key, got, want)
-		}
 	}
 }

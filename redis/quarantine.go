@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/turnstilelock/turnstile/internal/clusterslot"
 )
 
 // ErrQuarantined means the server refused a lock because its process
@@ -44,56 +46,17 @@ func (b *Backend) RestartQuarantine() time.Duration { return b.cfg.quarantine }
 
 // marker returns the start marker of the slot of the lock key lock.
 func (b *Backend) marker(lock string) string {
-	return b.cfg.prefix + "{" + slotTags()[keySlot(lock)] + "}:started"
-}
-
-// keySlot is the Redis Cluster slot of a key: CRC16 of its hash tag (the
-// text between the first '{' and the next '}', if not empty), or of the
-// whole key, modulo 16384.
-func keySlot(key string) uint16 {
-	for i := 0; i < len(key); i++ {
-		if key[i] != '{' {
-			continue
-		}
-		for j := i + 1; j < len(key); j++ {
-			if key[j] == '}' {
-				if j > i+1 {
-					key = key[i+1 : j]
-				}
-				return crc16(key) % numSlots
-			}
-		}
-		break
-	}
-	return crc16(key) % numSlots
-}
-
-const numSlots = 16384
-
-// crc16 is CRC-16/XMODEM, the checksum Redis Cluster hashes keys with.
-func crc16(s string) uint16 {
-	var crc uint16
-	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
+	return b.cfg.prefix + "{" + slotTags()[clusterslot.Of(lock)] + "}:started"
 }
 
 // slotTags maps every slot to the first base-36 number that hashes to it
 // (at most 4 characters). Built once, on the first acquisition with a
 // quarantine, in a few milliseconds; the table takes about 300 KiB.
-var slotTags = sync.OnceValue(func() *[numSlots]string {
-	var tags [numSlots]string
-	for n, left := uint64(0), numSlots; left > 0; n++ {
+var slotTags = sync.OnceValue(func() *[clusterslot.Count]string {
+	var tags [clusterslot.Count]string
+	for n, left := uint64(0), clusterslot.Count; left > 0; n++ {
 		tag := strconv.FormatUint(n, 36)
-		if s := crc16(tag) % numSlots; tags[s] == "" {
+		if s := clusterslot.CRC16(tag) % clusterslot.Count; tags[s] == "" {
 			tags[s] = tag
 			left--
 		}
