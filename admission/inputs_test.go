@@ -113,7 +113,7 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
-	if n := mustDo(t, srv, "DBSIZE"); n != "0" {
+	if n := srv.MustDo(t, "DBSIZE"); n != "0" {
 		t.Errorf("bad calls wrote %s keys to Redis, want none", n)
 	}
 	if n := l.Len(); n != 0 {

@@ -1,11 +1,9 @@
 package admission_test
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/rueidis"
 	"go.uber.org/goleak"
@@ -37,28 +35,15 @@ func newRedis(t testing.TB, srv *testserver.Redis, limit admission.Limit, opts .
 	return a
 }
 
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// mustDo runs a command on the test server and fails the test on error.
-func mustDo(t testing.TB, srv *testserver.Redis, args ...string) string {
-	t.Helper()
-	r, err := srv.Do(args...)
-	if err != nil {
-		t.Fatalf("%s: %v", strings.Join(args, " "), err)
-	}
-	return r
-}
+// ctxFor returns a context that ends after d, or when the test ends.
+var ctxFor = testserver.Ctx
 
 // scriptRuns returns how many times the server ran a script
 // (EVAL or EVALSHA) since its statistics were last reset.
 func scriptRuns(t testing.TB, srv *testserver.Redis) int {
 	t.Helper()
 	n := 0
-	for line := range strings.SplitSeq(mustDo(t, srv, "INFO", "commandstats"), "\n") {
+	for line := range strings.SplitSeq(srv.MustDo(t, "INFO", "commandstats"), "\n") {
 		line = strings.TrimSpace(line)
 		for _, cmd := range []string{"cmdstat_eval:", "cmdstat_evalsha:"} {
 			rest, ok := strings.CutPrefix(line, cmd)

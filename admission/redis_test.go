@@ -28,7 +28,7 @@ func TestRedisBurstThenRefuse(t *testing.T) {
 			t.Fatalf("request %d of the burst: %v, %v", i+1, ok, err)
 		}
 	}
-	before := mustDo(t, srv, "GET", a.Key("hot"))
+	before := srv.MustDo(t, "GET", a.Key("hot"))
 	ok, retry, err := a.Admit(ctx, "hot")
 	if ok || err != nil {
 		t.Fatalf("past the burst: %v, %v; want refused", ok, err)
@@ -36,7 +36,7 @@ func TestRedisBurstThenRefuse(t *testing.T) {
 	if retry <= 0 || retry > time.Second/rate+time.Microsecond {
 		t.Fatalf("retry after %v, want in (0, %v]", retry, time.Second/rate)
 	}
-	if after := mustDo(t, srv, "GET", a.Key("hot")); after != before {
+	if after := srv.MustDo(t, "GET", a.Key("hot")); after != before {
 		t.Fatalf("a refusal changed the state from %s to %s", before, after)
 	}
 	time.Sleep(retry + time.Millisecond)
@@ -84,14 +84,14 @@ func TestRedisKeyExpiresWhenIdle(t *testing.T) {
 			t.Fatalf("burst: %v, %v", ok, err)
 		}
 	}
-	pttl, err := strconv.Atoi(mustDo(t, srv, "PTTL", a.Key("idle")))
+	pttl, err := strconv.Atoi(srv.MustDo(t, "PTTL", a.Key("idle")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if pttl <= 0 || pttl > burst*1000/rate+1 {
 		t.Fatalf("PTTL %d ms, want in (0, %d]", pttl, burst*1000/rate+1)
 	}
-	for mustDo(t, srv, "EXISTS", a.Key("idle")) != "0" {
+	for srv.MustDo(t, "EXISTS", a.Key("idle")) != "0" {
 		if ctx.Err() != nil {
 			t.Fatal("the key of an idle limit did not expire")
 		}
@@ -103,7 +103,7 @@ func TestRedisKeyExpiresWhenIdle(t *testing.T) {
 			t.Fatalf("after expiry, request %d: %v, %v; want a full burst", i+1, ok, err)
 		}
 	}
-	if n := mustDo(t, srv, "DBSIZE"); n != "1" {
+	if n := srv.MustDo(t, "DBSIZE"); n != "1" {
 		t.Fatalf("%s keys in Redis, want only the limit's", n)
 	}
 }
@@ -125,7 +125,7 @@ func TestRedisKeyNames(t *testing.T) {
 		if ok, _, err := a.Admit(context.Background(), key); !ok || err != nil {
 			t.Errorf("Admit(%q): %v, %v", key, ok, err)
 		}
-		if mustDo(t, srv, "EXISTS", want) != "1" {
+		if srv.MustDo(t, "EXISTS", want) != "1" {
 			t.Errorf("no key %q after admitting %q", want, key)
 		}
 	}
@@ -153,7 +153,7 @@ func TestPreFilterSavesRoundTrips(t *testing.T) {
 			if _, _, err := a.Admit(ctx, "warm-up:"+tc.name); err != nil {
 				t.Fatal(err)
 			}
-			mustDo(t, srv, "CONFIG", "RESETSTAT")
+			srv.MustDo(t, "CONFIG", "RESETSTAT")
 			admitted := 0
 			for range 50 {
 				ok, retry, err := a.Admit(ctx, key)

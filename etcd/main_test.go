@@ -6,7 +6,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
 	"github.com/turnstilelock/turnstile/etcd"
@@ -16,7 +15,7 @@ import (
 
 func TestMain(m *testing.M) {
 	locktest.RunChild()
-	goleak.VerifyTestMain(m)
+	testserver.Main(m)
 }
 
 // dial returns a backend with a client of its own, closed when the test
@@ -47,8 +46,5 @@ func rawClient(t testing.TB, srv *testserver.Etcd) *clientv3.Client {
 // lockKey is the documented etcd key of the lock on key (default prefix).
 func lockKey(key string) string { return etcd.DefaultPrefix + "locks/" + key }
 
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxFor returns a context that ends after d, or when the test ends.
+var ctxFor = testserver.Ctx

@@ -1,7 +1,6 @@
 package events_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -10,15 +9,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/turnstilelock/turnstile/events"
+	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxFor returns a context that ends after d, or when the test ends.
+var ctxFor = testserver.Ctx
 
 // startKafka runs an in-process Kafka cluster with the events topic in
 // partitions partitions, closed when the test ends.

@@ -1,17 +1,12 @@
 package fallback_test
 
 import (
-	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/rueidis"
-	"go.uber.org/goleak"
 
-	"github.com/turnstilelock/turnstile/internal/pgproc"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/locktest"
 	"github.com/turnstilelock/turnstile/postgres"
@@ -24,32 +19,13 @@ var pg *testserver.Postgres
 
 func TestMain(m *testing.M) {
 	locktest.RunChild()
-	s, err := pgproc.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	pg = &testserver.Postgres{Server: s}
-	code := m.Run()
-	s.Kill()
-	if code == 0 {
-		if err := goleak.Find(
-			// rueidis schedules a topology refresh when a connection
-			// breaks (the killed Redis) that sleeps and then ends.
-			goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"),
-		); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	// rueidis schedules a topology refresh when a connection breaks (the
+	// killed Redis).
+	testserver.Main(m, testserver.SharedPostgres(&pg), testserver.IgnoreGoroutines(testserver.IgnoreRueidisRefresh))
 }
 
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxFor returns a context that ends after d, or when the test ends.
+var ctxFor = testserver.Ctx
 
 func dialRedis(t testing.TB, srv *testserver.Redis) *redis.Backend {
 	t.Helper()

@@ -1,21 +1,17 @@
 package fence_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/rueidis"
-	"go.uber.org/goleak"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/fence"
-	"github.com/turnstilelock/turnstile/internal/pgproc"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
@@ -24,28 +20,11 @@ import (
 var pg *testserver.Postgres
 
 func TestMain(m *testing.M) {
-	s, err := pgproc.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	pg = &testserver.Postgres{Server: s}
-	code := m.Run()
-	s.Kill()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	testserver.Main(m, testserver.SharedPostgres(&pg))
 }
 
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxFor returns a context that ends after d, or when the test ends.
+var ctxFor = testserver.Ctx
 
 // pool returns a pool on the package's server with the fence table
 // migrated, closed when the test ends.

@@ -15,7 +15,6 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/fence"
-	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 func newRedis(t testing.TB, c rueidis.Client, opts ...fence.Option) *fence.Redis {
@@ -25,15 +24,6 @@ func newRedis(t testing.TB, c rueidis.Client, opts ...fence.Option) *fence.Redis
 		t.Fatalf("NewRedis: %v", err)
 	}
 	return g
-}
-
-func mustDo(t testing.TB, srv *testserver.Redis, args ...string) string {
-	t.Helper()
-	r, err := srv.Do(args...)
-	if err != nil {
-		t.Fatalf("%s: %v", strings.Join(args, " "), err)
-	}
-	return r
 }
 
 func TestRedisTokens(t *testing.T) {
@@ -51,31 +41,31 @@ func TestRedisTokens(t *testing.T) {
 	}
 	wantStale(t, g.Set(ctx, r, 42, key, "v42"), r, 42, 43)
 	wantStale(t, g.Set(ctx, r, 43, key, "again"), r, 43, 43)
-	if got := mustDo(t, srv, "GET", key); got != "v43" {
+	if got := srv.MustDo(t, "GET", key); got != "v43" {
 		t.Fatalf("value after stale writes = %q, want v43", got)
 	}
 	if err := g.Set(ctx, r, 44, key, "v44"); err != nil {
 		t.Fatalf("larger token: %v", err)
 	}
-	if got := mustDo(t, srv, "GET", key); got != "v44" {
+	if got := srv.MustDo(t, "GET", key); got != "v44" {
 		t.Fatalf("value = %q, want v44", got)
 	}
-	if got := mustDo(t, srv, "GET", fence.GuardKey(r)); got != "44" {
+	if got := srv.MustDo(t, "GET", fence.GuardKey(r)); got != "44" {
 		t.Fatalf("guard key %s = %q, want 44", fence.GuardKey(r), got)
 	}
-	if ttl := mustDo(t, srv, "PTTL", fence.GuardKey(r)); ttl != "-1" {
+	if ttl := srv.MustDo(t, "PTTL", fence.GuardKey(r)); ttl != "-1" {
 		t.Fatalf("guard key PTTL %s, want -1 (no expiry)", ttl)
 	}
 
 	stock := fence.DataKey(r, "stock")
-	mustDo(t, srv, "SET", stock, "10")
+	srv.MustDo(t, "SET", stock, "10")
 	n, err := g.IncrBy(ctx, r, 45, stock, -3)
 	if err != nil || n != 7 {
 		t.Fatalf("IncrBy = %d, %v; want 7", n, err)
 	}
 	_, err = g.IncrBy(ctx, r, 44, stock, -3)
 	wantStale(t, err, r, 44, 45)
-	if got := mustDo(t, srv, "GET", stock); got != "7" {
+	if got := srv.MustDo(t, "GET", stock); got != "7" {
 		t.Fatalf("stock after a stale IncrBy = %s, want 7", got)
 	}
 	if n, err := g.IncrBy(ctx, r, 46, fence.DataKey(r, "new"), 5); err != nil || n != 5 {
@@ -99,7 +89,7 @@ func TestRedisAllowSameToken(t *testing.T) {
 	}
 	_, err := g.IncrBy(ctx, r, 6, key, 1)
 	wantStale(t, err, r, 6, 7)
-	if got := mustDo(t, srv, "GET", key); got != "3" {
+	if got := srv.MustDo(t, "GET", key); got != "3" {
 		t.Fatalf("counter = %s, want 3", got)
 	}
 }
@@ -176,7 +166,7 @@ func TestRedisConcurrentWriters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := mustDo(t, srv, "GET", key); got != strconv.FormatUint(maxTok, 10) {
+	if got := srv.MustDo(t, "GET", key); got != strconv.FormatUint(maxTok, 10) {
 		t.Fatalf("value %s, want the largest token's %d", got, maxTok)
 	}
 	if last, err := g.Last(ctx, r); err != nil || last != maxTok {
@@ -195,14 +185,14 @@ func TestRedisFailedWriteRecordsNothing(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	const r = "failing"
 	key := fence.DataKey(r, "text")
-	mustDo(t, srv, "SET", key, "not a number")
+	srv.MustDo(t, "SET", key, "not a number")
 	if _, err := g.IncrBy(ctx, r, 5, key, 1); err == nil || errors.Is(err, turnstile.ErrStaleToken) {
 		t.Fatalf("IncrBy on text: %v, want Redis's error", err)
 	}
 	if last, err := g.Last(ctx, r); err != nil || last != 0 {
 		t.Fatalf("Last after a failed write = %d, %v; want 0", last, err)
 	}
-	if got := mustDo(t, srv, "GET", key); got != "not a number" {
+	if got := srv.MustDo(t, "GET", key); got != "not a number" {
 		t.Fatalf("value = %q", got)
 	}
 }
@@ -213,7 +203,7 @@ func TestRedisGarbledGuardKey(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	const r = "garbled"
 	for _, v := range []string{"abc", "012", "-5", "123456789012345678901"} {
-		mustDo(t, srv, "SET", fence.GuardKey(r), v)
+		srv.MustDo(t, "SET", fence.GuardKey(r), v)
 		err := g.Set(ctx, r, 1<<62, fence.DataKey(r, "v"), "x")
 		if err == nil || errors.Is(err, turnstile.ErrStaleToken) || !strings.Contains(err.Error(), "holds no token") {
 			t.Fatalf("guard key %q: Set = %v, want an error saying it holds no token", v, err)
@@ -236,7 +226,7 @@ func TestRedisScriptCacheFlushed(t *testing.T) {
 	if err := g.Set(ctx, "r", 1, fence.DataKey("r", "v"), "a"); err != nil {
 		t.Fatal(err)
 	}
-	mustDo(t, srv, "SCRIPT", "FLUSH")
+	srv.MustDo(t, "SCRIPT", "FLUSH")
 	if err := g.Set(ctx, "r", 2, fence.DataKey("r", "v"), "b"); err != nil {
 		t.Fatalf("after SCRIPT FLUSH: %v", err)
 	}
@@ -264,7 +254,7 @@ func TestRedisBadInput(t *testing.T) {
 	ctx := context.Background()
 	var nilCtx context.Context
 	var nilGuard *fence.Redis
-	mustDo(t, srv, "CONFIG", "RESETSTAT")
+	srv.MustDo(t, "CONFIG", "RESETSTAT")
 	for _, tc := range []struct {
 		name string
 		call func() error
@@ -295,7 +285,7 @@ func TestRedisBadInput(t *testing.T) {
 			}
 		})
 	}
-	if stats := mustDo(t, srv, "INFO", "commandstats"); strings.Contains(stats, "cmdstat_eval") || strings.Contains(stats, "cmdstat_get") {
+	if stats := srv.MustDo(t, "INFO", "commandstats"); strings.Contains(stats, "cmdstat_eval") || strings.Contains(stats, "cmdstat_get") {
 		t.Fatalf("bad input reached the server:\n%s", stats)
 	}
 }

@@ -56,14 +56,14 @@ func TestGCPauseStory(t *testing.T) {
 		"redis": func(t *testing.T) store {
 			c, srv := rueidisClient(t)
 			g, key := newRedis(t, c), fence.DataKey(resource, "stock")
-			mustDo(t, srv, "SET", key, "10")
+			srv.MustDo(t, "SET", key, "10")
 			return store{
 				sell: func(ctx context.Context, token uint64) error {
 					_, err := g.IncrBy(ctx, resource, token, key, -1)
 					return err
 				},
 				stock: func(context.Context) int {
-					n, err := strconv.Atoi(mustDo(t, srv, "GET", key))
+					n, err := strconv.Atoi(srv.MustDo(t, "GET", key))
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -12,10 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/rueidis"
-	"go.uber.org/goleak"
 
 	"github.com/turnstilelock/turnstile/idempotency"
-	"github.com/turnstilelock/turnstile/internal/pgproc"
 	"github.com/turnstilelock/turnstile/internal/redisproc"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 )
@@ -29,42 +27,17 @@ var (
 
 func TestMain(m *testing.M) {
 	runChild()
-	code := run(m)
-	// After the servers are gone, so that their watchers have ended.
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
+	testserver.Main(m, testserver.SharedPostgres(&pgSrv), testserver.Shared(func() (func(), error) {
+		dir, err := os.MkdirTemp("", "idempotency-redis-")
+		if err != nil {
+			return nil, err
 		}
-	}
-	os.Exit(code)
-}
-
-func run(m *testing.M) int {
-	pg, err := pgproc.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer pg.Kill()
-	pgSrv = &testserver.Postgres{Server: pg}
-	dir, err := os.MkdirTemp("", "idempotency-redis-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	redisSrv, err = redisproc.Start(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer redisSrv.Kill()
-	if err := migrate(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+		if redisSrv, err = redisproc.Start(dir); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		return func() { redisSrv.Kill(); os.RemoveAll(dir) }, nil
+	}), testserver.Before(migrate))
 }
 
 func migrate() error {
@@ -78,11 +51,8 @@ func migrate() error {
 	return idempotency.Migrate(ctx, pool)
 }
 
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxFor returns a context that ends after d, or when the test ends.
+var ctxFor = testserver.Ctx
 
 // run tells the keys of one test process from those of earlier runs
 // (go test -count) on the same server.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/memory"
 	"github.com/turnstilelock/turnstile/metrics"
 )
@@ -67,11 +68,8 @@ func newClient(t *testing.T, backend driver.Backend, opts ...turnstile.Option) (
 	return c, m, reg, rec
 }
 
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxFor returns a context that ends after d, or when the test ends.
+var ctxFor = testserver.Ctx
 
 // value reads one series of the metric called name (a counter or gauge)
 // from reg: labels are name=value pairs.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
-	"go.uber.org/goleak"
 
 	"github.com/turnstilelock/turnstile/internal/mysqlproc"
 	"github.com/turnstilelock/turnstile/internal/testserver"
@@ -18,7 +17,7 @@ import (
 
 func TestMain(m *testing.M) {
 	locktest.RunChild()
-	goleak.VerifyTestMain(m)
+	testserver.Main(m)
 }
 
 // dial returns a backend of its own, closed when the test ends.

@@ -16,11 +16,8 @@ import (
 	"github.com/turnstilelock/turnstile/mysql"
 )
 
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxFor returns a context that ends after d, or when the test ends.
+var ctxFor = testserver.Ctx
 
 func TestBackend(t *testing.T) {
 	srv := testserver.StartMySQL(t)

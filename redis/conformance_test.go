@@ -10,7 +10,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	srv := testserver.StartRedis(t)
-	evict := func(t testing.TB, key string) { mustDo(t, srv, "DEL", lockKey(key)) }
+	evict := func(t testing.TB, key string) { srv.MustDo(t, "DEL", lockKey(key)) }
 
 	t.Run("rueidis", func(t *testing.T) {
 		locktest.Run(t, locktest.Harness{

@@ -19,7 +19,7 @@ func TestTokensSurviveFenceEviction(t *testing.T) {
 	const k = "fence:evicted"
 
 	t1 := acquireRelease(t, b, k, "a")
-	mustDo(t, srv, "DEL", fenceKey(k))
+	srv.MustDo(t, "DEL", fenceKey(k))
 	t2 := acquireRelease(t, b, k, "b")
 	if t2 <= t1 {
 		t.Fatalf("token after the fence key was evicted = %d, not greater than %d", t2, t1)
@@ -28,7 +28,7 @@ func TestTokensSurviveFenceEviction(t *testing.T) {
 	// A token far ahead of the server clock (as after a clock step back):
 	// the next one must be exactly one more, and stored exactly.
 	ahead := t2 + 1_000_000_000
-	mustDo(t, srv, "SET", fenceKey(k), strconv.FormatUint(ahead, 10))
+	srv.MustDo(t, "SET", fenceKey(k), strconv.FormatUint(ahead, 10))
 	t3, ok, err := b.Acquire(ctx, k, "c", time.Minute)
 	if err != nil || !ok {
 		t.Fatalf("acquire: ok=%v err=%v", ok, err)
@@ -36,16 +36,16 @@ func TestTokensSurviveFenceEviction(t *testing.T) {
 	if t3 != ahead+1 {
 		t.Fatalf("token after a stored token %d = %d, want %d", ahead, t3, ahead+1)
 	}
-	if got := mustDo(t, srv, "GET", fenceKey(k)); got != strconv.FormatUint(t3, 10) {
+	if got := srv.MustDo(t, "GET", fenceKey(k)); got != strconv.FormatUint(t3, 10) {
 		t.Fatalf("fence key holds %q, want %d exactly", got, t3)
 	}
-	if ttl, _ := strconv.Atoi(mustDo(t, srv, "PTTL", fenceKey(k))); ttl <= int(time.Minute/time.Millisecond) {
+	if ttl, _ := strconv.Atoi(srv.MustDo(t, "PTTL", fenceKey(k))); ttl <= int(time.Minute/time.Millisecond) {
 		t.Fatalf("fence key PTTL %d ms while the lock has a minute left: it must outlive the lock by the grace", ttl)
 	}
 	if ok, err := b.Release(ctx, k, "c"); !ok || err != nil {
 		t.Fatalf("release: ok=%v err=%v", ok, err)
 	}
-	if ttl, _ := strconv.Atoi(mustDo(t, srv, "PTTL", fenceKey(k))); ttl <= 0 || ttl > int(redis.DefaultFenceGrace/time.Millisecond) {
+	if ttl, _ := strconv.Atoi(srv.MustDo(t, "PTTL", fenceKey(k))); ttl <= 0 || ttl > int(redis.DefaultFenceGrace/time.Millisecond) {
 		t.Fatalf("fence key PTTL after release = %d ms, want within the grace %v", ttl, redis.DefaultFenceGrace)
 	}
 }
@@ -110,11 +110,11 @@ func TestTTLsAlternate(t *testing.T) {
 			t.Fatalf("acquire %s: ok=%v err=%v", k, ok, err)
 		}
 		want := int(ttl / time.Millisecond)
-		if pttl, _ := strconv.Atoi(mustDo(t, srv, "PTTL", lockKey(k))); pttl <= want-5000 || pttl > want {
+		if pttl, _ := strconv.Atoi(srv.MustDo(t, "PTTL", lockKey(k))); pttl <= want-5000 || pttl > want {
 			t.Errorf("%s: lock PTTL %d ms, want about %d", k, pttl, want)
 		}
 		want += int(redis.DefaultFenceGrace / time.Millisecond)
-		if pttl, _ := strconv.Atoi(mustDo(t, srv, "PTTL", fenceKey(k))); pttl <= want-5000 || pttl > want {
+		if pttl, _ := strconv.Atoi(srv.MustDo(t, "PTTL", fenceKey(k))); pttl <= want-5000 || pttl > want {
 			t.Errorf("%s: fence PTTL %d ms, want about %d", k, pttl, want)
 		}
 	}

@@ -27,17 +27,17 @@ func TestHandOff(t *testing.T) {
 	if _, ok, err := b.HandOff(ctx, "h", "x", "y", time.Minute); ok || err != nil {
 		t.Fatalf("handoff by a non-owner: %v %v", ok, err)
 	}
-	if got := mustDo(t, srv, "GET", lockKey("h")); got != "a" {
+	if got := srv.MustDo(t, "GET", lockKey("h")); got != "a" {
 		t.Fatalf("a refused handoff changed the lock: %q", got)
 	}
 	tok2, ok, err := b.HandOff(ctx, "h", "a", "b", 5*time.Second)
 	if !ok || err != nil || tok2 <= tok1 {
 		t.Fatalf("handoff: token %d (before %d), %v %v", tok2, tok1, ok, err)
 	}
-	if got := mustDo(t, srv, "GET", lockKey("h")); got != "b" {
+	if got := srv.MustDo(t, "GET", lockKey("h")); got != "b" {
 		t.Fatalf("lock holds %q after the handoff, want b", got)
 	}
-	if pttl, _ := strconv.Atoi(mustDo(t, srv, "PTTL", lockKey("h"))); pttl <= 0 || pttl > 5000 {
+	if pttl, _ := strconv.Atoi(srv.MustDo(t, "PTTL", lockKey("h"))); pttl <= 0 || pttl > 5000 {
 		t.Fatalf("PTTL %d after a handoff with a 5 s TTL", pttl)
 	}
 	if ok, err := b.Release(ctx, "h", "a"); ok || err != nil {

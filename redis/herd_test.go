@@ -87,11 +87,11 @@ func TestWaiterAcquiresAfterItsNoticeIsLost(t *testing.T) {
 			got <- err
 		}()
 		if round%2 == 1 { // subscribed first
-			for mustDo(t, srv, "CLIENT", "LIST", "TYPE", "pubsub") == "" && ctx.Err() == nil {
+			for srv.MustDo(t, "CLIENT", "LIST", "TYPE", "pubsub") == "" && ctx.Err() == nil {
 				time.Sleep(time.Millisecond)
 			}
 		}
-		mustDo(t, srv, "CLIENT", "KILL", "TYPE", "pubsub")
+		srv.MustDo(t, "CLIENT", "KILL", "TYPE", "pubsub")
 		if err := holder.Release(ctx); err != nil {
 			t.Fatal(err)
 		}

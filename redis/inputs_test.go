@@ -181,16 +181,16 @@ func TestOpenURL(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TryAcquire: %v", err)
 	}
-	if got := mustDo(t, srv, "SELECT", "2"); got != "OK" {
+	if got := srv.MustDo(t, "SELECT", "2"); got != "OK" {
 		t.Fatalf("SELECT 2 = %q", got)
 	}
 	// testserver.Do uses a fresh connection per command, so look in db 2
 	// with a script that selects it.
-	owner := mustDo(t, srv, "EVAL", "redis.call('SELECT', 2) return redis.call('GET', KEYS[1])", "1", "app:{url}")
+	owner := srv.MustDo(t, "EVAL", "redis.call('SELECT', 2) return redis.call('GET', KEYS[1])", "1", "app:{url}")
 	if owner != l.Owner() {
 		t.Fatalf("db 2 key app:{url} holds %q, want the lease owner %q", owner, l.Owner())
 	}
-	pttl, _ := strconv.Atoi(mustDo(t, srv, "EVAL", "redis.call('SELECT', 2) return redis.call('PTTL', KEYS[1])", "1", "app:{url}:fence"))
+	pttl, _ := strconv.Atoi(srv.MustDo(t, "EVAL", "redis.call('SELECT', 2) return redis.call('PTTL', KEYS[1])", "1", "app:{url}:fence"))
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

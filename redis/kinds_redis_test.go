@@ -37,7 +37,7 @@ func TestKindKeys(t *testing.T) {
 			t.Fatalf("token %d is not greater than the previous %d", tok, last)
 		}
 		last = tok
-		if got := mustDo(t, srv, "GET", fenceKey(k)); got != strconv.FormatUint(tok, 10) {
+		if got := srv.MustDo(t, "GET", fenceKey(k)); got != strconv.FormatUint(tok, 10) {
 			t.Fatalf("fence key holds %q, want the last token %d", got, tok)
 		}
 		return tok
@@ -56,27 +56,27 @@ func TestKindKeys(t *testing.T) {
 	if n, _, _ := kinds["reentrant"].Acquire(ctx, k, "re", time.Minute); n != tok {
 		t.Fatalf("re-entry token %d, want %d", n, tok)
 	}
-	if got := mustDo(t, srv, "HGET", lk+":reentrant", "re"); got != "2" {
+	if got := srv.MustDo(t, "HGET", lk+":reentrant", "re"); got != "2" {
 		t.Fatalf("reentrant count = %q, want 2", got)
 	}
-	if got := mustDo(t, srv, "HGET", lk+":reentrant", ""); got != strconv.FormatUint(tok, 10) {
+	if got := srv.MustDo(t, "HGET", lk+":reentrant", ""); got != strconv.FormatUint(tok, 10) {
 		t.Fatalf("reentrant token field = %q, want %d", got, tok)
 	}
 	free(kinds["reentrant"], "re")
 	free(kinds["reentrant"], "re")
-	if got := mustDo(t, srv, "EXISTS", lk+":reentrant"); got != "0" {
+	if got := srv.MustDo(t, "EXISTS", lk+":reentrant"); got != "0" {
 		t.Fatalf("reentrant hash still exists after the last release")
 	}
 
 	take(kinds["read"], "r1")
 	take(kinds["read"], "r2")
-	if got := mustDo(t, srv, "ZCARD", lk+":readers"); got != "2" {
+	if got := srv.MustDo(t, "ZCARD", lk+":readers"); got != "2" {
 		t.Fatalf("%s readers in the set, want 2", got)
 	}
 	free(kinds["read"], "r1")
 	free(kinds["read"], "r2")
 	take(kinds["write"], "w")
-	if got := mustDo(t, srv, "GET", lk+":writer"); got != "w" {
+	if got := srv.MustDo(t, "GET", lk+":writer"); got != "w" {
 		t.Fatalf("writer key holds %q, want the owner", got)
 	}
 	free(kinds["write"], "w")
@@ -86,18 +86,18 @@ func TestKindKeys(t *testing.T) {
 	if _, ok, err := kinds["semaphore"].Acquire(ctx, k, "s3", time.Minute); ok || err != nil {
 		t.Fatalf("third permit of two = %v, %v", ok, err)
 	}
-	if got := mustDo(t, srv, "ZCARD", lk+":semaphore"); got != "2" {
+	if got := srv.MustDo(t, "ZCARD", lk+":semaphore"); got != "2" {
 		t.Fatalf("%s permits in the set, want 2", got)
 	}
 	free(kinds["semaphore"], "s1")
 	free(kinds["semaphore"], "s2")
 
 	take(kinds["fair"], "f")
-	if got := mustDo(t, srv, "GET", lk); got != "f" {
+	if got := srv.MustDo(t, "GET", lk); got != "f" {
 		t.Fatalf("fair lock key holds %q, want the owner: it is the plain lock", got)
 	}
 	free(b, "f") // the plain release frees a fair lock
-	if got := mustDo(t, srv, "EXISTS", lk); got != "0" {
+	if got := srv.MustDo(t, "EXISTS", lk); got != "0" {
 		t.Fatal("plain release left the fair lock")
 	}
 }
@@ -249,9 +249,9 @@ func TestFairAbandonedWaiterAgesOut(t *testing.T) {
 	const k = "kinds:abandoned"
 	q := lockKey(k) + ":queue"
 	// A waiter of a crashed process: first in line, last beat just now.
-	mustDo(t, srv, "ZADD", q, "1", "crashed")
-	mustDo(t, srv, "ZADD", q+":alive", strconv.FormatInt(time.Now().Add(timeout).UnixMilli(), 10), "crashed")
-	mustDo(t, srv, "SET", q+":seq", "1")
+	srv.MustDo(t, "ZADD", q, "1", "crashed")
+	srv.MustDo(t, "ZADD", q+":alive", strconv.FormatInt(time.Now().Add(timeout).UnixMilli(), 10), "crashed")
+	srv.MustDo(t, "SET", q+":seq", "1")
 	if _, ok, err := f.Acquire(ctx, k, "eager", time.Minute); ok || err != nil {
 		t.Fatalf("Acquire with a waiter in line = %v, %v; want false, nil", ok, err)
 	}
@@ -262,7 +262,7 @@ func TestFairAbandonedWaiterAgesOut(t *testing.T) {
 	if tok == 0 {
 		t.Fatal("token 0")
 	}
-	if got := mustDo(t, srv, "EXISTS", q, q+":alive", q+":seq"); got != "0" {
+	if got := srv.MustDo(t, "EXISTS", q, q+":alive", q+":seq"); got != "0" {
 		t.Fatalf("%s queue keys left after the last waiter took the lock", got)
 	}
 }
@@ -306,7 +306,7 @@ func TestKindsGoRedis(t *testing.T) {
 				return f
 			},
 			Waiting: func(t testing.TB, key string) int {
-				return atoi(t, mustDo(t, srv, "ZCARD", lockKey(key)+":queue"))
+				return atoi(t, srv.MustDo(t, "ZCARD", lockKey(key)+":queue"))
 			},
 		})
 	})
@@ -381,7 +381,7 @@ func TestReentrantShortInnerLease(t *testing.T) {
 	if ok, err := r.Release(ctx, k, "o"); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	if ttl := atoi(t, mustDo(t, srv, "PTTL", lockKey(k)+":reentrant")); ttl < int((50*time.Second)/time.Millisecond) {
+	if ttl := atoi(t, srv.MustDo(t, "PTTL", lockKey(k)+":reentrant")); ttl < int((50*time.Second)/time.Millisecond) {
 		t.Fatalf("lock TTL %d ms after a short nested lease, want the outer minute", ttl)
 	}
 }

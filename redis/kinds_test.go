@@ -60,7 +60,7 @@ func TestKinds(t *testing.T) {
 			URL:  srv.URL(),
 			View: "redis-fair",
 			Waiting: func(t testing.TB, key string) int {
-				return atoi(t, mustDo(t, srv, "ZCARD", lockKey(key)+":queue"))
+				return atoi(t, srv.MustDo(t, "ZCARD", lockKey(key)+":queue"))
 			},
 			// Retry on the plain lock, queue in the Fair view.
 			Plain: func(t testing.TB) driver.Backend { return dial(t, srv) },

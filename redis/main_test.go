@@ -8,7 +8,6 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
-	"go.uber.org/goleak"
 
 	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/locktest"
@@ -17,13 +16,9 @@ import (
 
 func TestMain(m *testing.M) {
 	locktest.RunChild()
-	goleak.VerifyTestMain(m,
-		// When rueidis.NewClient fails to connect (TestDialFailsInTime) it
-		// has already scheduled a cluster-topology refresh that sleeps up
-		// to a second and then ends; NewClient returns no client to close
-		// that could stop it.
-		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"),
-	)
+	// TestDialFailsInTime: a failed rueidis.NewClient leaves its topology
+	// refresh behind.
+	testserver.Main(m, testserver.IgnoreGoroutines(testserver.IgnoreRueidisRefresh))
 }
 
 // dial returns a backend with a client of its own, closed when the test
@@ -62,21 +57,8 @@ func lockKey(key string) string {
 func fenceKey(key string) string   { return lockKey(key) + ":fence" }
 func channelKey(key string) string { return lockKey(key) + ":released" }
 
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// mustDo runs a command on the test server and fails the test on error.
-func mustDo(t testing.TB, srv *testserver.Redis, args ...string) string {
-	t.Helper()
-	r, err := srv.Do(args...)
-	if err != nil {
-		t.Fatalf("%s: %v", strings.Join(args, " "), err)
-	}
-	return r
-}
+// ctxFor returns a context that ends after d, or when the test ends.
+var ctxFor = testserver.Ctx
 
 // goRedisBackend returns a backend over a go-redis client closed when the
 // test ends.

@@ -120,7 +120,7 @@ var keyspaceRe = regexp.MustCompile(`db0:keys=(\d+),expires=(\d+)`)
 // keyspace returns INFO keyspace's key and TTL counts of database 0.
 func keyspace(t *testing.T, srv *testserver.Redis) (keys, expires int) {
 	t.Helper()
-	m := keyspaceRe.FindStringSubmatch(mustDo(t, srv, "INFO", "keyspace"))
+	m := keyspaceRe.FindStringSubmatch(srv.MustDo(t, "INFO", "keyspace"))
 	if m == nil {
 		return 0, 0 // an empty database is not listed
 	}
@@ -133,7 +133,7 @@ var usedMemoryRe = regexp.MustCompile(`used_memory:(\d+)`)
 
 func usedMemory(t *testing.T, srv *testserver.Redis) int64 {
 	t.Helper()
-	m := usedMemoryRe.FindStringSubmatch(mustDo(t, srv, "INFO", "memory"))
+	m := usedMemoryRe.FindStringSubmatch(srv.MustDo(t, "INFO", "memory"))
 	if m == nil {
 		t.Fatal("INFO memory has no used_memory")
 	}

@@ -26,7 +26,7 @@ func TestReleased(t *testing.T) {
 			numsub := func() int {
 				// PUBSUB SHARDNUMSUB answers an array; count the
 				// subscriptions with a script instead of parsing it.
-				n, err := strconv.Atoi(mustDo(t, srv, "EVAL", "return redis.call('PUBSUB', 'SHARDNUMSUB', KEYS[1])[2]", "1", channelKey(k)))
+				n, err := strconv.Atoi(srv.MustDo(t, "EVAL", "return redis.call('PUBSUB', 'SHARDNUMSUB', KEYS[1])[2]", "1", channelKey(k)))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -44,11 +44,11 @@ func TestReleasedWithoutShardedPubSub(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Released: %v", err)
 			}
-			n := mustDo(t, srv, "EVAL", "return redis.call('PUBSUB', 'NUMSUB', KEYS[1])[2]", "1", channelKey(k))
+			n := srv.MustDo(t, "EVAL", "return redis.call('PUBSUB', 'NUMSUB', KEYS[1])[2]", "1", channelKey(k))
 			if n != "1" {
 				t.Fatalf("%s plain subscriptions on the server, want 1", n)
 			}
-			mustDo(t, srv, "PUBLISH", channelKey(k), "1")
+			srv.MustDo(t, "PUBLISH", channelKey(k), "1")
 			select {
 			case <-ch:
 			case <-time.After(5 * time.Second):
@@ -56,7 +56,7 @@ func TestReleasedWithoutShardedPubSub(t *testing.T) {
 			}
 			stop()
 			waitFor(t, func() bool {
-				return mustDo(t, srv, "EVAL", "return redis.call('PUBSUB', 'NUMSUB', KEYS[1])[2]", "1", channelKey(k)) == "0"
+				return srv.MustDo(t, "EVAL", "return redis.call('PUBSUB', 'NUMSUB', KEYS[1])[2]", "1", channelKey(k)) == "0"
 			}, "the plain subscription outlived its last waiter")
 		})
 	}

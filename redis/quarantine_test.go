@@ -100,7 +100,7 @@ func acquireAfterQuarantine(t *testing.T, b *redis.Backend, key, owner string, q
 // markers counts the start markers on srv.
 func markers(t *testing.T, srv *testserver.Redis) int {
 	t.Helper()
-	reply := mustDo(t, srv, "EVAL", "return #redis.call('KEYS', '*:started')", "0")
+	reply := srv.MustDo(t, "EVAL", "return #redis.call('KEYS', '*:started')", "0")
 	n, err := strconv.Atoi(reply)
 	if err != nil {
 		t.Fatalf("count markers: %q", reply)

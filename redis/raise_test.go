@@ -29,23 +29,23 @@ func TestRaiseFence(t *testing.T) {
 			if ok, err := f.RaiseFence(ctx, k, "not-the-owner", raised+1); ok || err != nil {
 				t.Fatalf("RaiseFence by a non-owner = %v, %v; want false, nil", ok, err)
 			}
-			if got := mustDo(t, srv, "GET", fenceKey(k)); got != strconv.FormatUint(t1, 10) {
+			if got := srv.MustDo(t, "GET", fenceKey(k)); got != strconv.FormatUint(t1, 10) {
 				t.Fatalf("a refused RaiseFence changed the fence to %s", got)
 			}
 			if ok, err := f.RaiseFence(ctx, k, "a", raised); !ok || err != nil {
 				t.Fatalf("RaiseFence by the owner = %v, %v; want true, nil", ok, err)
 			}
-			if got := mustDo(t, srv, "GET", fenceKey(k)); got != strconv.FormatUint(raised, 10) {
+			if got := srv.MustDo(t, "GET", fenceKey(k)); got != strconv.FormatUint(raised, 10) {
 				t.Fatalf("fence after RaiseFence(%d) = %s", raised, got)
 			}
 			if ok, err := f.RaiseFence(ctx, k, "a", t1); !ok || err != nil {
 				t.Fatalf("RaiseFence with a lower token = %v, %v; want true, nil", ok, err)
 			}
-			if got := mustDo(t, srv, "GET", fenceKey(k)); got != strconv.FormatUint(raised, 10) {
+			if got := srv.MustDo(t, "GET", fenceKey(k)); got != strconv.FormatUint(raised, 10) {
 				t.Fatalf("a lower token moved the fence from %d to %s", raised, got)
 			}
-			lockTTL, _ := strconv.Atoi(mustDo(t, srv, "PTTL", lockKey(k)))
-			fenceTTL, _ := strconv.Atoi(mustDo(t, srv, "PTTL", fenceKey(k)))
+			lockTTL, _ := strconv.Atoi(srv.MustDo(t, "PTTL", lockKey(k)))
+			fenceTTL, _ := strconv.Atoi(srv.MustDo(t, "PTTL", fenceKey(k)))
 			if grace := int(redis.DefaultFenceGrace / time.Millisecond); fenceTTL < lockTTL+grace-1000 {
 				t.Fatalf("fence PTTL %d ms, lock PTTL %d ms: the fence must outlive the lock by the grace (%d ms)", fenceTTL, lockTTL, grace)
 			}

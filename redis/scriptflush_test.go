@@ -18,7 +18,7 @@ func TestScriptFlush(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxFor(t, time.Minute)
 			k := "flush:" + name
-			flush := func() { mustDo(t, srv, "SCRIPT", "FLUSH") }
+			flush := func() { srv.MustDo(t, "SCRIPT", "FLUSH") }
 
 			flush()
 			t1, ok, err := b.Acquire(ctx, k, "o", time.Minute)

@@ -43,7 +43,7 @@ func TestCounterFlashSale(t *testing.T) {
 	if left, err := counters[0].Left(ctx); err != nil || left != 0 {
 		t.Fatalf("Left = %d, %v; want 0", left, err)
 	}
-	if v := mustDo(t, srv, "GET", "stock:sale:1"); v != "0" {
+	if v := srv.MustDo(t, "GET", "stock:sale:1"); v != "0" {
 		t.Fatalf("raw key = %q after the sale; want 0 (every give-back undone)", v)
 	}
 }
@@ -69,7 +69,7 @@ func TestCounterTakePutLeft(t *testing.T) {
 	if !errors.Is(err, stock.ErrSoldOut) || left != 7 {
 		t.Fatalf("Take(8) = %d, %v; want 7, ErrSoldOut", left, err)
 	}
-	if v := mustDo(t, srv, "GET", "stock:tpl"); v != "7" {
+	if v := srv.MustDo(t, "GET", "stock:tpl"); v != "7" {
 		t.Fatalf("raw key = %q after a sold-out Take; want 7", v)
 	}
 	// A cancelled order gives its units back.
@@ -103,14 +103,14 @@ func TestCounterLeftNeverNegative(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustDo(t, srv, "SET", "stock:neg", "-3")
+	srv.MustDo(t, "SET", "stock:neg", "-3")
 	if left, err := c.Left(ctx); err != nil || left != 0 {
 		t.Fatalf("Left = %d, %v; want 0", left, err)
 	}
 	if left, err := c.Take(ctx, 1); !errors.Is(err, stock.ErrSoldOut) || left != 0 {
 		t.Fatalf("Take = %d, %v; want 0, ErrSoldOut", left, err)
 	}
-	if v := mustDo(t, srv, "GET", "stock:neg"); v != "-3" {
+	if v := srv.MustDo(t, "GET", "stock:neg"); v != "-3" {
 		t.Fatalf("raw key = %q; want -3 (the Take gave its unit back)", v)
 	}
 }
@@ -130,13 +130,4 @@ func TestCounterCancelledContext(t *testing.T) {
 	if v, _ := srv.Do("EXISTS", "stock:ctx"); v != "0" {
 		t.Fatalf("EXISTS = %q; a cancelled Take touched the key", v)
 	}
-}
-
-func mustDo(t testing.TB, srv *testserver.Redis, args ...string) string {
-	t.Helper()
-	r, err := srv.Do(args...)
-	if err != nil {
-		t.Fatalf("%v: %v", args, err)
-	}
-	return r
 }

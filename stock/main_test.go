@@ -3,18 +3,14 @@ package stock_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/rueidis"
-	"go.uber.org/goleak"
 
-	"github.com/turnstilelock/turnstile/internal/pgproc"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/stock"
 )
@@ -24,47 +20,22 @@ import (
 var pg *testserver.Postgres
 
 func TestMain(m *testing.M) {
-	s, err := pgproc.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	pg = &testserver.Postgres{Server: s}
-	code := migrate()
-	if code == 0 {
-		code = m.Run()
-	}
-	s.Kill()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	testserver.Main(m, testserver.SharedPostgres(&pg), testserver.Before(migrate))
 }
 
-func migrate() int {
+func migrate() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	pool, err := pgxpool.New(ctx, pg.URL())
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	defer pool.Close()
-	if err := stock.Migrate(ctx, pool); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
+	return stock.Migrate(ctx, pool)
 }
 
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxFor returns a context that ends after d, or when the test ends.
+var ctxFor = testserver.Ctx
 
 // redisClient returns a rueidis client of the test's own, closed when it
 // ends.

@@ -180,7 +180,7 @@ func TestShardedSetSpreadsEvenly(t *testing.T) {
 		}
 	}
 	// The documented key names.
-	if v := mustDo(t, srv, "GET", "{spread}:0"); v != "2" {
+	if v := srv.MustDo(t, "GET", "{spread}:0"); v != "2" {
 		t.Fatalf("{spread}:0 = %q; want 2", v)
 	}
 }
@@ -301,7 +301,7 @@ func TestShardedRebalance(t *testing.T) {
 	}
 	// Drain some shards more than others.
 	for _, kv := range [][2]string{{"{rebalance}:0", "0"}, {"{rebalance}:1", "1"}, {"{rebalance}:2", "40"}, {"{rebalance}:3", "0"}, {"{rebalance}:4", "6"}} {
-		mustDo(t, srv, "SET", kv[0], kv[1])
+		srv.MustDo(t, "SET", kv[0], kv[1])
 	}
 	if err := s.Rebalance(ctx); err != nil {
 		t.Fatal(err)
@@ -310,14 +310,14 @@ func TestShardedRebalance(t *testing.T) {
 		t.Fatalf("levels after Rebalance = %v; want %v", got, want)
 	}
 	// Missing shard keys count as empty and are written.
-	mustDo(t, srv, "DEL", "{rebalance}:0", "{rebalance}:1")
+	srv.MustDo(t, "DEL", "{rebalance}:0", "{rebalance}:1")
 	if err := s.Rebalance(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := levels(t, ctx, s), []int64{6, 6, 5, 5, 5}; !slices.Equal(got, want) {
 		t.Fatalf("levels after Rebalance = %v; want %v", got, want)
 	}
-	if v := mustDo(t, srv, "EXISTS", "{rebalance}:0"); v != "1" {
+	if v := srv.MustDo(t, "EXISTS", "{rebalance}:0"); v != "1" {
 		t.Fatalf("EXISTS {rebalance}:0 = %q after Rebalance", v)
 	}
 	// Large totals are written as plain integers.
@@ -325,7 +325,7 @@ func TestShardedRebalance(t *testing.T) {
 	if err := s.Set(ctx, big); err != nil {
 		t.Fatal(err)
 	}
-	mustDo(t, srv, "SET", "{rebalance}:4", "0")
+	srv.MustDo(t, "SET", "{rebalance}:4", "0")
 	if err := s.Rebalance(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -344,8 +344,8 @@ func TestShardedCorruptShard(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, 10*time.Second)
 	s := newSharded(t, srv, "corrupt", 2)
-	mustDo(t, srv, "SET", "{corrupt}:0", "many")
-	mustDo(t, srv, "SET", "{corrupt}:1", "many")
+	srv.MustDo(t, "SET", "{corrupt}:0", "many")
+	srv.MustDo(t, "SET", "{corrupt}:1", "many")
 	for name, err := range map[string]error{
 		"Take":      func() error { _, err := s.Take(ctx, 1); return err }(),
 		"Rebalance": s.Rebalance(ctx),

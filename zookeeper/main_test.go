@@ -2,15 +2,14 @@ package zookeeper_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"sort"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"go.uber.org/goleak"
 
+	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/internal/zkproc"
 	"github.com/turnstilelock/turnstile/locktest"
 	"github.com/turnstilelock/turnstile/zookeeper"
@@ -26,30 +25,17 @@ var srv *zkproc.Server
 
 func TestMain(m *testing.M) {
 	locktest.RunChild()
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "turnstile-zk-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	srv, err = zkproc.Start(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := m.Run()
-	srv.Kill()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			return 1
+	testserver.Main(m, testserver.Shared(func() (func(), error) {
+		dir, err := os.MkdirTemp("", "turnstile-zk-")
+		if err != nil {
+			return nil, err
 		}
-	}
-	return code
+		if srv, err = zkproc.Start(dir); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		return func() { srv.Kill(); os.RemoveAll(dir) }, nil
+	}))
 }
 
 func serverURL() string {
@@ -100,11 +86,8 @@ func queue(t testing.TB, c *zk.Conn, dir string) []string {
 	return names
 }
 
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxFor returns a context that ends after d, or when the test ends.
+var ctxFor = testserver.Ctx
 
 // startServer starts a server of the test's own, for tests that stop it.
 func startServer(t testing.TB) *zkproc.Server {

@@ -15,11 +15,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.uber.org/goleak"
 
 	"github.com/turnstilelock/turnstile/events"
 	"github.com/turnstilelock/turnstile/events/outbox"
-	"github.com/turnstilelock/turnstile/internal/pgproc"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
@@ -42,28 +40,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	s, err := pgproc.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	srv = &testserver.Postgres{Server: s}
-	code := m.Run()
-	s.Kill()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	testserver.Main(m, testserver.SharedPostgres(&srv))
 }
 
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxFor returns a context that ends after d, or when the test ends.
+var ctxFor = testserver.Ctx
 
 var dbSeq atomic.Int64
 
