@@ -15,8 +15,9 @@ const DefaultConns = 4
 // WithOpTimeout is not given.
 const DefaultOpTimeout = 5 * time.Second
 
-// Option configures a Backend.
-type Option func(*config)
+// Option configures a Backend. An option whose value is out of range
+// makes New, Dial and Open fail with turnstile.ErrInvalidOption.
+type Option func(*config) error
 
 type config struct {
 	conns     int
@@ -27,13 +28,12 @@ func defaultConfig() config { return config{conns: DefaultConns, opTimeout: Defa
 
 func (c *config) apply(opts []Option) error {
 	for _, o := range opts {
-		o(c)
-	}
-	if c.conns < 1 || c.conns > 1024 {
-		return fmt.Errorf("%w: postgres: %d lock connections, want 1 to 1024", turnstile.ErrInvalidOption, c.conns)
-	}
-	if c.opTimeout <= 0 {
-		return fmt.Errorf("%w: postgres: operation timeout %v is not positive", turnstile.ErrInvalidOption, c.opTimeout)
+		if o == nil {
+			return fmt.Errorf("%w: postgres: nil option", turnstile.ErrInvalidOption)
+		}
+		if err := o(c); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -41,11 +41,28 @@ func (c *config) apply(opts []Option) error {
 // WithConns sets how many connections hold the Backend's advisory locks,
 // and so the most it opens. Keys are spread over them by hash; operations
 // on keys of one connection run one at a time. Default DefaultConns (4).
-func WithConns(n int) Option { return func(c *config) { c.conns = n } }
+// It must lie in [1, 1024].
+func WithConns(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > 1024 {
+			return fmt.Errorf("%w: postgres: %d lock connections, want 1 to 1024", turnstile.ErrInvalidOption, n)
+		}
+		c.conns = n
+		return nil
+	}
+}
 
 // WithOpTimeout bounds one query on a lock connection, the dial included.
 // It replaces the caller's context while the query runs, because
 // cancelling a query closes its connection and so frees every advisory
 // lock on it; a query that times out does close it. Default
-// DefaultOpTimeout (5s).
-func WithOpTimeout(d time.Duration) Option { return func(c *config) { c.opTimeout = d } }
+// DefaultOpTimeout (5s). It must be positive.
+func WithOpTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: postgres: operation timeout %v is not positive", turnstile.ErrInvalidOption, d)
+		}
+		c.opTimeout = d
+		return nil
+	}
+}

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/postgres"
 )
@@ -179,5 +181,30 @@ func TestNameAndClose(t *testing.T) {
 	_ = be.Close()
 	if _, _, err := be.Acquire(context.Background(), "k", "o", time.Second); !errors.Is(err, turnstile.ErrClosed) {
 		t.Fatalf("Acquire after Close = %v, want turnstile.ErrClosed", err)
+	}
+}
+
+// TestBadOptions: an option out of range fails Dial at once, naming it.
+func TestBadOptions(t *testing.T) {
+	cfg, err := pgx.ParseConfig(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		opt  postgres.Option
+		says string
+	}{
+		{postgres.WithConns(0), "lock connections"},
+		{postgres.WithConns(1025), "lock connections"},
+		{postgres.WithOpTimeout(0), "operation timeout"},
+		{nil, "nil option"},
+	} {
+		b, err := postgres.Dial(ctxFor(t, 10*time.Second), cfg, tc.opt)
+		if !errors.Is(err, turnstile.ErrInvalidOption) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("Dial with a bad option: %v; want ErrInvalidOption saying %q", err, tc.says)
+		}
+		if b != nil {
+			_ = b.Close()
+		}
 	}
 }
