@@ -1,6 +1,7 @@
 package locktest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -20,7 +21,10 @@ func testRetryFirstThenQueue(t *testing.T, h *Harness) {
 	k := key(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	b := h.queuer(t)
-	q := b.(driver.Queuer)
+	// The Client queues in q, which says when it is asked: a store's
+	// queue length alone cannot tell a queued waiter from an attempt (a
+	// ZooKeeper attempt adds a node for a moment).
+	q := &queueSpy{Queuer: b.(driver.Queuer), asked: make(chan struct{}, 1)}
 	if h.Plain != nil {
 		b = h.Plain(t)
 	}
@@ -37,6 +41,10 @@ func testRetryFirstThenQueue(t *testing.T, h *Harness) {
 			t.Fatalf("holder: %v", err)
 		}
 		before := h.Waiting(t, k)
+		select {
+		case <-q.asked: // an uncontended acquisition's
+		default:
+		}
 		type result struct {
 			retries int
 			err     error
@@ -54,8 +62,12 @@ func testRetryFirstThenQueue(t *testing.T, h *Harness) {
 			}
 			done <- result{retries, err}
 		}()
-		errs := make(chan error, 1)
-		awaitWaiting(t, h, k, before+1, errs)
+		select {
+		case <-q.asked:
+		case r := <-done:
+			t.Fatalf("waiter returned before it queued: %d retries, %v", r.retries, r.err)
+		}
+		awaitWaiting(t, h, k, before+1, nil)
 		if err := holder.Release(ctx); err != nil {
 			t.Fatalf("holder: %v", err)
 		}
@@ -94,4 +106,18 @@ func testRetryFirstThenQueue(t *testing.T, h *Harness) {
 			break
 		}
 	}
+}
+
+// queueSpy is a store's queue that says when it is asked.
+type queueSpy struct {
+	driver.Queuer
+	asked chan struct{}
+}
+
+func (q *queueSpy) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (uint64, error) {
+	select {
+	case q.asked <- struct{}{}:
+	default:
+	}
+	return q.Queuer.AcquireWait(ctx, key, owner, ttl)
 }
