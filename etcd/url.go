@@ -1,7 +1,6 @@
 package etcd
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"time"
@@ -9,18 +8,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/turnstilelock/turnstile"
-	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/storeurl"
 )
 
 // DefaultDialTimeout bounds connecting when a URL sets no dial_timeout.
 const DefaultDialTimeout = 5 * time.Second
 
-func init() {
-	turnstile.Register("etcd", open)
-}
-
-// open serves turnstile.Open for
+// urlForm is the form of the URLs that turnstile.Open takes:
 //
 //	etcd://[user:password@]host[:port][,host[:port]...][?prefix=/turnstile/&dial_timeout=5s]
 //
@@ -28,23 +22,16 @@ func init() {
 // The client speaks plain HTTP/2 (no TLS); for TLS build a clientv3.Config
 // and call Dial. In a list, name IPv6 members by host name: net/url
 // refuses bracketed IPv6 literals anywhere but alone.
-func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
-	cfg, opts, err := parseURL(u)
-	if err != nil {
-		return nil, err
-	}
-	return Dial(ctx, cfg, opts...)
-}
-
-// urlForm is what etcd:// URLs share with those of other backends.
 var urlForm = storeurl.Form{Schemes: []string{"etcd"}, Shape: "host:port", Invalid: turnstile.ErrInvalidURL}
 
+func init() {
+	turnstile.Register("etcd", storeurl.Opener(parseURL, Dial))
+}
+
 // parseURL reads u, or says what is wrong with it without showing any of
-// its secrets.
-func parseURL(u *url.URL) (clientv3.Config, []Option, error) {
-	var cfg clientv3.Config
-	var opts []Option
-	err := urlForm.Read(u, func(r *storeurl.URL) error {
+// its secrets (the other results then mean nothing).
+func parseURL(u *url.URL) (cfg clientv3.Config, opts []Option, err error) {
+	err = urlForm.Read(u, func(r *storeurl.URL) error {
 		if u.Path != "" && u.Path != "/" {
 			return fmt.Errorf("unexpected path %q (set the key prefix with ?prefix=)", u.Path)
 		}
@@ -59,24 +46,14 @@ func parseURL(u *url.URL) (clientv3.Config, []Option, error) {
 		}
 		cfg.Username, cfg.Password = r.Username, r.Password
 		cfg.DialTimeout = DefaultDialTimeout
-		err = r.Params(map[string]func(string) error{
-			"dial_timeout": func(v string) (err error) {
-				cfg.DialTimeout, err = storeurl.PositiveDuration("dial_timeout", v)
-				return err
-			},
-			"prefix": func(v string) error {
-				opts = append(opts, WithPrefix(v))
-				return nil
-			},
-		})
-		if err != nil {
+		if err := r.Params(map[string]storeurl.Param{
+			"prefix":       storeurl.Append(&opts, storeurl.String, WithPrefix),
+			"dial_timeout": storeurl.Store(&cfg.DialTimeout, storeurl.PositiveDuration),
+		}); err != nil {
 			return err
 		}
 		c := defaultConfig()
 		return c.apply(opts)
 	})
-	if err != nil {
-		return clientv3.Config{}, nil, err
-	}
-	return cfg, opts, nil
+	return cfg, opts, err
 }

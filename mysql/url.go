@@ -1,38 +1,22 @@
 package mysql
 
 import (
-	"context"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/turnstilelock/turnstile"
-	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/storeurl"
 )
 
-func init() {
-	turnstile.Register("mysql", open)
-}
-
-// open serves turnstile.Open for
+// urlForm is the form of the URLs that turnstile.Open takes:
 //
 //	mysql://user[:password]@host[:port]/db[?conns=4&dial_timeout=5s&tls=true]
 //
 // The port defaults to 3306. tls is true (verify the server), skip-verify,
 // preferred or false (the default), as in the driver's DSN.
-func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
-	cfg, opts, err := parseURL(u)
-	if err != nil {
-		return nil, err
-	}
-	return Dial(ctx, cfg, opts...)
-}
-
-// urlForm is what mysql:// URLs share with those of other backends.
 var urlForm = storeurl.Form{
 	Schemes: []string{"mysql"},
 	Shape:   "user:password@host:port/db",
@@ -40,12 +24,15 @@ var urlForm = storeurl.Form{
 	Invalid: turnstile.ErrInvalidURL,
 }
 
+func init() {
+	turnstile.Register("mysql", storeurl.Opener(parseURL, Dial))
+}
+
 // parseURL reads u, or says what is wrong with it without showing any of
-// its secrets.
-func parseURL(u *url.URL) (*gomysql.Config, []Option, error) {
-	cfg := gomysql.NewConfig()
-	var opts []Option
-	err := urlForm.Read(u, func(r *storeurl.URL) error {
+// its secrets (the other results then mean nothing).
+func parseURL(u *url.URL) (cfg *gomysql.Config, opts []Option, err error) {
+	cfg = gomysql.NewConfig()
+	err = urlForm.Read(u, func(r *storeurl.URL) error {
 		addrs, err := r.Hosts("3306", "localhost")
 		if err != nil {
 			return err
@@ -60,29 +47,11 @@ func parseURL(u *url.URL) (*gomysql.Config, []Option, error) {
 			return fmt.Errorf("path %q does not name one database", u.Path)
 		}
 		cfg.Timeout = DefaultDialTimeout
-		err = r.Params(map[string]func(string) error{
-			"conns": func(v string) error {
-				n, err := strconv.Atoi(v)
-				if err != nil {
-					return fmt.Errorf("conns=%q is not a number", v)
-				}
-				opts = append(opts, WithConns(n))
-				return nil
-			},
-			"dial_timeout": func(v string) (err error) {
-				cfg.Timeout, err = storeurl.PositiveDuration("dial_timeout", v)
-				return err
-			},
-			"tls": func(v string) error {
-				switch v {
-				case "true", "false", "skip-verify", "preferred":
-					cfg.TLSConfig = v
-					return nil
-				}
-				return fmt.Errorf("tls=%q is not true, false, skip-verify or preferred", v)
-			},
-		})
-		if err != nil {
+		if err := r.Params(map[string]storeurl.Param{
+			"conns":        storeurl.Append(&opts, storeurl.Int, WithConns),
+			"dial_timeout": storeurl.Store(&cfg.Timeout, storeurl.PositiveDuration),
+			"tls":          storeurl.Store(&cfg.TLSConfig, storeurl.OneOf("true", "false", "skip-verify", "preferred")),
+		}); err != nil {
 			return err
 		}
 		c := defaultConfig()
@@ -98,8 +67,5 @@ func parseURL(u *url.URL) (*gomysql.Config, []Option, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return cfg, opts, nil
+	return cfg, opts, err
 }

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -17,6 +18,9 @@ import (
 // DefaultDialTimeout bounds connecting to each node when a URL sets no
 // dial_timeout.
 const DefaultDialTimeout = 5 * time.Second
+
+// urlForm is what redlock:// URLs share with those of other backends.
+var urlForm = storeurl.Form{Schemes: []string{"redlock"}, Shape: "host1:port1,host2:port2,...", Invalid: turnstile.ErrInvalidURL}
 
 func init() {
 	turnstile.Register("redlock", open)
@@ -39,16 +43,10 @@ func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
 	return Dial(ctx, addrs, opt, opts...)
 }
 
-// urlForm is what redlock:// URLs share with those of other backends.
-var urlForm = storeurl.Form{Schemes: []string{"redlock"}, Shape: "host1:port1,host2:port2,...", Invalid: turnstile.ErrInvalidURL}
-
 // parseURL reads u, or says what is wrong with it without showing any of
-// its secrets.
-func parseURL(u *url.URL) ([]string, rueidis.ClientOption, []Option, error) {
-	var addrs []string
-	var opt rueidis.ClientOption
-	var opts []Option
-	err := urlForm.Read(u, func(r *storeurl.URL) (err error) {
+// its secrets (the other results then mean nothing).
+func parseURL(u *url.URL) (addrs []string, opt rueidis.ClientOption, opts []Option, err error) {
+	err = urlForm.Read(u, func(r *storeurl.URL) (err error) {
 		if u.Host == "" {
 			return fmt.Errorf("no nodes: want redlock://%s", urlForm.Shape)
 		}
@@ -61,62 +59,21 @@ func parseURL(u *url.URL) ([]string, rueidis.ClientOption, []Option, error) {
 		}
 		opt.Dialer.Timeout = DefaultDialTimeout
 		opt.MaxFlushDelay = redis.DefaultFlushDelay
-
 		var nodeOpts []redis.Option
-		// duration reads a duration and hands it to set.
-		duration := func(name string, set func(time.Duration) error) func(string) error {
-			return func(v string) error {
-				d, err := time.ParseDuration(v)
-				if err != nil {
-					return fmt.Errorf("%s=%q is not a duration such as 50ms", name, v)
-				}
-				return set(d)
-			}
-		}
-		err = r.Params(map[string]func(string) error{
-			"node_timeout": duration("node_timeout", func(d time.Duration) error {
-				opts = append(opts, WithNodeTimeout(d))
-				return nil
-			}),
-			"quarantine": duration("quarantine", func(d time.Duration) error {
-				opts = append(opts, WithRestartQuarantine(d))
-				return nil
-			}),
-			"fence_grace": duration("fence_grace", func(d time.Duration) error {
-				nodeOpts = append(nodeOpts, redis.WithFenceGrace(d))
-				return nil
-			}),
-			"dial_timeout": duration("dial_timeout", func(d time.Duration) error {
-				if d <= 0 {
-					return fmt.Errorf("dial_timeout=%v is not positive", d)
-				}
-				opt.Dialer.Timeout = d
-				return nil
-			}),
-			"flush_delay": duration("flush_delay", func(d time.Duration) error {
-				if d < 0 || d > redis.MaxFlushDelay {
-					return fmt.Errorf("flush_delay=%v is not from 0 (off) to %v", d, redis.MaxFlushDelay)
-				}
-				opt.MaxFlushDelay = d
-				return nil
-			}),
-			"fencing": func(v string) error {
-				switch strings.ToLower(v) {
-				case "on", "true", "1":
-				case "off", "false", "0":
-					opts = append(opts, WithoutFencing())
-				default:
-					return fmt.Errorf("fencing=%q is not on or off", v)
-				}
-				return nil
-			},
-			"prefix": func(v string) error {
-				nodeOpts = append(nodeOpts, redis.WithPrefix(v))
-				return nil
-			},
-		})
-		if err != nil {
+		fencing := true
+		if err := r.Params(map[string]storeurl.Param{
+			"node_timeout": storeurl.Append(&opts, storeurl.Duration, WithNodeTimeout),
+			"quarantine":   storeurl.Append(&opts, storeurl.Duration, WithRestartQuarantine),
+			"fencing":      storeurl.Store(&fencing, onOff),
+			"prefix":       storeurl.Append(&nodeOpts, storeurl.String, redis.WithPrefix),
+			"fence_grace":  storeurl.Append(&nodeOpts, storeurl.Duration, redis.WithFenceGrace),
+			"dial_timeout": storeurl.Store(&opt.Dialer.Timeout, storeurl.PositiveDuration),
+			"flush_delay":  storeurl.Store(&opt.MaxFlushDelay, storeurl.DurationIn(0, redis.MaxFlushDelay, "20us")),
+		}); err != nil {
 			return err
+		}
+		if !fencing {
+			opts = append(opts, WithoutFencing())
 		}
 		if len(nodeOpts) > 0 {
 			opts = append(opts, WithNodeOptions(nodeOpts...))
@@ -129,8 +86,16 @@ func parseURL(u *url.URL) ([]string, rueidis.ClientOption, []Option, error) {
 		}
 		return redis.CheckOptions(nodeOpts...)
 	})
-	if err != nil {
-		return nil, rueidis.ClientOption{}, nil, err
+	return addrs, opt, opts, err
+}
+
+// onOff reads fencing=on or off (also true, false, 1, 0, in any case).
+func onOff(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "on", "true", "1":
+		return true, nil
+	case "off", "false", "0":
+		return false, nil
 	}
-	return addrs, opt, opts, nil
+	return false, errors.New("is not on or off")
 }

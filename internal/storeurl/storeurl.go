@@ -102,30 +102,35 @@ func (u *URL) Hosts(defaultPort, emptyHost string) ([]string, error) {
 	return SplitHosts(u.Host, defaultPort, emptyHost)
 }
 
+// Param reads the value of one query parameter. Its error says what is
+// wrong with the value, as "is not a number": the error of Params names
+// the parameter and the value before it.
+type Param func(value string) error
+
 // Params reads the query: every parameter must be one that known names
-// and be given once; known's function for each parameter given is called
+// and be given once; known's Param for each parameter given is called
 // with its value, in the order of the parameters' names. An unknown
 // parameter is refused with the names of the known ones.
-func (u *URL) Params(known map[string]func(value string) error) error {
+func (u *URL) Params(known map[string]Param) error {
 	q := u.Query()
 	for _, name := range sortedKeys(q) {
 		if known[name] == nil {
 			return fmt.Errorf("unknown query parameter %q (known: %s)", name, strings.Join(sortedKeys(known), ", "))
 		}
 	}
-	_, err := u.readParams(q, known)
+	_, err := readParams(q, known)
 	return err
 }
 
 // OwnParams reads the parameters that known names, as Params does, and
 // returns the others, untouched, for the backend's driver.
-func (u *URL) OwnParams(known map[string]func(value string) error) (url.Values, error) {
-	return u.readParams(u.Query(), known)
+func (u *URL) OwnParams(known map[string]Param) (url.Values, error) {
+	return readParams(u.Query(), known)
 }
 
 // readParams reads the parameters of q that known names and returns q
 // without them.
-func (u *URL) readParams(q url.Values, known map[string]func(string) error) (url.Values, error) {
+func readParams(q url.Values, known map[string]Param) (url.Values, error) {
 	for _, name := range sortedKeys(known) {
 		vals, ok := q[name]
 		if !ok {
@@ -135,7 +140,7 @@ func (u *URL) readParams(q url.Values, known map[string]func(string) error) (url
 			return nil, fmt.Errorf("query parameter %q given %d times", name, len(vals))
 		}
 		if err := known[name](vals[0]); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s=%q %w", name, vals[0], err)
 		}
 		delete(q, name)
 	}
@@ -151,6 +156,97 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// Store is a Param that reads its value with parse into *dst.
+func Store[T any](dst *T, parse func(string) (T, error)) Param {
+	return func(v string) error {
+		x, err := parse(v)
+		if err != nil {
+			return err
+		}
+		*dst = x
+		return nil
+	}
+}
+
+// Append is a Param that reads its value with parse and appends the
+// option it makes of it to *opts.
+func Append[T, O any](opts *[]O, parse func(string) (T, error), option func(T) O) Param {
+	return func(v string) error {
+		x, err := parse(v)
+		if err != nil {
+			return err
+		}
+		*opts = append(*opts, option(x))
+		return nil
+	}
+}
+
+// String reads any value as it is.
+func String(v string) (string, error) { return v, nil }
+
+// Int reads a whole number.
+func Int(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, errors.New("is not a number")
+	}
+	return n, nil
+}
+
+// IntIn reads a whole number from lo to hi.
+func IntIn(lo, hi int) func(string) (int, error) {
+	return func(v string) (int, error) {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return 0, fmt.Errorf("is not a number in [%d, %d]", lo, hi)
+		}
+		return n, nil
+	}
+}
+
+// Duration reads a duration such as 10s.
+func Duration(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, errors.New("is not a duration such as 10s")
+	}
+	return d, nil
+}
+
+// PositiveDuration reads a duration over 0.
+func PositiveDuration(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, errors.New("is not a positive duration such as 5s")
+	}
+	return d, nil
+}
+
+// DurationIn reads a duration from lo to hi, or of lo or more for hi 0;
+// example is one, for the error.
+func DurationIn(lo, hi time.Duration, example string) func(string) (time.Duration, error) {
+	return func(v string) (time.Duration, error) {
+		d, err := time.ParseDuration(v)
+		switch {
+		case hi == 0 && (err != nil || d < lo):
+			return 0, fmt.Errorf("is not a duration of %v or more, such as %s", lo, example)
+		case hi != 0 && (err != nil || d < lo || d > hi):
+			return 0, fmt.Errorf("is not a duration from %v to %v, such as %s", lo, hi, example)
+		}
+		return d, nil
+	}
+}
+
+// OneOf reads one of the values given.
+func OneOf(values ...string) func(string) (string, error) {
+	return func(v string) (string, error) {
+		if !slices.Contains(values, v) {
+			return "", fmt.Errorf("is not one of %s", strings.Join(values, ", "))
+		}
+		return v, nil
+	}
+}
+
 // Database returns the number the URL's path names, as in
 // redis://host/3, and 0 for no path.
 func (u *URL) Database() (int, error) {
@@ -163,14 +259,4 @@ func (u *URL) Database() (int, error) {
 		return 0, fmt.Errorf("database %q in the path is not a non-negative number", db)
 	}
 	return n, nil
-}
-
-// PositiveDuration reads the value v of the parameter name as a duration
-// over 0.
-func PositiveDuration(name, v string) (time.Duration, error) {
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%s=%q is not a positive duration such as 5s", name, v)
-	}
-	return d, nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/turnstilelock/turnstile/internal/storeurl"
 )
@@ -18,7 +19,7 @@ const secret = "QJZVWKQJZV"
 var form = storeurl.Form{Schemes: []string{"ab", "abs"}, Shape: "host:port", Invalid: errInvalid}
 
 // read reads raw through f, with known's parameters.
-func read(t *testing.T, f storeurl.Form, raw string, known map[string]func(string) error) (*storeurl.URL, error) {
+func read(t *testing.T, f storeurl.Form, raw string, known map[string]storeurl.Param) (*storeurl.URL, error) {
 	t.Helper()
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -53,7 +54,7 @@ func wantInvalid(t *testing.T, raw string, err error, want string) {
 // names.
 func TestUnknownParam(t *testing.T) {
 	var seen []string
-	known := map[string]func(string) error{}
+	known := map[string]storeurl.Param{}
 	for _, n := range []string{"zeta", "alpha", "mid"} {
 		known[n] = func(v string) error { seen = append(seen, n+"="+v); return nil }
 	}
@@ -75,11 +76,11 @@ func TestUnknownParam(t *testing.T) {
 		t.Fatalf("read %q, want %q", seen, want)
 	}
 
-	// An error of a parameter's function is an invalid URL too.
-	known["alpha"] = func(v string) error { return errors.New("alpha=" + v + " is not a colour") }
-	raw = "ab://u:" + secret + "@h?alpha=" + secret
+	// An error of a Param is an invalid URL too, naming the parameter.
+	known["alpha"] = func(string) error { return errors.New("is not a colour") }
+	raw = "ab://u:" + secret + "@h?alpha=blue"
 	_, err = read(t, form, raw, known)
-	wantInvalid(t, raw, err, "is not a colour")
+	wantInvalid(t, raw, err, `alpha="blue" is not a colour`)
 }
 
 // TestOwnParams: the parameters a backend does not know are left for its
@@ -88,7 +89,7 @@ func TestOwnParams(t *testing.T) {
 	u, _ := url.Parse("ab://h?sslmode=disable&lock=2&x=1&x=2")
 	var lock string
 	err := form.Read(u, func(r *storeurl.URL) error {
-		rest, err := r.OwnParams(map[string]func(string) error{"lock": func(v string) error { lock = v; return nil }})
+		rest, err := r.OwnParams(map[string]storeurl.Param{"lock": func(v string) error { lock = v; return nil }})
 		if err != nil {
 			return err
 		}
@@ -160,5 +161,61 @@ func TestDatabase(t *testing.T) {
 		u, _ := url.Parse(raw)
 		err := form.Read(u, func(r *storeurl.URL) error { _, err := r.Database(); return err })
 		wantInvalid(t, raw, err, "is not a non-negative number")
+	}
+}
+
+// TestParsers: the Params that read values store or append what they
+// read, and refuse bad values with the parameter, the value and what is
+// wanted.
+func TestParsers(t *testing.T) {
+	type opt struct{ n int }
+	var (
+		n    int
+		d    time.Duration
+		s    string
+		opts []opt
+	)
+	known := map[string]storeurl.Param{
+		"int":      storeurl.Store(&n, storeurl.Int),
+		"conns":    storeurl.Append(&opts, storeurl.IntIn(1, 8), func(n int) opt { return opt{n} }),
+		"grace":    storeurl.Store(&d, storeurl.Duration),
+		"timeout":  storeurl.Store(&d, storeurl.PositiveDuration),
+		"delay":    storeurl.Store(&d, storeurl.DurationIn(0, time.Millisecond, "20us")),
+		"session":  storeurl.Store(&d, storeurl.DurationIn(time.Millisecond, 0, "30s")),
+		"mode":     storeurl.Store(&s, storeurl.OneOf("on", "off")),
+		"anything": storeurl.Store(&s, storeurl.String),
+	}
+	for _, tc := range []struct {
+		query string
+		check func() bool
+	}{
+		{"int=-3", func() bool { return n == -3 }},
+		{"conns=8", func() bool { return len(opts) == 1 && opts[0].n == 8 }},
+		{"grace=-1s", func() bool { return d == -time.Second }},
+		{"timeout=2s", func() bool { return d == 2*time.Second }},
+		{"delay=0", func() bool { return d == 0 }},
+		{"delay=1ms", func() bool { return d == time.Millisecond }},
+		{"session=1ms", func() bool { return d == time.Millisecond }},
+		{"mode=off", func() bool { return s == "off" }},
+		{"anything=a%7Bb", func() bool { return s == "a{b" }},
+	} {
+		opts = nil
+		if _, err := read(t, form, "ab://h?"+tc.query, known); err != nil || !tc.check() {
+			t.Errorf("%s: %v (n %d, d %v, s %q, opts %v)", tc.query, err, n, d, s, opts)
+		}
+	}
+	for query, want := range map[string]string{
+		"int=x":         `int="x" is not a number`,
+		"conns=0":       `conns="0" is not a number in [1, 8]`,
+		"conns=9":       `conns="9" is not a number in [1, 8]`,
+		"grace=soon":    `grace="soon" is not a duration such as 10s`,
+		"timeout=0s":    `timeout="0s" is not a positive duration such as 5s`,
+		"delay=-1us":    `delay="-1us" is not a duration from 0s to 1ms, such as 20us`,
+		"delay=2ms":     `delay="2ms" is not a duration from 0s to 1ms, such as 20us`,
+		"session=999us": `session="999us" is not a duration of 1ms or more, such as 30s`,
+		"mode=maybe":    `mode="maybe" is not one of on, off`,
+	} {
+		_, err := read(t, form, "ab://u:"+secret+"@h?"+query, known)
+		wantInvalid(t, query, err, want)
 	}
 }
