@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/turnstilelock/turnstile"
 )
 
 // alphabet makes secrets: upper-case letters that no message of
@@ -109,25 +111,51 @@ func ErrorLeak(err error, never []string) string {
 }
 
 // Backend names what the redaction checks of one backend package need:
-// its URL schemes, a host list nothing listens on, its parser and the
-// error every parse error must wrap.
+// its URL schemes and its parser; the rest has defaults.
 type Backend struct {
 	Schemes []string
-	// Host is where the URLs point: a loopback port nothing listens on.
-	Host string
-	// Parse runs the backend's URL parser, and nothing else.
+	// Parse runs the backend's URL parser, and nothing else: ParseErr
+	// makes one of a parser with two results and an error.
 	Parse func(*url.URL) error
-	// Open opens a client on the URL, as turnstile.Open does.
+	// Host is where the URLs point: a host list nothing listens on.
+	// Default: 127.0.0.1:1, a loopback port nothing listens on.
+	Host string
+	// Open opens a client on the URL. Default: turnstile.Open.
 	Open func(ctx context.Context, rawURL string) (io.Closer, error)
-	// InvalidURL is the error every error of Parse wraps.
+	// InvalidURL is the error every error of Parse wraps. Default:
+	// turnstile.ErrInvalidURL.
 	InvalidURL error
 	// Lazy is set for a backend that opens without connecting.
 	Lazy bool
 }
 
+// ParseErr returns a Parse function that runs parse and keeps only its
+// error.
+func ParseErr[A, B any](parse func(*url.URL) (A, B, error)) func(*url.URL) error {
+	return func(u *url.URL) error {
+		_, _, err := parse(u)
+		return err
+	}
+}
+
+// withDefaults returns b with its unset fields set to their defaults.
+func (b Backend) withDefaults() Backend {
+	if b.Host == "" {
+		b.Host = "127.0.0.1:1"
+	}
+	if b.Open == nil {
+		b.Open = func(ctx context.Context, raw string) (io.Closer, error) { return turnstile.Open(ctx, raw) }
+	}
+	if b.InvalidURL == nil {
+		b.InvalidURL = turnstile.ErrInvalidURL
+	}
+	return b
+}
+
 // Fuzz reads URLs that carry a secret in every place a URL can hold one
 // and checks that no error of the parser shows the secret, or half of it.
 func (b Backend) Fuzz(f *testing.F) {
+	b = b.withDefaults()
 	f.Add([]byte("hunter2"), []byte("correcthorse"), uint8(0))
 	for i := range Separators {
 		f.Add([]byte("s3cr3tPW"), []byte("batterystaple"), uint8(i))
@@ -160,6 +188,7 @@ func (b Backend) Fuzz(f *testing.F) {
 // driver's show the secret.
 func (b Backend) CheckOpen(t *testing.T) {
 	t.Helper()
+	b = b.withDefaults()
 	for i, sep := range Separators {
 		secret, never := Secret([]byte("s3cr3tPW"), []byte("batterystaple"), sep)
 		for _, scheme := range b.Schemes {

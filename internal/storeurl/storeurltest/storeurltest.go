@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/turnstilelock/turnstile"
 )
 
 // Password is the password of the URLs that carry user information: no
@@ -17,8 +19,8 @@ const Password = "QJZVWKQJZVWK"
 
 // Hosts names what the checks need of one backend's URL parser.
 type Hosts struct {
-	// Scheme is the URL scheme.
-	Scheme string
+	// Schemes are the URL schemes, each checked.
+	Schemes []string
 	// User is set for a backend whose URLs take user information: the
 	// URLs then name user "u" with Password.
 	User bool
@@ -31,7 +33,8 @@ type Hosts struct {
 	// Addrs runs the backend's parser on u and returns the addresses
 	// (host:port) it would dial, in order.
 	Addrs func(u *url.URL) ([]string, error)
-	// Invalid is the error every parse error wraps.
+	// Invalid is the error every parse error wraps. Default:
+	// turnstile.ErrInvalidURL.
 	Invalid error
 }
 
@@ -42,6 +45,16 @@ type Hosts struct {
 // lists of IPv6 literals and some malformed literals before any backend
 // sees them.
 func (h Hosts) Check(t *testing.T) {
+	t.Helper()
+	if h.Invalid == nil {
+		h.Invalid = turnstile.ErrInvalidURL
+	}
+	for _, scheme := range h.Schemes {
+		h.check(t, scheme)
+	}
+}
+
+func (h Hosts) check(t *testing.T, scheme string) {
 	t.Helper()
 	good := []struct {
 		host string
@@ -71,26 +84,26 @@ func (h Hosts) Check(t *testing.T) {
 		}
 	}
 	for _, tc := range good {
-		got, err := h.Addrs(h.url(tc.host))
+		got, err := h.Addrs(h.url(scheme, tc.host))
 		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("%s://%s: addresses %q, %v; want %q", h.Scheme, tc.host, got, err, tc.want)
+			t.Errorf("%s://%s: addresses %q, %v; want %q", scheme, tc.host, got, err, tc.want)
 		}
 	}
 	for _, host := range bad {
-		got, err := h.Addrs(h.url(host))
+		got, err := h.Addrs(h.url(scheme, host))
 		if !errors.Is(err, h.Invalid) {
-			t.Errorf("%s://%s: addresses %q, %v; want an error wrapping %v", h.Scheme, host, got, err, h.Invalid)
+			t.Errorf("%s://%s: addresses %q, %v; want an error wrapping %v", scheme, host, got, err, h.Invalid)
 			continue
 		}
 		if msg := err.Error(); strings.Contains(msg, Password) || !strings.Contains(msg, "host") && !strings.Contains(msg, "port") {
-			t.Errorf("%s://%s: error %q shows the password or names no host or port", h.Scheme, host, msg)
+			t.Errorf("%s://%s: error %q shows the password or names no host or port", scheme, host, msg)
 		}
 	}
 }
 
-// url is a URL of h whose host part is host.
-func (h Hosts) url(host string) *url.URL {
-	u := &url.URL{Scheme: h.Scheme, Host: host, Path: h.Path}
+// url is a URL of h with scheme whose host part is host.
+func (h Hosts) url(scheme, host string) *url.URL {
+	u := &url.URL{Scheme: scheme, Host: host, Path: h.Path}
 	if h.User {
 		u.User = url.UserPassword("u", Password)
 	}

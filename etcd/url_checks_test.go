@@ -1,0 +1,37 @@
+package etcd
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/turnstilelock/turnstile/internal/redact/redacttest"
+	"github.com/turnstilelock/turnstile/internal/storeurl/storeurltest"
+)
+
+// redactChecks: no error of the parser (FuzzParseURLRedacts) or of Open,
+// the driver's included (TestOpenRedacts), shows a secret of the URL.
+var redactChecks = redacttest.Backend{Schemes: urlForm.Schemes, Parse: redacttest.ParseErr(parseURL),
+	// Without user information the client connects lazily.
+	Lazy: true,
+}
+
+// hostChecks: hosts named by IPv6 literals, alone and in lists, are
+// dialled at their addresses; malformed ones make an invalid URL.
+var hostChecks = storeurltest.Hosts{Schemes: urlForm.Schemes, User: true, Port: "2379", List: true, Addrs: urlAddrs}
+
+func TestURLHosts(t *testing.T) { hostChecks.Check(t) }
+
+func FuzzParseURLRedacts(f *testing.F) { redactChecks.Fuzz(f) }
+
+func TestOpenRedacts(t *testing.T) { redactChecks.CheckOpen(t) }
+
+// urlAddrs are the addresses that parseURL reads from u.
+func urlAddrs(u *url.URL) ([]string, error) {
+	var addrs []string
+	cfg, _, err := parseURL(u)
+	for _, ep := range cfg.Endpoints {
+		addrs = append(addrs, strings.TrimPrefix(ep, "http://"))
+	}
+	return addrs, err
+}

@@ -1,0 +1,43 @@
+package postgres
+
+import (
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/turnstilelock/turnstile/internal/redact/redacttest"
+	"github.com/turnstilelock/turnstile/internal/storeurl/storeurltest"
+)
+
+// redactChecks: no error of the parser (FuzzParseURLRedacts) or of Open,
+// the driver's included (TestOpenRedacts), shows a secret of the URL.
+var redactChecks = redacttest.Backend{Schemes: urlForm.Schemes, Parse: redacttest.ParseErr(parseURL)}
+
+// hostChecks: hosts named by IPv6 literals, alone and in lists, are
+// dialled at their addresses; malformed ones make an invalid URL.
+var hostChecks = storeurltest.Hosts{Schemes: urlForm.Schemes, User: true, Path: "/db", Port: "5432", List: true, Addrs: urlAddrs}
+
+func TestURLHosts(t *testing.T) { hostChecks.Check(t) }
+
+func FuzzParseURLRedacts(f *testing.F) { redactChecks.Fuzz(f) }
+
+func TestOpenRedacts(t *testing.T) { redactChecks.CheckOpen(t) }
+
+// urlAddrs are the addresses that parseURL reads from u.
+func urlAddrs(u *url.URL) ([]string, error) {
+	cfg, _, err := parseURL(u)
+	if err != nil {
+		return nil, err
+	}
+	// pgx tries the first host, then its fallbacks (each host once per
+	// TLS mode to try).
+	addrs := []string{net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))}
+	for _, f := range cfg.Fallbacks {
+		if a := net.JoinHostPort(f.Host, strconv.Itoa(int(f.Port))); !slices.Contains(addrs, a) {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs, nil
+}

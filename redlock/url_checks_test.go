@@ -1,0 +1,32 @@
+package redlock
+
+import (
+	"net/url"
+	"testing"
+
+	"github.com/turnstilelock/turnstile/internal/redact/redacttest"
+	"github.com/turnstilelock/turnstile/internal/storeurl/storeurltest"
+)
+
+// redactChecks: no error of the parser (FuzzParseURLRedacts) or of Open,
+// the driver's included (TestOpenRedacts), shows a secret of the URL.
+var redactChecks = redacttest.Backend{Schemes: urlForm.Schemes, Parse: func(u *url.URL) error { _, _, _, err := parseURL(u); return err },
+	Host: "127.0.0.1:1,127.0.0.1:2",
+}
+
+// hostChecks: hosts named by IPv6 literals, alone and in lists (not as
+// [[::1]]:6379), are dialled at their addresses; malformed ones make an
+// invalid URL.
+var hostChecks = storeurltest.Hosts{Schemes: urlForm.Schemes, User: true, Port: "6379", List: true, Addrs: urlAddrs}
+
+func TestURLHosts(t *testing.T) { hostChecks.Check(t) }
+
+func FuzzParseURLRedacts(f *testing.F) { redactChecks.Fuzz(f) }
+
+func TestOpenRedacts(t *testing.T) { redactChecks.CheckOpen(t) }
+
+// urlAddrs are the addresses that parseURL reads from u.
+func urlAddrs(u *url.URL) ([]string, error) {
+	addrs, _, _, err := parseURL(u)
+	return addrs, err
+}
