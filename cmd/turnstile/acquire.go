@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-	"sync"
-	"syscall"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 )
 
 // errWaitExpired is the cause of the acquisition context when --wait runs
@@ -73,7 +71,7 @@ func (o *runOptions) fail(ctx context.Context, stderr io.Writer, err error) int 
 		return exitNotAcquired
 	case cause != nil:
 		fmt.Fprintf(stderr, "turnstile run: %v while waiting for lock %q\n", cause, o.key)
-		return interruptCode(cause)
+		return cli.InterruptCode(cause)
 	case errors.Is(err, turnstile.ErrNotAcquired):
 		fmt.Fprintf(stderr, "turnstile run: lock %q is held by another owner (--no-wait)\n", o.key)
 		return exitNotAcquired
@@ -95,39 +93,4 @@ func (o *runOptions) fail(ctx context.Context, stderr io.Writer, err error) int 
 // "turnstile run: " already.
 func describe(err error) string {
 	return strings.TrimPrefix(err.Error(), "turnstile: ")
-}
-
-// signalError is the cause of a context cancelled by a signal.
-type signalError struct{ sig os.Signal }
-
-func (e signalError) Error() string { return "received " + signalName(e.sig) }
-
-// interruptCode is the exit code for an interruption: 128+N for signal N,
-// as a shell reports it; other cancellations count as SIGTERM.
-func interruptCode(cause error) int {
-	var se signalError
-	if errors.As(cause, &se) {
-		if s, ok := se.sig.(syscall.Signal); ok {
-			return exitSignalBase + int(s)
-		}
-	}
-	return exitSignalBase + int(syscall.SIGTERM)
-}
-
-// cancelOnSignal cancels with a signalError when a signal arrives on
-// sigs, until the returned stop function is called.
-func cancelOnSignal(sigs <-chan os.Signal, cancel context.CancelCauseFunc) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		select {
-		case s := <-sigs:
-			cancel(signalError{s})
-		case <-done:
-		}
-	})
-	return func() {
-		close(done)
-		wg.Wait()
-	}
 }

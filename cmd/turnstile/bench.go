@@ -17,6 +17,7 @@ import (
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/bench/render"
 	"github.com/turnstilelock/turnstile/bench/workload"
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 )
 
 // preflightTimeout bounds the first contact with the target: opening
@@ -45,7 +46,7 @@ func (o *benchOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 	defer signal.Stop(sigs)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	defer cancelOnSignal(sigs, cancel)()
+	defer cli.CancelOnSignal(sigs, cancel)()
 
 	t := o.target
 	if o.url == "" {
@@ -136,7 +137,7 @@ func (o *benchOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 	if ctx.Err() != nil {
 		cause := context.Cause(ctx)
 		fmt.Fprintf(stderr, "turnstile bench: %v; stopped after %d of %d cells, their locks released\n", cause, len(rep.Cells), len(o.cells))
-		return interruptCode(cause)
+		return cli.InterruptCode(cause)
 	}
 	if failed {
 		return 1
@@ -189,7 +190,7 @@ func (o *benchOptions) preflight(ctx context.Context, t benchTarget, stderr io.W
 	fail := func(err error) (string, int) {
 		if ctx.Err() != nil {
 			fmt.Fprintf(stderr, "turnstile bench: %v before any cell ran\n", context.Cause(ctx))
-			return "", interruptCode(context.Cause(ctx))
+			return "", cli.InterruptCode(context.Cause(ctx))
 		}
 		fmt.Fprintf(stderr, "turnstile bench: %v\n", err)
 		return "", exitUnavailable

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
@@ -104,7 +105,7 @@ func TestBenchInterruptLeavesNoLock(t *testing.T) {
 				t.Fatalf("the cell did not start within a minute:\n%s", stderr.String())
 			}
 			time.Sleep(at)
-			cancel(signalError{syscall.SIGINT})
+			cancel(cli.SignalError{Sig: syscall.SIGINT})
 			var code int
 			select {
 			case code = <-done:

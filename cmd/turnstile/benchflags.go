@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile/bench/workload"
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 )
 
 // Limits of the "turnstile bench" flags: beyond them a run would take
@@ -52,8 +53,8 @@ func parseBench(args []string) (*benchOptions, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported by benchCmd, with a hint
 	fs.Usage = func() {}
-	var backend backendFlags
-	backend.register(fs, "url", "backend")
+	var backend cli.BackendFlags
+	backend.Register(fs, "url", "backend")
 	var only string
 	fs.StringVar(&only, "only", "", "")
 	duration := durationFlag(defaultBenchDuration)
@@ -69,9 +70,9 @@ func parseBench(args []string) (*benchOptions, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q (turnstile bench takes flags only)", fs.Arg(0))
 	}
-	url, from, err := backend.resolve(os.Getenv)
+	url, from, err := backend.Resolve(os.Getenv)
 	if err != nil {
-		if backend.urlFlag != "" && backend.url == "" {
+		if errors.Is(err, cli.ErrEmptyURL) {
 			err = fmt.Errorf("%w (omit it to run on redis-servers started for the run)", err)
 		}
 		return nil, err

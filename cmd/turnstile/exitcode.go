@@ -1,17 +1,18 @@
 package main
 
-// Exit codes of turnstile itself. Where sysexits.h has a fitting code it
-// is used, so that scripts can tell "the lock was busy" (try later) from
-// "the store is down" (page someone) from the command's own failures.
+import "github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
+
+// Exit codes of turnstile itself, as package cli defines them for every
+// command (the demo too).
 const (
-	exitOK          = 0
-	exitUsage       = 64  // EX_USAGE: bad flags or arguments
-	exitUnavailable = 69  // EX_UNAVAILABLE: the lock store is unreachable or failing
-	exitNotAcquired = 75  // EX_TEMPFAIL: another owner holds the lock
-	exitLeaseLost   = 79  // the lease was lost while the command ran
-	exitCannotRun   = 126 // the command exists but could not be started (as in sh)
-	exitNotFound    = 127 // the command was not found (as in sh)
-	exitSignalBase  = 128 // 128+N: killed or interrupted by signal N (as in sh)
+	exitOK          = cli.ExitOK
+	exitUsage       = cli.ExitUsage
+	exitUnavailable = cli.ExitUnavailable
+	exitNotAcquired = cli.ExitNotAcquired
+	exitLeaseLost   = cli.ExitLeaseLost
+	exitCannotRun   = cli.ExitCannotRun
+	exitNotFound    = cli.ExitNotFound
+	exitSignalBase  = cli.ExitSignalBase
 )
 
 // exitCodeHelp is the exit-code table shown by "turnstile run -h".

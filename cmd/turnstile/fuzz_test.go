@@ -10,39 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/clitest"
 )
-
-// splitArgs turns a fuzz input into a command line: arguments separated by
-// NUL, which no argument can contain.
-func splitArgs(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, "\x00")
-}
-
-var quotedArg = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
-
-// namesBadPart reports whether a usage error points at the input: it names
-// one of flags, quotes part of an argument, or says what is missing.
-func namesBadPart(msg string, args, flags []string) bool {
-	for _, f := range flags {
-		if strings.Contains(msg, "-"+f) {
-			return true
-		}
-	}
-	for _, q := range quotedArg.FindAllString(msg, -1) {
-		if s, err := strconv.Unquote(q); err == nil && slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, s) }) {
-			return true
-		}
-	}
-	// flag's own messages: "flag provided but not defined: -x", "flag
-	// needs an argument: -x", "bad flag syntax: ---x".
-	return strings.Contains(msg, "flag") && slices.ContainsFunc(args, func(a string) bool {
-		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		return name != "" && strings.Contains(msg, "-"+name)
-	})
-}
 
 var runFlags = []string{"backend", "key", "ttl", "wait", "no-wait", "grace", "metrics-addr", "help", "h"}
 
@@ -63,13 +33,13 @@ func FuzzParseRun(f *testing.F) {
 		f.Add(strings.Join(s, "\x00"))
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		args := splitArgs(in)
+		args := clitest.SplitArgs(in)
 		o, err := parseRun(args)
 		if err != nil {
 			if o != nil {
 				t.Fatalf("parseRun(%q) = %+v and %v", args, o, err)
 			}
-			if !errors.Is(err, flag.ErrHelp) && !namesBadPart(err.Error(), args, runFlags) {
+			if !errors.Is(err, flag.ErrHelp) && !clitest.NamesBadPart(err.Error(), args, runFlags) {
 				t.Fatalf("parseRun(%q): error %q names no flag or value", args, err)
 			}
 			return
@@ -112,13 +82,13 @@ func FuzzParseBench(f *testing.F) {
 		f.Add(strings.Join(s, "\x00"))
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		args := splitArgs(in)
+		args := clitest.SplitArgs(in)
 		o, err := parseBench(args)
 		if err != nil {
 			if o != nil {
 				t.Fatalf("parseBench(%q) = %+v and %v", args, o, err)
 			}
-			if !errors.Is(err, flag.ErrHelp) && !namesBadPart(err.Error(), args, benchFlags) {
+			if !errors.Is(err, flag.ErrHelp) && !clitest.NamesBadPart(err.Error(), args, benchFlags) {
 				t.Fatalf("parseBench(%q): error %q names no flag or value", args, err)
 			}
 			return
@@ -148,72 +118,6 @@ func FuzzParseBench(f *testing.F) {
 		if o.url != o2.url || o.duration != o2.duration || o.waiters != o2.waiters || o.hold != o2.hold || o.json != o2.json ||
 			o.html != o2.html || !slices.Equal(o.cells, o2.cells) {
 			t.Fatalf("parseBench(%q) = %+v, but written back as %q: %+v", args, o, back, o2)
-		}
-	})
-}
-
-var demoFlags = []string{"json", "redis", "postgres", "in-process", "units", "orders", "waiters", "metrics-addr", "help", "h"}
-
-// FuzzParseDemo: the same for "turnstile demo", whose scenario names may
-// come before, between or after the flags.
-func FuzzParseDemo(f *testing.F) {
-	for _, s := range [][]string{
-		{}, {"flash-sale", "--json", "herd"}, {"--in-process", "--units", "5", "--orders", "7", "--waiters", "100", "rider"},
-		{"--redis", "redis://127.0.0.1:6379", "--postgres", "postgres://u@h/db"}, {"--redis", ""}, {"--redis", "http://x"},
-		{"--in-process", "--redis", "redis://h"}, {"--units", "0"}, {"--orders", "x"}, {"--waiters", "1"}, {"nope"},
-		{"--", "--json"}, {"herd", "herd"}, {"--metrics-addr", "x"}, {"--postgres", "mysql://x"}, {"-units=-1"},
-	} {
-		f.Add(strings.Join(s, "\x00"))
-	}
-	f.Fuzz(func(t *testing.T, in string) {
-		args := splitArgs(in)
-		if len(args) > 0 && args[0] == demoWorkerArg {
-			return // the scenarios' worker processes, not a user's command line
-		}
-		o, err := parseDemo(args)
-		if err != nil {
-			if o != nil {
-				t.Fatalf("parseDemo(%q) = %+v and %v", args, o, err)
-			}
-			if !errors.Is(err, flag.ErrHelp) && !namesBadPart(err.Error(), args, demoFlags) {
-				t.Fatalf("parseDemo(%q): error %q names no flag or value", args, err)
-			}
-			return
-		}
-		var names []string
-		for _, s := range o.scenarios {
-			names = append(names, s.name)
-		}
-		if len(names) == 0 {
-			t.Fatalf("parseDemo(%q): no scenarios", args)
-		}
-		back := []string{"--units", strconv.FormatInt(o.units, 10), "--orders", strconv.Itoa(o.orders),
-			"--waiters", strconv.Itoa(o.waiters), "--metrics-addr", o.metricsAddr}
-		if o.json {
-			back = append(back, "--json")
-		}
-		if o.inProcess {
-			back = append(back, "--in-process")
-		}
-		if o.redisURL != "" {
-			back = append(back, "--redis", o.redisURL)
-		}
-		if o.pgURL != "" {
-			back = append(back, "--postgres", o.pgURL)
-		}
-		back = append(append(back, "--"), names...)
-		o2, err := parseDemo(back)
-		if err != nil {
-			t.Fatalf("parseDemo(%q) accepted options that, written back as %q, it refuses: %v", args, back, err)
-		}
-		var names2 []string
-		for _, s := range o2.scenarios {
-			names2 = append(names2, s.name)
-		}
-		if !slices.Equal(names, names2) || o.units != o2.units || o.orders != o2.orders || o.waiters != o2.waiters ||
-			o.json != o2.json || o.inProcess != o2.inProcess || o.redisURL != o2.redisURL || o.pgURL != o2.pgURL ||
-			o.metricsAddr != o2.metricsAddr {
-			t.Fatalf("parseDemo(%q) = %+v, but written back as %q: %+v", args, o, back, o2)
 		}
 	})
 }

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/demo"
 )
 
 // A command is one subcommand. Each lives in its own file and is
@@ -27,7 +29,7 @@ type command struct {
 // is a file with its function plus a line here.
 var commands = []command{
 	{"run", "run a command while holding a lock", runCmd},
-	{"demo", "run the incidents turnstile prevents, without and with it", demoCmd},
+	{"demo", "run the incidents turnstile prevents, without and with it", demo.Main},
 	{"bench", "measure turnstile's locks on your Redis: throughput, latency, commands", benchCmd},
 }
 

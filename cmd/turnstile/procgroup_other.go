@@ -5,13 +5,15 @@ package main
 import (
 	"os"
 	"syscall"
+
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 )
 
 // On systems without POSIX process groups "turnstile run" still runs the
 // command and passes its exit code through, but a lost lease can stop only
 // the command's main process, not the processes it started.
 
-var forwardedSignals = []os.Signal{os.Interrupt}
+var forwardedSignals = cli.StopSignals
 
 func groupAttr(int, bool) *syscall.SysProcAttr { return nil }
 
@@ -36,5 +38,3 @@ func exitStatus(ps *os.ProcessState) int {
 func foregroundTerminal() (int, bool) { return 0, false }
 
 func holdTerminalInBackground() func(int) { return func(int) {} }
-
-func signalName(sig os.Signal) string { return sig.String() }

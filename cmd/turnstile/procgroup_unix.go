@@ -6,15 +6,12 @@ import (
 	"os"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 )
 
-// forwardedSignals are passed on to the command's process group. SIGHUP
-// is among them so that closing the terminal stops the command the way it
-// would stop it without turnstile; SIGQUIT so that it quits the command as
-// it would without turnstile, instead of making turnstile print its
-// goroutines over the command's output.
-var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+// forwardedSignals are passed on to the command's process group: the
+// signals that stop every turnstile command (see cli.StopSignals).
+var forwardedSignals = cli.StopSignals
 
 // groupAttr puts the command in a process group of its own, so that
 // signalling the group reaches the processes it starts too. With
@@ -55,14 +52,4 @@ func exitStatus(ps *os.ProcessState) int {
 		return exitSignalBase + int(ws.Signal())
 	}
 	return ps.ExitCode()
-}
-
-// signalName is the name a shell user knows a signal by, such as SIGINT.
-func signalName(sig os.Signal) string {
-	if s, ok := sig.(syscall.Signal); ok {
-		if name := unix.SignalName(s); name != "" {
-			return name
-		}
-	}
-	return sig.String()
 }

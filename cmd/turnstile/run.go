@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 )
 
 // releaseTimeout bounds the release after the command exits: the lock
@@ -48,8 +49,8 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 	if o.metricsAddr != "" {
 		mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		defer stop()
-		obs, _, err := serveMetrics(mctx, o.metricsAddr, stderr)
-		if errors.Is(err, errMetricsListen) {
+		obs, _, err := cli.ServeMetrics(mctx, o.metricsAddr, stderr)
+		if errors.Is(err, cli.ErrMetricsListen) {
 			fmt.Fprintf(stderr, "turnstile run: %v\nRun \"turnstile run -h\" for usage.\n", err)
 			return exitUsage
 		}
@@ -63,7 +64,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 	// A signal while waiting for the lock ends the wait: there is no
 	// command yet to pass it to.
 	actx, cancel := context.WithCancelCause(ctx)
-	stopWatch := cancelOnSignal(sigs, cancel)
+	stopWatch := cli.CancelOnSignal(sigs, cancel)
 	c, lease, code := o.acquire(actx, stderr)
 	stopWatch()
 	if c == nil {
@@ -81,7 +82,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 	code, lost := exitOK, false
 	if interrupted != nil {
 		fmt.Fprintf(stderr, "turnstile run: %v; not starting the command\n", interrupted)
-		code = interruptCode(interrupted)
+		code = cli.InterruptCode(interrupted)
 	} else {
 		code, lost = o.supervise(ctx, lease, sigs, stdout, stderr)
 	}

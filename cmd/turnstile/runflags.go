@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 )
 
 // defaultBackend is the store "turnstile run" uses when neither --backend
@@ -40,8 +41,8 @@ func parseRun(args []string) (*runOptions, error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported by runCmd, with a hint
 	fs.Usage = func() {}
-	var backend backendFlags
-	backend.register(fs, "backend")
+	var backend cli.BackendFlags
+	backend.Register(fs, "backend")
 	fs.StringVar(&o.key, "key", "", "")
 	ttl := durationFlag(turnstile.DefaultTTL)
 	fs.Var(&ttl, "ttl", "")
@@ -54,7 +55,7 @@ func parseRun(args []string) (*runOptions, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	b, _, err := backend.resolve(os.Getenv)
+	b, _, err := backend.Resolve(os.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +91,7 @@ func parseRun(args []string) (*runOptions, error) {
 // check rejects settings that cannot work before any connection is made,
 // so that a typo never costs a round trip or a wait.
 func (o *runOptions) check(waitSet bool) error {
-	if err := checkMetricsAddr(o.metricsAddr); err != nil {
+	if err := cli.CheckMetricsAddr(o.metricsAddr); err != nil {
 		return err
 	}
 	switch {

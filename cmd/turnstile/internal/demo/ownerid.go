@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package demo
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func ownerLockKey(run string) string   { return "demo:owner:{" + run + "}:lock" 
 func ownerHolderKey(run string) string { return "demo:owner:{" + run + "}:holder" }
 
 // ownerIDWorker is one of the five processes.
-func ownerIDWorker(ctx context.Context, env *demoEnv, spec workerSpec, w *workerLink) (any, error) {
+func ownerIDWorker(ctx context.Context, env *environment, spec workerSpec, w *workerLink) (any, error) {
 	var p ownerParams
 	if err := json.Unmarshal(spec.Params, &p); err != nil {
 		return nil, err
@@ -152,8 +152,8 @@ func naiveUnlock(ctx context.Context, rc rueidis.Client, key string) (bool, erro
 
 // runOwnerID runs the five processes with the shared owner id, then with
 // turnstile's owner ids.
-func runOwnerID(ctx context.Context, env *demoEnv) ([]demoResult, error) {
-	var rs []demoResult
+func runOwnerID(ctx context.Context, env *environment) ([]result, error) {
+	var rs []result
 	for _, v := range []string{"naive", "turnstile"} {
 		p := ownerParams{Variant: v, Run: v + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
 		raw, _ := json.Marshal(p)
@@ -182,7 +182,7 @@ func runOwnerID(ctx context.Context, env *demoEnv) ([]demoResult, error) {
 	return rs, nil
 }
 
-func ownerResult(variant string, tallies []ownerTally) demoResult {
+func ownerResult(variant string, tallies []ownerTally) result {
 	var others, refused int64
 	example := ""
 	owners := make([]string, 0, len(tallies))
@@ -194,7 +194,7 @@ func ownerResult(variant string, tallies []ownerTally) demoResult {
 			example = t.Example
 		}
 	}
-	r := demoResult{Variant: variant, Naive: variant == "naive"}
+	r := result{Variant: variant, Naive: variant == "naive"}
 	distinct := map[string]bool{}
 	for _, o := range owners {
 		distinct[o] = true

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package demo
 
 import (
 	"context"
@@ -16,7 +16,8 @@ import (
 	"github.com/turnstilelock/turnstile/fence"
 )
 
-// The pause of SPEC S-9.1, scaled down: a 1 s TTL instead of 5 s.
+// The paused holder, scaled down: a 1 s TTL instead of the 5 s of the
+// incident.
 const (
 	gcTTL   = time.Second
 	gcStock = 10
@@ -51,12 +52,12 @@ type gcWrite struct {
 // fencing guard.
 type gcStore struct {
 	p     gcParams
-	env   *demoEnv
+	env   *environment
 	pg    *fence.Postgres
 	redis *fence.Redis
 }
 
-func newGCStore(env *demoEnv, p gcParams) (*gcStore, error) {
+func newGCStore(env *environment, p gcParams) (*gcStore, error) {
 	s := &gcStore{p: p, env: env}
 	var err error
 	if p.Variant == "fence" {
@@ -136,7 +137,7 @@ func (s *gcStore) sell(ctx context.Context, l *turnstile.Lease, read int64) (gcW
 
 // gcPauseWorker is holder A: it takes the lock, reads the stock, says so,
 // and writes after gcPrepare — unaware that it was stopped in between.
-func gcPauseWorker(ctx context.Context, env *demoEnv, spec workerSpec, w *workerLink) (any, error) {
+func gcPauseWorker(ctx context.Context, env *environment, spec workerSpec, w *workerLink) (any, error) {
 	var p gcParams
 	if err := json.Unmarshal(spec.Params, &p); err != nil {
 		return nil, err
@@ -172,8 +173,8 @@ func gcPauseWorker(ctx context.Context, env *demoEnv, spec workerSpec, w *worker
 }
 
 // runGCPause runs the pause without and with fencing.
-func runGCPause(ctx context.Context, env *demoEnv) ([]demoResult, error) {
-	var rs []demoResult
+func runGCPause(ctx context.Context, env *environment) ([]result, error) {
+	var rs []result
 	for _, v := range []string{"naive", "fence"} {
 		r, err := runGCVariant(ctx, env, v)
 		if err != nil {
@@ -184,24 +185,24 @@ func runGCPause(ctx context.Context, env *demoEnv) ([]demoResult, error) {
 	return rs, nil
 }
 
-func runGCVariant(ctx context.Context, env *demoEnv, variant string) (demoResult, error) {
+func runGCVariant(ctx context.Context, env *environment, variant string) (result, error) {
 	p := gcParams{Variant: variant, Resource: "inventory:42-" + variant, Store: env.store()}
 	s, err := newGCStore(env, p)
 	if err != nil {
-		return demoResult{}, err
+		return result{}, err
 	}
 	if err := s.reset(ctx); err != nil {
-		return demoResult{}, err
+		return result{}, err
 	}
 	c, err := env.newClient(turnstile.WithTTL(gcTTL), turnstile.WithInstanceID("holder-B"))
 	if err != nil {
-		return demoResult{}, err
+		return result{}, err
 	}
 	defer c.Close()
 	raw, _ := json.Marshal(p)
 	g, err := startWorkers(ctx, env, []workerSpec{{Scenario: "gc-pause", Variant: variant, Params: raw}})
 	if err != nil {
-		return demoResult{}, err
+		return result{}, err
 	}
 	defer g.Close()
 	a := g.procs[0]
@@ -211,55 +212,55 @@ func runGCVariant(ctx context.Context, env *demoEnv, variant string) (demoResult
 	select {
 	case ev := <-g.events:
 		if err := json.Unmarshal(ev.payload, &holding); err != nil {
-			return demoResult{}, err
+			return result{}, err
 		}
 	case <-a.exited:
-		return demoResult{}, a.failure()
+		return result{}, a.failure()
 	case <-ctx.Done():
-		return demoResult{}, ctx.Err()
+		return result{}, ctx.Err()
 	}
 	if err := syscall.Kill(a.pid(), syscall.SIGSTOP); err != nil {
-		return demoResult{}, fmt.Errorf("pause holder A: %w", err)
+		return result{}, fmt.Errorf("pause holder A: %w", err)
 	}
 	stopped := time.Now()
 	env.progress("gc-pause %s: holder A (pid %d) holds token %d and read stock %d; stopped it (SIGSTOP) before its write", variant, a.pid(), holding.Token, holding.Read)
 	// A must really be stopped before its write: otherwise the run shows
 	// nothing.
 	if n, err := s.read(ctx); err != nil || n != holding.Read {
-		return demoResult{}, fmt.Errorf("holder A wrote before it could be stopped (stock %d, err %v): the machine is too loaded for this scenario", n, err)
+		return result{}, fmt.Errorf("holder A wrote before it could be stopped (stock %d, err %v): the machine is too loaded for this scenario", n, err)
 	}
 
 	wait, cancel := context.WithTimeout(ctx, 10*gcTTL)
 	defer cancel()
 	lb, err := c.Acquire(wait, "lock:"+p.Resource, turnstile.WithBackoff(turnstile.Exponential{Base: 10 * time.Millisecond, Cap: 100 * time.Millisecond, MaxRetries: -1}))
 	if err != nil {
-		return demoResult{}, fmt.Errorf("holder B: %w", err)
+		return result{}, fmt.Errorf("holder B: %w", err)
 	}
 	env.progress("gc-pause %s: A's lease expired; holder B acquired with token %d after %v", variant, lb.Token(), time.Since(stopped).Round(time.Millisecond))
 	readB, err := s.read(ctx)
 	if err != nil {
-		return demoResult{}, err
+		return result{}, err
 	}
 	wb, err := s.sell(ctx, lb, readB)
 	if err != nil {
-		return demoResult{}, fmt.Errorf("holder B's write: %w", err)
+		return result{}, fmt.Errorf("holder B's write: %w", err)
 	}
 	_ = lb.Release(ctx)
 
 	if err := syscall.Kill(a.pid(), syscall.SIGCONT); err != nil {
-		return demoResult{}, fmt.Errorf("resume holder A: %w", err)
+		return result{}, fmt.Errorf("resume holder A: %w", err)
 	}
 	env.progress("gc-pause %s: resumed A (SIGCONT) after %v; it writes with its old token", variant, time.Since(stopped).Round(time.Millisecond))
 	var wa gcWrite
 	if err := g.wait(ctx, &wa); err != nil {
-		return demoResult{}, err
+		return result{}, err
 	}
 	final, err := s.read(ctx)
 	if err != nil {
-		return demoResult{}, err
+		return result{}, err
 	}
 
-	r := demoResult{Variant: variant, Naive: variant == "naive"}
+	r := result{Variant: variant, Naive: variant == "naive"}
 	accepted := 0
 	for _, w := range []gcWrite{wa, wb} {
 		if w.Accepted {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package demo
 
 import (
 	"context"
@@ -23,20 +23,20 @@ import (
 	tsredis "github.com/turnstilelock/turnstile/redis"
 )
 
-// demoPoolSize is the most PostgreSQL connections one demo process opens.
-const demoPoolSize = 16
+// poolSize is the most PostgreSQL connections one demo process opens.
+const poolSize = 16
 
-// demoRedisVar and demoPostgresVar pass the servers' URLs to the demo's
+// redisVar and postgresVar pass the servers' URLs to the demo's
 // worker processes in their environment: a command line is visible to
 // every local user.
 const (
-	demoRedisVar    = "TURNSTILE_DEMO_REDIS"
-	demoPostgresVar = "TURNSTILE_DEMO_POSTGRES"
+	redisVar    = "TURNSTILE_DEMO_REDIS"
+	postgresVar = "TURNSTILE_DEMO_POSTGRES"
 )
 
-// demoEnv is what every scenario runs on: a Redis server, and a PostgreSQL
+// environment is what every scenario runs on: a Redis server, and a PostgreSQL
 // server when one is installed or given.
-type demoEnv struct {
+type environment struct {
 	stderr   io.Writer
 	redisURL string
 	pgURL    string // empty: no PostgreSQL, scenarios use Redis
@@ -58,9 +58,9 @@ type demoEnv struct {
 	closers []func()   // run in reverse order by Close
 }
 
-// startDemoEnv starts or connects to the servers the options ask for.
-func startDemoEnv(ctx context.Context, o *demoOptions, stderr io.Writer) (env *demoEnv, err error) {
-	env = &demoEnv{stderr: stderr, redisURL: o.redisURL, pgURL: o.pgURL, flashUnits: o.units, flashOrders: o.orders, herdWaiters: o.waiters}
+// startEnv starts or connects to the servers the options ask for.
+func startEnv(ctx context.Context, o *options, stderr io.Writer) (env *environment, err error) {
+	env = &environment{stderr: stderr, redisURL: o.redisURL, pgURL: o.pgURL, flashUnits: o.units, flashOrders: o.orders, herdWaiters: o.waiters}
 	defer func() {
 		if err != nil {
 			env.Close()
@@ -129,7 +129,7 @@ func startDemoEnv(ctx context.Context, o *demoOptions, stderr io.Writer) (env *d
 		}
 		env.notes = append(env.notes, fmt.Sprintf("redis: in-process (miniredis) on %s, %s", m.Addr(), why))
 	}
-	if env.rc, err = dialDemoRedis(env.redisURL); err != nil {
+	if env.rc, err = dialRedis(env.redisURL); err != nil {
 		return env, err
 	}
 
@@ -159,7 +159,7 @@ func startDemoEnv(ctx context.Context, o *demoOptions, stderr io.Writer) (env *d
 		}
 	}
 	if env.pgURL != "" {
-		if env.pool, err = dialDemoPostgres(ctx, env.pgURL); err != nil {
+		if env.pool, err = dialPostgres(ctx, env.pgURL); err != nil {
 			return env, err
 		}
 		var version string
@@ -176,15 +176,15 @@ func startDemoEnv(ctx context.Context, o *demoOptions, stderr io.Writer) (env *d
 	return env, nil
 }
 
-// connectDemoEnv connects a worker process to the servers its parent
+// connectEnv connects a worker process to the servers its parent
 // started.
-func connectDemoEnv(ctx context.Context, redisURL, pgURL string, stderr io.Writer) (env *demoEnv, err error) {
-	env = &demoEnv{stderr: stderr, redisURL: redisURL, pgURL: pgURL}
-	if env.rc, err = dialDemoRedis(redisURL); err != nil {
+func connectEnv(ctx context.Context, redisURL, pgURL string, stderr io.Writer) (env *environment, err error) {
+	env = &environment{stderr: stderr, redisURL: redisURL, pgURL: pgURL}
+	if env.rc, err = dialRedis(redisURL); err != nil {
 		return nil, err
 	}
 	if pgURL != "" {
-		if env.pool, err = dialDemoPostgres(ctx, pgURL); err != nil {
+		if env.pool, err = dialPostgres(ctx, pgURL); err != nil {
 			env.Close()
 			return nil, err
 		}
@@ -192,7 +192,7 @@ func connectDemoEnv(ctx context.Context, redisURL, pgURL string, stderr io.Write
 	return env, nil
 }
 
-func dialDemoRedis(rawURL string) (rueidis.Client, error) {
+func dialRedis(rawURL string) (rueidis.Client, error) {
 	opt, err := rueidis.ParseURL(rawURL)
 	if err != nil {
 		// rueidis repeats the URL it could not read.
@@ -209,12 +209,12 @@ func dialDemoRedis(rawURL string) (rueidis.Client, error) {
 	return rc, nil
 }
 
-func dialDemoPostgres(ctx context.Context, rawURL string) (*pgxpool.Pool, error) {
+func dialPostgres(ctx context.Context, rawURL string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
 		return nil, redact.Error(fmt.Errorf("postgres %s: %w", redact.URL(rawURL), err), rawURL)
 	}
-	cfg.MaxConns = demoPoolSize
+	cfg.MaxConns = poolSize
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(cctx, cfg)
@@ -232,7 +232,7 @@ func dialDemoPostgres(ctx context.Context, rawURL string) (*pgxpool.Pool, error)
 
 // newClient returns a turnstile Client on the demo's Redis, with its own
 // connection, as a separate service instance would have.
-func (e *demoEnv) newClient(opts ...turnstile.Option) (*turnstile.Client, error) {
+func (e *environment) newClient(opts ...turnstile.Option) (*turnstile.Client, error) {
 	b, err := tsredis.New(e.rc)
 	if err != nil {
 		return nil, err
@@ -241,7 +241,7 @@ func (e *demoEnv) newClient(opts ...turnstile.Option) (*turnstile.Client, error)
 }
 
 // store names where the scenarios' data lives.
-func (e *demoEnv) store() string {
+func (e *environment) store() string {
 	if e.pool != nil {
 		return "postgres"
 	}
@@ -249,17 +249,17 @@ func (e *demoEnv) store() string {
 }
 
 // describe says which servers the demo runs on.
-func (e *demoEnv) describe() string { return strings.Join(e.notes, "\n") }
+func (e *environment) describe() string { return strings.Join(e.notes, "\n") }
 
 // progress writes one line about the run to stderr.
-func (e *demoEnv) progress(format string, args ...any) {
+func (e *environment) progress(format string, args ...any) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	fmt.Fprintf(e.stderr, "demo: "+format+"\n", args...)
 }
 
 // Close disconnects and stops every server the demo started.
-func (e *demoEnv) Close() {
+func (e *environment) Close() {
 	if e.pool != nil {
 		e.pool.Close()
 	}

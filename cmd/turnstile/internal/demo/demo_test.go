@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package demo
 
 import (
 	"bytes"
@@ -54,7 +54,7 @@ func find(t *testing.T, runs []demoRun, scenario, variant string) demoRun {
 	return nil
 }
 
-func figure(t *testing.T, r demoRun, name string) float64 {
+func number(t *testing.T, r demoRun, name string) float64 {
 	t.Helper()
 	v, ok := r[name].(float64)
 	if !ok {
@@ -75,12 +75,11 @@ func checkTurnstileRuns(t *testing.T, runs []demoRun) {
 }
 
 func TestDemoJSONAllScenarios(t *testing.T) {
-	t.Parallel()
 	rs := testserver.StartRedis(t)
 	pg := testserver.StartPostgres(t)
-	r := runTurnstile(t, nil, "demo", "--json", "--redis", rs.URL(), "--postgres", pg.URL(), "--waiters", "200")
+	r := runDemo(t, "--json", "--redis", rs.URL(), "--postgres", pg.URL(), "--waiters", "200")
 	if r.code != 0 {
-		t.Fatalf("exit code %d, want 0; stderr:\n%s", r.code, r.stderr)
+		t.Fatalf("exit code %d, want 0; stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	if !strings.Contains(r.stderr, "given with --redis") || !strings.Contains(r.stderr, "given with --postgres") {
 		t.Errorf("stderr does not say which servers were used:\n%s", r.stderr)
@@ -110,71 +109,73 @@ func TestDemoJSONAllScenarios(t *testing.T) {
 	// The naive flash sale oversells and the naive dispatchers double up:
 	// with every order in flight at once, that is what the code does.
 	naive := find(t, runs, "flash-sale", "naive")
-	if figure(t, naive, "sold") <= defaultFlashUnits || figure(t, naive, "final_stock") >= 0 || naive["ok"] != false {
+	if number(t, naive, "sold") <= defaultFlashUnits || number(t, naive, "final_stock") >= 0 || naive["ok"] != false {
 		t.Errorf("naive flash sale did not oversell: %v", naive)
 	}
 	for _, v := range []string{"lock", "atomic-decr", "sharded", "cas"} {
 		run := find(t, runs, "flash-sale", v)
-		if figure(t, run, "sold") != defaultFlashUnits || figure(t, run, "final_stock") != 0 || figure(t, run, "min_stock") < 0 {
+		if number(t, run, "sold") != defaultFlashUnits || number(t, run, "final_stock") != 0 || number(t, run, "min_stock") < 0 {
 			t.Errorf("flash sale %s: %v", v, run)
 		}
 	}
-	if rider := find(t, runs, "rider", "naive"); figure(t, rider, "orders_with_several_riders") == 0 || rider["ok"] != false {
+	if rider := find(t, runs, "rider", "naive"); number(t, rider, "orders_with_several_riders") == 0 || rider["ok"] != false {
 		t.Errorf("naive dispatchers never assigned two riders to an order: %v", rider)
 	}
-	if rider := find(t, runs, "rider", "lock"); figure(t, rider, "orders_with_several_riders") != 0 || figure(t, rider, "orders_without_rider") != 0 {
+	if rider := find(t, runs, "rider", "lock"); number(t, rider, "orders_with_several_riders") != 0 || number(t, rider, "orders_without_rider") != 0 {
 		t.Errorf("dispatchers under the lock: %v", rider)
 	}
 	pay := find(t, runs, "double-payment", "idempotency+lock")
-	if figure(t, pay, "charges") != 1 || !strings.Contains(pay["final_answer"].(string), "charged ch_1") {
+	if number(t, pay, "charges") != 1 || !strings.Contains(pay["final_answer"].(string), "charged ch_1") {
 		t.Errorf("payment with idempotency key: %v", pay)
 	}
 	fenced := find(t, runs, "gc-pause", "fence")
-	if a, b := figure(t, fenced, "token_a"), figure(t, fenced, "token_b"); a >= b || fenced["a_accepted"] != false {
+	if a, b := number(t, fenced, "token_a"), number(t, fenced, "token_b"); a >= b || fenced["a_accepted"] != false {
 		t.Errorf("fenced write of the paused holder: %v", fenced)
 	}
 	if !strings.Contains(fenced["summary"].(string), "rejected: token ") {
 		t.Errorf("summary does not show the two tokens: %s", fenced["summary"])
 	}
 	owners := find(t, runs, "owner-id", "turnstile")
-	if figure(t, owners, "distinct_owners") != 5 || figure(t, owners, "released_others_lock") != 0 {
+	if number(t, owners, "distinct_owners") != 5 || number(t, owners, "released_others_lock") != 0 {
 		t.Errorf("owner ids under turnstile: %v", owners)
 	}
 }
 
 // TestDemoHerd: 600 waiters in 2 processes; notices with local lines make
 // every waiter hold the lock once with at most 3 store commands per
-// acquisition, fewer than retrying at a fixed interval.
+// acquisition, fewer than retrying at a fixed interval costs.
 func TestDemoHerd(t *testing.T) {
-	t.Parallel()
 	rs := testserver.StartRedis(t)
-	r := startTurnstile(t, nil, "demo", "herd", "--json", "--redis", rs.URL(), "--waiters", "600").wait(t, 120*time.Second)
+	r := runDemo(t, "herd", "--json", "--redis", rs.URL(), "--waiters", "600")
 	if r.code != 0 {
-		t.Fatalf("exit code %d, want 0; stderr:\n%s", r.code, r.stderr)
+		t.Fatalf("exit code %d, want 0; stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	runs := parseDemoJSON(t, r.stdout)
 	checkTurnstileRuns(t, runs)
 	best := find(t, runs, "herd", "notify+coalesce")
 	fixed := find(t, runs, "herd", "fixed-interval")
-	for _, run := range []demoRun{best, fixed} {
-		if figure(t, run, "acquired") != 600 || figure(t, run, "failed") != 0 {
-			t.Errorf("not every waiter held the lock: %v", run)
-		}
+	if number(t, best, "acquired") != 600 || number(t, best, "failed") != 0 {
+		t.Errorf("not every waiter held the lock: %v", best)
 	}
-	perAcq := figure(t, best, "store_commands_per_acquisition")
+	// The fixed-interval baseline is naive: on a busy machine some of its
+	// waiters may run out of the herd's 20 s, which makes each of its
+	// acquisitions cost more still. It must have served some.
+	if number(t, fixed, "acquired") == 0 {
+		t.Errorf("fixed-interval retry: no waiter held the lock: %v", fixed)
+	}
+	perAcq := number(t, best, "store_commands_per_acquisition")
 	if perAcq > 3 || perAcq < 1 {
 		t.Errorf("notifications + coalescing: %.2f store commands per acquisition, want 1 to 3", perAcq)
 	}
-	if f := figure(t, fixed, "store_commands_per_acquisition"); f <= perAcq {
+	if f := number(t, fixed, "store_commands_per_acquisition"); f <= perAcq {
 		t.Errorf("fixed-interval retry: %.2f commands per acquisition, not more than notifications + coalescing (%.2f)", f, perAcq)
 	}
 }
 
 func TestDemoInProcess(t *testing.T) {
-	t.Parallel()
-	r := runTurnstile(t, nil, "demo", "--json", "--in-process", "--units", "250", "--orders", "1000", "flash-sale", "gc-pause")
+	r := runDemo(t, "--json", "--in-process", "--units", "250", "--orders", "1000", "flash-sale", "gc-pause")
 	if r.code != 0 {
-		t.Fatalf("exit code %d, want 0; stderr:\n%s", r.code, r.stderr)
+		t.Fatalf("exit code %d, want 0; stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	if !strings.Contains(r.stderr, "redis: in-process (miniredis)") || !strings.Contains(r.stderr, "postgres: none (--in-process)") {
 		t.Errorf("stderr does not say that the stores are in-process:\n%s", r.stderr)
@@ -184,11 +185,11 @@ func TestDemoInProcess(t *testing.T) {
 	if len(runs) != 6 { // flash-sale without cas, gc-pause
 		t.Errorf("%d runs, want 6:\n%s", len(runs), r.stdout)
 	}
-	if naive := find(t, runs, "flash-sale", "naive"); figure(t, naive, "oversold") == 0 {
+	if naive := find(t, runs, "flash-sale", "naive"); number(t, naive, "oversold") == 0 {
 		t.Errorf("naive flash sale on miniredis did not oversell: %v", naive)
 	}
 	for _, v := range []string{"lock", "atomic-decr", "sharded"} {
-		if run := find(t, runs, "flash-sale", v); figure(t, run, "sold") != 250 || figure(t, run, "final_stock") != 0 || figure(t, run, "orders") != 1000 {
+		if run := find(t, runs, "flash-sale", v); number(t, run, "sold") != 250 || number(t, run, "final_stock") != 0 || number(t, run, "orders") != 1000 {
 			t.Errorf("flash sale %s on miniredis: %v", v, run)
 		}
 	}
@@ -199,11 +200,10 @@ func TestDemoInProcess(t *testing.T) {
 }
 
 func TestDemoTable(t *testing.T) {
-	t.Parallel()
 	rs := testserver.StartRedis(t)
-	r := runTurnstile(t, nil, "demo", "--redis", rs.URL(), "--in-process=false", "owner-id", "long-job")
+	r := runDemo(t, "--redis", rs.URL(), "--in-process=false", "owner-id", "long-job")
 	if r.code != 0 {
-		t.Fatalf("exit code %d, want 0; stderr:\n%s", r.code, r.stderr)
+		t.Fatalf("exit code %d, want 0; stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	for _, want := range []string{"SCENARIO", "VERDICT", "owner-id", "long-job", "naive: ", "WRONG", "watchdog", "ok"} {
 		if !strings.Contains(r.stdout, want) {
@@ -261,8 +261,7 @@ func alive(pid int) bool {
 }
 
 func TestDemoInterruptLeavesNothingBehind(t *testing.T) {
-	t.Parallel()
-	p := startTurnstile(t, nil, "demo", "flash-sale")
+	p := startDemo(t, "flash-sale")
 	pid := p.cmd.Process.Pid
 	// Wait until the sale runs: servers and worker processes are up.
 	var kids []int
@@ -276,7 +275,7 @@ func TestDemoInterruptLeavesNothingBehind(t *testing.T) {
 		kids = descendants(pid)
 		workers := 0
 		for _, k := range kids {
-			if cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(k), "cmdline")); bytes.Contains(cmdline, []byte(demoWorkerArg)) {
+			if cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(k), "cmdline")); bytes.Contains(cmdline, []byte(workerArg)) {
 				workers++
 			}
 		}

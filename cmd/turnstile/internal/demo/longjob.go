@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package demo
 
 import (
 	"context"
@@ -41,8 +41,8 @@ type longTally struct {
 
 // runLongJob runs the jobs on three "servers" (Clients) with a fixed TTL,
 // then with the watchdog renewing it.
-func runLongJob(ctx context.Context, env *demoEnv) ([]demoResult, error) {
-	var rs []demoResult
+func runLongJob(ctx context.Context, env *environment) ([]result, error) {
+	var rs []result
 	for _, v := range []string{"naive", "watchdog"} {
 		r, err := runLongVariant(ctx, env, v)
 		if err != nil {
@@ -53,10 +53,10 @@ func runLongJob(ctx context.Context, env *demoEnv) ([]demoResult, error) {
 	return rs, nil
 }
 
-func runLongVariant(ctx context.Context, env *demoEnv, variant string) (demoResult, error) {
+func runLongVariant(ctx context.Context, env *environment, variant string) (result, error) {
 	dir, err := os.MkdirTemp("", "turnstile-demo-images-")
 	if err != nil {
-		return demoResult{}, err
+		return result{}, err
 	}
 	defer os.RemoveAll(dir)
 	file := filepath.Join(dir, "image-7.jpg")
@@ -71,7 +71,7 @@ func runLongVariant(ctx context.Context, env *demoEnv, variant string) (demoResu
 	for i := range clients {
 		c, err := env.newClient(append(opts, turnstile.WithInstanceID("resizer-"+strconv.Itoa(i+1)))...)
 		if err != nil {
-			return demoResult{}, err
+			return result{}, err
 		}
 		defer c.Close()
 		clients[i] = c
@@ -97,11 +97,11 @@ func runLongVariant(ctx context.Context, env *demoEnv, variant string) (demoResu
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return demoResult{}, err
+		return result{}, err
 	}
 	elapsed := time.Since(start)
 
-	r := demoResult{Variant: variant, Naive: variant == "naive"}
+	r := result{Variant: variant, Naive: variant == "naive"}
 	r.OK = t.overlaps == 0 && t.failed == 0
 	switch {
 	case t.overlaps > 0:

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package demo
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 	"time"
 )
 
-// A demoResult is the verdict of one run of one variant of a scenario.
-type demoResult struct {
+// A result is the verdict of one run of one variant of a scenario.
+type result struct {
 	Scenario string
 	Variant  string
 	// OK reports whether the run kept the scenario's promise (no oversell,
@@ -26,22 +26,22 @@ type demoResult struct {
 	// Summary says in words what happened, with the figures that matter.
 	Summary string
 	// Figures are the measured values, in the order they are printed.
-	Figures []demoFigure
+	Figures []figure
 }
 
-// A demoFigure is one named measurement of a run.
-type demoFigure struct {
+// A figure is one named measurement of a run.
+type figure struct {
 	Name  string
 	Value any
 }
 
-func (r *demoResult) add(name string, value any) {
-	r.Figures = append(r.Figures, demoFigure{name, value})
+func (r *result) add(name string, value any) {
+	r.Figures = append(r.Figures, figure{name, value})
 }
 
 // jsonLine renders the result as one JSON object with a fixed key order:
 // scenario, variant, ok, naive, summary, then the figures.
-func (r *demoResult) jsonLine() string {
+func (r *result) jsonLine() string {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	put := func(k string, v any) {
@@ -78,15 +78,15 @@ func marshalPlain(v any) []byte {
 }
 
 // verdict is the table's word for the result.
-func (r *demoResult) verdict() string {
+func (r *result) verdict() string {
 	if r.OK {
 		return "ok"
 	}
 	return "WRONG"
 }
 
-// writeDemoTable prints one row per run.
-func writeDemoTable(w io.Writer, rs []demoResult) {
+// writeTable prints one row per run.
+func writeTable(w io.Writer, rs []result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCENARIO\tVARIANT\tVERDICT\tWHAT HAPPENED")
 	last := ""

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package demo
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	tsredis "github.com/turnstilelock/turnstile/redis"
 )
 
-// The thundering herd of SPEC S-9.3: many waiters on one key, each holding
+// The thundering herd: many waiters on one key, each holding
 // it briefly.
 const (
 	herdWaiters    = 2000 // default, in all, spread over the worker processes
@@ -30,7 +30,7 @@ const (
 	// is reported as such.
 	herdLimit = 20 * time.Second
 	// herdMaxCommands is what an acquisition may cost with notifications
-	// and coalescing (SPEC S-9.3 asks for at most 3 store commands).
+	// and coalescing: at most 3 store commands.
 	herdMaxCommands = 3.0
 )
 
@@ -129,7 +129,7 @@ var (
 )
 
 // herdWorker is one process of waiters.
-func herdWorker(ctx context.Context, env *demoEnv, spec workerSpec, w *workerLink) (any, error) {
+func herdWorker(ctx context.Context, env *environment, spec workerSpec, w *workerLink) (any, error) {
 	var p herdParams
 	if err := json.Unmarshal(spec.Params, &p); err != nil {
 		return nil, err
@@ -196,8 +196,8 @@ func herdWorker(ctx context.Context, env *demoEnv, spec workerSpec, w *workerLin
 }
 
 // runHerd runs the herd once per way of waiting.
-func runHerd(ctx context.Context, env *demoEnv) ([]demoResult, error) {
-	var rs []demoResult
+func runHerd(ctx context.Context, env *environment) ([]result, error) {
+	var rs []result
 	for _, v := range herdVariants {
 		r, err := runHerdVariant(ctx, env, v.name, v.summary, v.naive)
 		if err != nil {
@@ -208,7 +208,7 @@ func runHerd(ctx context.Context, env *demoEnv) ([]demoResult, error) {
 	return rs, nil
 }
 
-func runHerdVariant(ctx context.Context, env *demoEnv, variant, summary string, naive bool) (demoResult, error) {
+func runHerdVariant(ctx context.Context, env *environment, variant, summary string, naive bool) (result, error) {
 	p := herdParams{Variant: variant, Key: "lock:demo:herd:" + strconv.FormatInt(time.Now().UnixNano(), 36), Waiters: env.herdWaiters / herdProcesses}
 	raw, _ := json.Marshal(p)
 	specs := make([]workerSpec, herdProcesses)
@@ -219,7 +219,7 @@ func runHerdVariant(ctx context.Context, env *demoEnv, variant, summary string, 
 	env.progress("herd %s (%s): %s waiters in %d processes, %v hold each...", variant, summary, num(waiters), herdProcesses, herdHold)
 	g, err := startWorkers(ctx, env, specs)
 	if err != nil {
-		return demoResult{}, err
+		return result{}, err
 	}
 	defer g.Close()
 	start := time.Now()
@@ -233,7 +233,7 @@ func runHerdVariant(ctx context.Context, env *demoEnv, variant, summary string, 
 	err = g.wait(ctx, ptrs...)
 	stop()
 	if err != nil {
-		return demoResult{}, err
+		return result{}, err
 	}
 	took := time.Since(start)
 
@@ -265,7 +265,7 @@ func runHerdVariant(ctx context.Context, env *demoEnv, variant, summary string, 
 		gap = (took - time.Duration(acquired)*herdHold) / time.Duration(acquired)
 	}
 
-	r := demoResult{Variant: variant, Naive: naive}
+	r := result{Variant: variant, Naive: naive}
 	finished := acquired == waiters && failed == 0
 	r.OK = finished && overlaps == 0 && (naive || variant != "notify+coalesce" || perAcq <= herdMaxCommands)
 	switch {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package demo
 
 import (
 	"context"
@@ -13,20 +13,23 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
+	"github.com/turnstilelock/turnstile/internal/redact"
 )
 
-// A demoScenario is one incident from the field, run twice or more on the
+// A scenario is one incident from the field, run twice or more on the
 // same setup: once as the naive code that caused it, and once per way
 // turnstile prevents it.
-type demoScenario struct {
+type scenario struct {
 	name    string
 	summary string
-	run     func(ctx context.Context, env *demoEnv) ([]demoResult, error)
+	run     func(ctx context.Context, env *environment) ([]result, error)
 }
 
-// demoScenarios lists the scenarios in the order "turnstile demo" runs
+// scenarios lists the scenarios in the order "turnstile demo" runs
 // them.
-var demoScenarios = []demoScenario{
+var scenarios = []scenario{
 	{"flash-sale", "1,000 units, 3,847 concurrent orders from several processes (S-0.1)", runFlashSale},
 	{"double-payment", "a client times out and retries a payment (S-0.2)", runDoublePayment},
 	{"rider", "two dispatchers assign riders to the same orders (S-0.3)", runRider},
@@ -36,9 +39,9 @@ var demoScenarios = []demoScenario{
 	{"herd", "2,000 waiters in 2 processes on one key, 1 ms hold each, four ways of waiting (S-9.3)", runHerd},
 }
 
-// demoOptions is a parsed "turnstile demo" command line.
-type demoOptions struct {
-	scenarios []demoScenario
+// options is a parsed "turnstile demo" command line.
+type options struct {
+	scenarios []scenario
 	json      bool
 	redisURL  string
 	pgURL     string
@@ -55,32 +58,38 @@ type demoOptions struct {
 	metricsAddr string
 }
 
-// demoCmd implements "turnstile demo".
-func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == demoWorkerArg {
-		return demoWorkerMain(ctx, args[1:], stdout, stderr)
+// Main implements "turnstile demo": args are the arguments after "demo",
+// and the result is the exit status of the process: 0 when every turnstile
+// variant was right, 1 when one was wrong or a scenario failed to run, 64
+// for a usage error, 69 when a server could not be started or reached,
+// 128+N when interrupted by signal N. With the hidden worker argument
+// first, the process is one of the demo's worker processes instead (see
+// the package documentation).
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == workerArg {
+		return workerMain(ctx, args[1:], stdout, stderr)
 	}
-	o, err := parseDemo(args)
+	o, err := parseArgs(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, demoUsage())
-		return exitOK
+		fmt.Fprint(stdout, usage())
+		return cli.ExitOK
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "turnstile demo: %v\nRun \"turnstile demo -h\" for usage.\n", err)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	return o.run(ctx, stdout, stderr)
 }
 
-func parseDemo(args []string) (*demoOptions, error) {
-	o := &demoOptions{}
+func parseArgs(args []string) (*options, error) {
+	o := &options{}
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	fs.BoolVar(&o.json, "json", false, "")
-	var redisFlags, pgFlags backendFlags
-	redisFlags.register(fs, "redis", "backend")
-	pgFlags.registerFile(fs, "postgres-file", "postgres")
+	var redisFlags, pgFlags cli.BackendFlags
+	redisFlags.Register(fs, "redis", "backend")
+	pgFlags.RegisterFile(fs, "postgres-file", "postgres")
 	fs.BoolVar(&o.inProcess, "in-process", false, "")
 	fs.Int64Var(&o.units, "units", defaultFlashUnits, "")
 	fs.IntVar(&o.orders, "orders", defaultFlashOrders, "")
@@ -110,13 +119,13 @@ func parseDemo(args []string) (*demoOptions, error) {
 		getenv = nil
 	}
 	var err error
-	if o.redisURL, o.redisFrom, err = redisFlags.resolve(getenv); err != nil {
+	if o.redisURL, o.redisFrom, err = redisFlags.Resolve(getenv); err != nil {
 		return nil, err
 	}
-	if o.pgURL, o.pgFrom, err = pgFlags.resolve(nil); err != nil {
+	if o.pgURL, o.pgFrom, err = pgFlags.Resolve(nil); err != nil {
 		return nil, err
 	}
-	if err := checkMetricsAddr(o.metricsAddr); err != nil {
+	if err := cli.CheckMetricsAddr(o.metricsAddr); err != nil {
 		return nil, err
 	}
 	switch {
@@ -133,74 +142,74 @@ func parseDemo(args []string) (*demoOptions, error) {
 	}
 	if o.redisURL != "" && !strings.HasPrefix(o.redisURL, "redis://") && !strings.HasPrefix(o.redisURL, "rediss://") {
 		hint := ""
-		if o.redisFrom == "$"+backendEnv {
-			hint = " (the demo runs on Redis: unset " + backendEnv + " to start servers of its own, or pass --in-process)"
+		if o.redisFrom == "$"+cli.BackendEnv {
+			hint = " (the demo runs on Redis: unset " + cli.BackendEnv + " to start servers of its own, or pass --in-process)"
 		}
-		return nil, fmt.Errorf("%s %q: want a URL such as redis://127.0.0.1:6379%s", o.redisFrom, showURL(o.redisURL), hint)
+		return nil, fmt.Errorf("%s %q: want a URL such as redis://127.0.0.1:6379%s", o.redisFrom, redact.URL(o.redisURL), hint)
 	}
 	if o.pgURL != "" && !strings.HasPrefix(o.pgURL, "postgres://") && !strings.HasPrefix(o.pgURL, "postgresql://") {
-		return nil, fmt.Errorf("%s %q: want a URL such as postgres://user@127.0.0.1:5432/db", o.pgFrom, showURL(o.pgURL))
+		return nil, fmt.Errorf("%s %q: want a URL such as postgres://user@127.0.0.1:5432/db", o.pgFrom, redact.URL(o.pgURL))
 	}
 	if len(names) == 0 {
-		o.scenarios = demoScenarios
+		o.scenarios = scenarios
 		return o, nil
 	}
 	for _, n := range names {
-		i := slices.IndexFunc(demoScenarios, func(s demoScenario) bool { return s.name == n })
+		i := slices.IndexFunc(scenarios, func(s scenario) bool { return s.name == n })
 		if i < 0 {
-			return nil, fmt.Errorf("unknown scenario %q (known: %s)", n, demoScenarioNames())
+			return nil, fmt.Errorf("unknown scenario %q (known: %s)", n, scenarioNames())
 		}
-		if !slices.ContainsFunc(o.scenarios, func(s demoScenario) bool { return s.name == n }) {
-			o.scenarios = append(o.scenarios, demoScenarios[i])
+		if !slices.ContainsFunc(o.scenarios, func(s scenario) bool { return s.name == n }) {
+			o.scenarios = append(o.scenarios, scenarios[i])
 		}
 	}
 	return o, nil
 }
 
-func demoScenarioNames() string {
-	names := make([]string, len(demoScenarios))
-	for i, s := range demoScenarios {
+func scenarioNames() string {
+	names := make([]string, len(scenarios))
+	for i, s := range scenarios {
 		names[i] = s.name
 	}
 	return strings.Join(names, ", ")
 }
 
 // run starts the servers, runs the scenarios and prints their verdicts.
-func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
+func (o *options) run(ctx context.Context, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, forwardedSignals...)
+	signal.Notify(sigs, cli.StopSignals...)
 	defer signal.Stop(sigs)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	defer cancelOnSignal(sigs, cancel)()
+	defer cli.CancelOnSignal(sigs, cancel)()
 	started := time.Now()
 
-	env, err := startDemoEnv(ctx, o, stderr)
+	env, err := startEnv(ctx, o, stderr)
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintf(stderr, "turnstile demo: %v while starting the servers; stopped what had started\n", context.Cause(ctx))
-			return interruptCode(context.Cause(ctx))
+			return cli.InterruptCode(context.Cause(ctx))
 		}
 		fmt.Fprintf(stderr, "turnstile demo: %v\n", err)
-		return exitUnavailable
+		return cli.ExitUnavailable
 	}
 	defer env.Close()
 	if o.metricsAddr != "" {
 		mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		defer stop()
-		obs, _, err := serveMetrics(mctx, o.metricsAddr, stderr)
-		if errors.Is(err, errMetricsListen) {
+		obs, _, err := cli.ServeMetrics(mctx, o.metricsAddr, stderr)
+		if errors.Is(err, cli.ErrMetricsListen) {
 			fmt.Fprintf(stderr, "turnstile demo: %v\nRun \"turnstile demo -h\" for usage.\n", err)
-			return exitUsage
+			return cli.ExitUsage
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "turnstile demo: %v\n", err)
-			return exitUnavailable
+			return cli.ExitUnavailable
 		}
 		env.clientOptions = append(env.clientOptions, obs)
 	}
 
-	var all []demoResult
+	var all []result
 	failed := false
 	for _, s := range o.scenarios {
 		env.progress("%s: %s", s.name, s.summary)
@@ -208,12 +217,12 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 		rs, err := s.run(ctx, env)
 		if ctx.Err() != nil {
 			fmt.Fprintf(stderr, "turnstile demo: %v during %s; stopped its workers and the servers\n", context.Cause(ctx), s.name)
-			return interruptCode(context.Cause(ctx))
+			return cli.InterruptCode(context.Cause(ctx))
 		}
 		if err != nil {
 			failed = true
 			fmt.Fprintf(stderr, "turnstile demo: %s: %v\n", s.name, err)
-			rs = append(rs, demoResult{Scenario: s.name, Variant: "error", Summary: err.Error()})
+			rs = append(rs, result{Scenario: s.name, Variant: "error", Summary: err.Error()})
 		}
 		env.progress("%s: done in %v", s.name, time.Since(t0).Round(10*time.Millisecond))
 		for i := range rs {
@@ -223,7 +232,7 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 			}
 			if o.json {
 				if _, err := fmt.Fprintln(stdout, rs[i].jsonLine()); err != nil {
-					return exitUnavailable
+					return cli.ExitUnavailable
 				}
 			}
 		}
@@ -232,7 +241,7 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 	if !o.json {
 		fmt.Fprintln(stdout, env.describe())
 		fmt.Fprintln(stdout)
-		writeDemoTable(stdout, all)
+		writeTable(stdout, all)
 		fmt.Fprintf(stdout, "\n%d scenarios in %v. ", len(o.scenarios), time.Since(started).Round(100*time.Millisecond))
 		if failed {
 			fmt.Fprintln(stdout, "A turnstile variant went WRONG: see above.")
@@ -240,7 +249,7 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, "Every turnstile variant was right; the naive ones show what it prevents.")
 		}
 	}
-	code := exitOK
+	code := cli.ExitOK
 	if failed {
 		code = 1
 	}
@@ -253,7 +262,7 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 	return code
 }
 
-func demoUsage() string {
+func usage() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `Usage: turnstile demo [SCENARIO...] [flags]
 
@@ -264,7 +273,7 @@ be right is reported, not counted as a failure.
 
 Scenarios (default: all, in this order):
 `)
-	for _, s := range demoScenarios {
+	for _, s := range scenarios {
 		fmt.Fprintf(&b, "  %-15s %s\n", s.name, s.summary)
 	}
 	b.WriteString(`

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package demo
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/turnstilelock/turnstile/idempotency"
 )
 
-// The retried payment of SPEC S-0.2: the payment provider takes 300 ms,
+// The retried payment: the payment provider takes 300 ms,
 // the client gives up after 100 ms and sends the same request again.
 const (
 	payCharge        = 300 * time.Millisecond
@@ -30,7 +30,7 @@ const (
 // paymentServer is the shop's payment endpoint, charging through the
 // (simulated) provider into a ledger kept in Redis.
 type paymentServer struct {
-	env     *demoEnv
+	env     *environment
 	variant string
 	run     string
 	idem    idempotency.Store
@@ -91,8 +91,8 @@ func (s *paymentServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // runDoublePayment runs the retried payment without and with an
 // idempotency key plus a lock.
-func runDoublePayment(ctx context.Context, env *demoEnv) ([]demoResult, error) {
-	var rs []demoResult
+func runDoublePayment(ctx context.Context, env *environment) ([]result, error) {
+	var rs []result
 	for _, v := range []string{"naive", "idempotency+lock"} {
 		r, err := runPaymentVariant(ctx, env, v)
 		if err != nil {
@@ -103,7 +103,7 @@ func runDoublePayment(ctx context.Context, env *demoEnv) ([]demoResult, error) {
 	return rs, nil
 }
 
-func runPaymentVariant(ctx context.Context, env *demoEnv, variant string) (demoResult, error) {
+func runPaymentVariant(ctx context.Context, env *environment, variant string) (result, error) {
 	s := &paymentServer{env: env, variant: variant, run: variant + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
 	store := "redis"
 	if variant != "naive" {
@@ -117,17 +117,17 @@ func runPaymentVariant(ctx context.Context, env *demoEnv, variant string) (demoR
 			s.idem, err = idempotency.NewRedis(env.rc)
 		}
 		if err != nil {
-			return demoResult{}, err
+			return result{}, err
 		}
 		if s.client, err = env.newClient(turnstile.WithInstanceID("payments")); err != nil {
-			return demoResult{}, err
+			return result{}, err
 		}
 		defer s.client.Close()
 	}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return demoResult{}, err
+		return result{}, err
 	}
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 5 * time.Second}
 	served := make(chan error, 1)
@@ -156,13 +156,13 @@ func runPaymentVariant(ctx context.Context, env *demoEnv, variant string) (demoR
 		status, body, err := postPayment(ctx, url, requestID, timeout)
 		switch {
 		case ctx.Err() != nil:
-			return demoResult{}, ctx.Err()
+			return result{}, ctx.Err()
 		case err != nil:
 			answers = append(answers, fmt.Sprintf("#%d timed out after %v", attempt, timeout))
 		case status == http.StatusConflict:
 			answers = append(answers, fmt.Sprintf("#%d %q", attempt, body))
 			if err := sleepCtx(ctx, payRetryInterval); err != nil {
-				return demoResult{}, err
+				return result{}, err
 			}
 		default:
 			answers = append(answers, fmt.Sprintf("#%d %q", attempt, body))
@@ -176,10 +176,10 @@ func runPaymentVariant(ctx context.Context, env *demoEnv, variant string) (demoR
 	rc := env.rc
 	charges, err := rc.Do(ctx, rc.B().Llen().Key(s.ledger()).Build()).AsInt64()
 	if err != nil {
-		return demoResult{}, err
+		return result{}, err
 	}
 
-	r := demoResult{Variant: variant, Naive: variant == "naive"}
+	r := result{Variant: variant, Naive: variant == "naive"}
 	r.OK = charges == 1 && final != ""
 	switch {
 	case charges > 1:

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package demo
 
 import (
 	"bufio"
@@ -19,15 +19,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 	serverproc "github.com/turnstilelock/turnstile/internal/proc"
 )
 
-// demoWorkerArg is the hidden first argument of "turnstile demo" that makes
+// workerArg is the hidden first argument of "turnstile demo" that makes
 // the process one of the demo's worker processes: the demo re-executes its
 // own binary so that scenarios run in separate processes, with separate
 // connections, as separate service instances would. It is not listed in any
 // usage text.
-const demoWorkerArg = "__worker"
+const workerArg = "__worker"
 
 // workerSpec tells a worker process what to do. It is passed as one JSON
 // argument.
@@ -43,13 +44,13 @@ type workerSpec struct {
 	Params   json.RawMessage `json:"params,omitempty"`
 }
 
-// A demoWorkerFunc runs one worker's part of a scenario. It sets up, calls
+// A workerFunc runs one worker's part of a scenario. It sets up, calls
 // w.ready (which returns when every worker is set up and the demo says go),
 // does its work and returns what the demo collects.
-type demoWorkerFunc func(ctx context.Context, env *demoEnv, spec workerSpec, w *workerLink) (any, error)
+type workerFunc func(ctx context.Context, env *environment, spec workerSpec, w *workerLink) (any, error)
 
-// demoWorkers are the worker parts of the scenarios that use processes.
-var demoWorkers = map[string]demoWorkerFunc{
+// workerFuncs are the worker parts of the scenarios that use processes.
+var workerFuncs = map[string]workerFunc{
 	"flash-sale": flashSaleWorker,
 	"rider":      riderWorker,
 	"gc-pause":   gcPauseWorker,
@@ -91,22 +92,22 @@ func (w *workerLink) event(v any) {
 	w.send("event", string(b))
 }
 
-// demoWorkerMain is the main function of a worker process.
-func demoWorkerMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// workerMain is the main function of a worker process.
+func workerMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 {
-		fmt.Fprintln(stderr, "turnstile demo: unknown scenario \""+demoWorkerArg+"\"")
-		return exitUsage
+		fmt.Fprintln(stderr, "turnstile demo: unknown scenario \""+workerArg+"\"")
+		return cli.ExitUsage
 	}
 	var spec workerSpec
 	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil {
 		fmt.Fprintf(stderr, "turnstile demo worker: bad spec: %v\n", err)
-		return exitUsage
+		return cli.ExitUsage
 	}
-	spec.Redis, spec.Postgres = os.Getenv(demoRedisVar), os.Getenv(demoPostgresVar)
-	fn, ok := demoWorkers[spec.Scenario]
+	spec.Redis, spec.Postgres = os.Getenv(redisVar), os.Getenv(postgresVar)
+	fn, ok := workerFuncs[spec.Scenario]
 	if !ok {
 		fmt.Fprintf(stderr, "turnstile demo worker: no worker for scenario %q\n", spec.Scenario)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -115,7 +116,7 @@ func demoWorkerMain(ctx context.Context, args []string, stdout, stderr io.Writer
 		w.send("error", strings.ReplaceAll(err.Error(), "\n", " "))
 		return 1
 	}
-	env, err := connectDemoEnv(ctx, spec.Redis, spec.Postgres, stderr)
+	env, err := connectEnv(ctx, spec.Redis, spec.Postgres, stderr)
 	if err != nil {
 		return fail(err)
 	}
@@ -129,12 +130,12 @@ func demoWorkerMain(ctx context.Context, args []string, stdout, stderr io.Writer
 		return fail(err)
 	}
 	w.send("result", string(b))
-	return exitOK
+	return cli.ExitOK
 }
 
 // workerGroup is the worker processes of one run of a scenario.
 type workerGroup struct {
-	env    *demoEnv
+	env    *environment
 	procs  []*workerProc
 	events chan workerEvent
 }
@@ -161,7 +162,7 @@ type workerEvent struct {
 
 // startWorkers starts one worker process per spec and returns once each
 // is set up (has said ready). The caller must Close the group.
-func startWorkers(ctx context.Context, env *demoEnv, specs []workerSpec) (*workerGroup, error) {
+func startWorkers(ctx context.Context, env *environment, specs []workerSpec) (*workerGroup, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find own executable to start workers: %w", err)
@@ -172,8 +173,8 @@ func startWorkers(ctx context.Context, env *demoEnv, specs []workerSpec) (*worke
 		specs[i].Redis, specs[i].Postgres = env.redisURL, env.pgURL
 		arg, _ := json.Marshal(specs[i])
 		p := &workerProc{index: i, ready: make(chan struct{}), exited: make(chan struct{})}
-		p.cmd = exec.Command(exe, "demo", demoWorkerArg, string(arg))
-		p.cmd.Env = append(os.Environ(), demoRedisVar+"="+specs[i].Redis, demoPostgresVar+"="+specs[i].Postgres)
+		p.cmd = exec.Command(exe, "demo", workerArg, string(arg))
+		p.cmd.Env = append(os.Environ(), redisVar+"="+specs[i].Redis, postgresVar+"="+specs[i].Postgres)
 		p.cmd.Stderr = env.stderr
 		serverproc.DieWithParent(p.cmd)
 		if p.stdin, err = p.cmd.StdinPipe(); err != nil {
@@ -313,7 +314,7 @@ func (g *workerGroup) Close() {
 
 // showProgress prints done/total on stderr every half second until stop is
 // called; done is read with count.
-func (e *demoEnv) showProgress(label string, total int64, count func() int64) (stop func()) {
+func (e *environment) showProgress(label string, total int64, count func() int64) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	finished := make(chan struct{})
 	go func() {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package demo
 
 import (
 	"bytes"
@@ -11,15 +11,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 )
+
+// secretPW is the password of the tests here.
+const secretPW = "s3cr3tPW"
+
+// showsSecret reports whether out shows secretPW or a piece of it.
+func showsSecret(out string) bool {
+	return strings.Contains(out, secretPW) || strings.Contains(out, "r3tPW")
+}
 
 // The demo's worker processes get the servers' URLs in their
 // environment: their command lines, which every local user can read,
 // carry no password; and the workers still reach the server that needs
 // one.
 func TestDemoWorkersKeepPasswordOutOfArgv(t *testing.T) {
-	t.Parallel()
 	srv := testserver.StartRedis(t)
 	if _, err := srv.Do("CONFIG", "SET", "requirepass", secretPW); err != nil {
 		t.Fatal(err)
@@ -28,7 +36,7 @@ func TestDemoWorkersKeepPasswordOutOfArgv(t *testing.T) {
 	if err := os.WriteFile(file, []byte("redis://:"+secretPW+"@"+srv.Addr()+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := startTurnstile(t, nil, "demo", "--json", "--backend-file", file, "owner-id")
+	p := startDemo(t, "--json", "--backend-file", file, "owner-id")
 	seen := 0
 	for done := false; !done; {
 		select {
@@ -38,7 +46,7 @@ func TestDemoWorkersKeepPasswordOutOfArgv(t *testing.T) {
 		}
 		for _, k := range descendants(p.cmd.Process.Pid) {
 			cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(k), "cmdline"))
-			if !bytes.Contains(cmdline, []byte(demoWorkerArg)) {
+			if !bytes.Contains(cmdline, []byte(workerArg)) {
 				continue
 			}
 			seen++
@@ -48,7 +56,7 @@ func TestDemoWorkersKeepPasswordOutOfArgv(t *testing.T) {
 		}
 	}
 	r := p.wait(t, 10*time.Second) // exited already
-	if r.code != exitOK {
+	if r.code != cli.ExitOK {
 		t.Fatalf("demo exited %d; stderr:\n%s", r.code, r.stderr)
 	}
 	if seen == 0 {

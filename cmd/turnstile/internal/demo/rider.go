@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package demo
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/turnstilelock/turnstile"
 )
 
-// The double assignment of SPEC S-0.3.
+// The double assignment: two dispatchers give riders to the same orders.
 const (
 	riderOrders      = 200
 	riderRiders      = 1000
@@ -64,7 +64,7 @@ func dispatchOrder(ctx context.Context, rc rueidis.Client, run string, order int
 }
 
 // riderWorker is one dispatcher process.
-func riderWorker(ctx context.Context, env *demoEnv, spec workerSpec, w *workerLink) (any, error) {
+func riderWorker(ctx context.Context, env *environment, spec workerSpec, w *workerLink) (any, error) {
 	var p riderParams
 	if err := json.Unmarshal(spec.Params, &p); err != nil {
 		return nil, err
@@ -126,8 +126,8 @@ func riderWorker(ctx context.Context, env *demoEnv, spec workerSpec, w *workerLi
 
 // runRider runs two dispatchers on the same orders, without and with a
 // lock per order.
-func runRider(ctx context.Context, env *demoEnv) ([]demoResult, error) {
-	var rs []demoResult
+func runRider(ctx context.Context, env *environment) ([]result, error) {
+	var rs []result
 	for _, v := range []string{"naive", "lock"} {
 		r, err := runRiderVariant(ctx, env, v)
 		if err != nil {
@@ -138,14 +138,14 @@ func runRider(ctx context.Context, env *demoEnv) ([]demoResult, error) {
 	return rs, nil
 }
 
-func runRiderVariant(ctx context.Context, env *demoEnv, variant string) (demoResult, error) {
+func runRiderVariant(ctx context.Context, env *environment, variant string) (result, error) {
 	p := riderParams{Variant: variant, Run: variant + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
 	riders := make([]string, riderRiders)
 	for i := range riders {
 		riders[i] = "rider-" + strconv.Itoa(i+1)
 	}
 	if err := env.rc.Do(ctx, env.rc.B().Sadd().Key(riderFree(p.Run)).Member(riders...).Build()).Error(); err != nil {
-		return demoResult{}, err
+		return result{}, err
 	}
 	raw, _ := json.Marshal(p)
 	specs := make([]workerSpec, riderDispatchers)
@@ -155,7 +155,7 @@ func runRiderVariant(ctx context.Context, env *demoEnv, variant string) (demoRes
 	env.progress("rider %s: %d dispatcher processes, %d orders, %s riders...", variant, riderDispatchers, riderOrders, num(riderRiders))
 	g, err := startWorkers(ctx, env, specs)
 	if err != nil {
-		return demoResult{}, err
+		return result{}, err
 	}
 	defer g.Close()
 	g.goAll()
@@ -165,7 +165,7 @@ func runRiderVariant(ctx context.Context, env *demoEnv, variant string) (demoRes
 		ptrs[i] = &tallies[i]
 	}
 	if err := g.wait(ctx, ptrs...); err != nil {
-		return demoResult{}, err
+		return result{}, err
 	}
 	var failed int64
 	firstErr := ""
@@ -181,7 +181,7 @@ func runRiderVariant(ctx context.Context, env *demoEnv, variant string) (demoRes
 	for order := 1; order <= riderOrders; order++ {
 		got, err := env.rc.Do(ctx, env.rc.B().Lrange().Key(riderOrderKey(p.Run, order)).Start(0).Stop(-1).Build()).AsStrSlice()
 		if err != nil && !errors.Is(err, rueidis.Nil) {
-			return demoResult{}, err
+			return result{}, err
 		}
 		riders64 += int64(len(got))
 		switch {
@@ -194,7 +194,7 @@ func runRiderVariant(ctx context.Context, env *demoEnv, variant string) (demoRes
 			}
 		}
 	}
-	r := demoResult{Variant: variant, Naive: variant == "naive"}
+	r := result{Variant: variant, Naive: variant == "naive"}
 	r.OK = doubled == 0 && unassigned == 0 && failed == 0
 	switch {
 	case doubled > 0:

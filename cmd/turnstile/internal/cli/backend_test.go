@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// secretPW is the password of the tests here: its pieces are checked too.
+const secretPW = "s3cr3tPW"
+
+// fileWith writes content to a new file and returns its path.
+func fileWith(t *testing.T, name, content string) (path string) {
+	path = filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// --backend-file reads one URL, trimmed; every way a file can be wrong
+// gets an error that names the file and shows none of its content.
+func TestReadURLFile(t *testing.T) {
+	t.Parallel()
+	good := fileWith(t, "good", "  redis://:"+secretPW+"@127.0.0.1:6379/1 \n")
+	if got, err := readURLFile("--backend-file", good); err != nil || got != "redis://:"+secretPW+"@127.0.0.1:6379/1" {
+		t.Errorf("readURLFile(good) = %q, %v", got, err)
+	}
+	for _, tc := range []struct {
+		name, path, want string
+	}{
+		{"missing", filepath.Join(t.TempDir(), "nope"), "no such file"},
+		{"directory", t.TempDir(), "is a directory"},
+		{"empty", fileWith(t, "empty", ""), "is empty"},
+		{"blank", fileWith(t, "blank", " \n\t\n"), "is empty"},
+		{"two lines", fileWith(t, "two", "redis://:"+secretPW+"@h\nredis://:"+secretPW+"@g\n"), "more than one line"},
+		{"too large", fileWith(t, "large", strings.Repeat("redis://:"+secretPW+"@h ", 8000)), "larger than 64 KiB"},
+		// Opens, and fails to read, even for root.
+		{"unreadable", "/proc/self/mem", "input/output error"},
+		{"no path", "", "--backend-file must name a file"},
+	} {
+		got, err := readURLFile("--backend-file", tc.path)
+		if err == nil {
+			t.Errorf("%s: read %q, want an error", tc.name, got)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--backend-file "+tc.path) {
+			t.Errorf("%s: error %q, want it to name --backend-file %s and say %q", tc.name, err, tc.path, tc.want)
+		}
+		if strings.Contains(err.Error(), "r3tPW") {
+			t.Errorf("%s: error %q shows the file's content", tc.name, err)
+		}
+	}
+}
+
+// Every command takes its store from --backend (or its older name),
+// --backend-file or $TURNSTILE_BACKEND, in that order, and says which
+// one was wrong.
+func TestBackendSources(t *testing.T) {
+	t.Parallel()
+	file := fileWith(t, "url", "redis://from-file:6379\n")
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == BackendEnv {
+				return v
+			}
+			return ""
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		env      string
+		url, src string
+		err      string
+	}{
+		{"flag", []string{"--backend", "redis://flag"}, "redis://env", "redis://flag", "--backend", ""},
+		{"file beats env", []string{"--backend-file", file}, "redis://env", "redis://from-file:6379", "--backend-file " + file, ""},
+		{"env", nil, "redis://env", "redis://env", "$TURNSTILE_BACKEND", ""},
+		{"none", nil, "", "", "", ""},
+		{"both", []string{"--backend", "redis://flag", "--backend-file", file}, "", "", "", "--backend and --backend-file exclude each other"},
+		{"empty flag", []string{"--backend", ""}, "redis://env", "", "", "--backend must not be empty"},
+		{"old and new name", []string{"--url", "redis://a", "--backend", "redis://b"}, "", "", "", "--url and --backend name the same thing"},
+	} {
+		var b BackendFlags
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		b.Register(fs, "url", "backend")
+		if err := fs.Parse(tc.args); err != nil {
+			if tc.err == "" || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: parse: %v", tc.name, err)
+			}
+			continue
+		}
+		url, src, err := b.Resolve(env(tc.env))
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
+			}
+		case err != nil || url != tc.url || src != tc.src:
+			t.Errorf("%s: %q from %q, %v; want %q from %q", tc.name, url, src, err, tc.url, tc.src)
+		}
+	}
+}
