@@ -141,7 +141,7 @@ func TestDefaultBucketsHoldTheThresholds(t *testing.T) {
 			found = found || b == s
 		}
 		if !found {
-			t.Errorf("DefaultBuckets lack %vs, an S-12 threshold or an end of the range", s)
+			t.Errorf("DefaultBuckets lack %vs, an alert level or an end of the range", s)
 		}
 	}
 }

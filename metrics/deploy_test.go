@@ -231,8 +231,8 @@ func canonical(expr string) string {
 
 // TestAlertsMatchDashboard: every alert uses metrics the Collector
 // exports, is plotted by a panel with the very same query, and its level
-// is one of that panel's thresholds; S-12 rows have a warning and a
-// critical rule.
+// is one of that panel's thresholds; every figure with alert levels has a
+// warning and a critical rule.
 func TestAlertsMatchDashboard(t *testing.T) {
 	names := exported(t)
 	panels := loadDashboard(t)
@@ -286,14 +286,14 @@ func TestAlertsMatchDashboard(t *testing.T) {
 	for alert, sev := range severities {
 		slices.Sort(sev)
 		if strings.HasPrefix(alert, "TurnstileBreaker") {
-			continue // not an S-12 row: one level
+			continue // not a figure with levels: one rule
 		}
 		if !slices.Equal(sev, []string{"critical", "warning"}) {
 			t.Errorf("alert %s has severities %v, want one critical and one warning rule", alert, sev)
 		}
 	}
 	if len(severities) != 8 {
-		t.Errorf("%d alerts, want 7 for S-12's rows and one for the breaker", len(severities))
+		t.Errorf("%d alerts, want 7 for the figures with levels and one for the breaker", len(severities))
 	}
 }
 

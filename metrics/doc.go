@@ -1,7 +1,8 @@
 // Package metrics counts turnstile's lock operations for Prometheus: the
-// figures SPEC S-12 sets normal, warning and critical levels for (acquire
-// latency, acquire success rate, Redlock quorum success rate, watchdog
-// renewal failures, forced expiries, retries per acquisition), and the
+// figures that have normal, warning and critical levels in the alert rules
+// of deploy/ (acquire latency, acquire success rate, Redlock quorum success
+// rate, watchdog renewal failures, forced expiries, retries per
+// acquisition), and the
 // leases held, the callers waiting and the state of a fallback breaker.
 //
 // A Collector is a turnstile.Observer: give it to turnstile.New (or to one

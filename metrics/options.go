@@ -15,9 +15,9 @@ import (
 const DefaultNamespace = "turnstile"
 
 // DefaultBuckets are the acquire-latency histogram's upper bounds, in
-// seconds, from 100 µs to 1 s. SPEC S-12's thresholds (p50: 1 ms normal,
-// 5 ms warning, 20 ms critical; p99: 5 ms, 20 ms, 100 ms) are bucket
-// bounds, so that histogram_quantile is exact where the alerts compare.
+// seconds, from 100 µs to 1 s. The alert levels of the acquire latency
+// (p50: 1 ms normal, 5 ms warning, 20 ms critical; p99: 5 ms, 20 ms,
+// 100 ms) are bucket bounds, so that histogram_quantile is exact where the alerts compare.
 var DefaultBuckets = []float64{
 	0.0001, 0.00025, 0.0005,
 	0.001, 0.0025, 0.005,
