@@ -57,7 +57,7 @@ func Migrate(ctx context.Context, db Querier) error {
 }
 
 // CAS is a stock held in rows of table turnstile_stock (see Migrate), taken
-// by optimistic compare-and-set (SPEC S-5.6): read the quantity and the
+// by optimistic compare-and-set: read the quantity and the
 // row's version, refuse the order if too few units are left, else
 //
 //	UPDATE turnstile_stock SET quantity = quantity - n, version = version + 1

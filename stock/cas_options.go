@@ -7,7 +7,7 @@ import (
 	"github.com/turnstilelock/turnstile"
 )
 
-// Defaults and limits of CAS (SPEC S-5.6).
+// Defaults and limits of CAS.
 const (
 	// DefaultCASRetries is how many times Take tries again after losing a
 	// compare-and-set.

@@ -22,7 +22,7 @@ func newCAS(t testing.TB, pool *pgxpool.Pool, opts ...stock.CASOption) *stock.CA
 	return c
 }
 
-// SPEC S-0.1 on a CAS row: 3,847 concurrent orders for 1,000 units over
+// The flash sale on a CAS row: 3,847 concurrent orders for 1,000 units over
 // 16 connections, with the default retries and with none (every lost
 // compare-and-set is then an ErrConflict). An order that gets ErrConflict
 // is placed again, as a shopper would retry it. The row never reads below

@@ -11,7 +11,7 @@ import (
 
 // Counter is a stock held in one Redis key as an integer. Take is one
 // atomic DECRBY; when that leaves the key below zero, the order is sold out
-// and Take gives the units back with INCRBY (SPEC S-15).
+// and Take gives the units back with INCRBY.
 //
 // Guarantee: the number of units handed out by successful Takes, less the
 // units Put back, never exceeds what Set stored. A Take succeeds only if

@@ -10,7 +10,7 @@ import (
 	"github.com/turnstilelock/turnstile/stock"
 )
 
-// SPEC S-0.1 on a Counter: 3,847 concurrent orders for 1,000 units.
+// The flash sale on a Counter: 3,847 concurrent orders for 1,000 units.
 func TestCounterFlashSale(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, 30*time.Second)

@@ -1,18 +1,18 @@
-// Package stock sells a limited stock without a lock: the lock-free rows of
-// turnstile's load table (SPEC S-7). Each strategy hands out never more
-// units than there are, however many orders arrive at once; the orders it
-// cannot serve get ErrSoldOut.
+// Package stock sells a limited stock without a lock: the lock-free choice
+// that turnstile's load table (docs/backends.md) gives from 100,000 lock
+// requests a second. Each strategy hands out never more units than there
+// are, however many orders arrive at once; the orders it cannot serve get
+// ErrSoldOut.
 //
-//	Counter  one Redis key, DECRBY with give-back (SPEC S-15)
-//	Sharded  N Redis keys in one hash slot, one short script (SPEC S-5.7)
-//	CAS      one PostgreSQL row, optimistic compare-and-set (SPEC S-5.6)
+//	Counter  one Redis key, DECRBY with give-back
+//	Sharded  N Redis keys in one hash slot, one short script
+//	CAS      one PostgreSQL row, optimistic compare-and-set
 //
 // # Which one
 //
 // At 100,000 orders a second and more, go lock-free first and take a lock
-// last (SPEC S-7): a lock serialises the whole critical section, round trips
-// included, while these serialise one atomic step on the server that holds
-// the stock.
+// last: a lock serialises the whole critical section, round trips included,
+// while these serialise one atomic step on the server that holds the stock.
 //
 //   - Counter is the fastest and simplest: one round trip per order (two
 //     when sold out). Its raw key can read below zero for an instant; no
@@ -20,10 +20,10 @@
 //   - Sharded never lets a key read below zero and never refuses an order
 //     the total could serve, at the cost of one short script per order. Its
 //     shards share one hash slot, so on a Redis Cluster they live on one
-//     node: sharding one item spreads it over keys (SPEC S-5.7; each order
-//     learns its shard, for per-shard accounting or locks), not over nodes,
-//     and on one server it is no faster than Counter. Items with different
-//     keys do land on different nodes.
+//     node: sharding one item spreads it over keys (each order learns its
+//     shard, for per-shard accounting or locks), not over nodes, and on
+//     one server it is no faster than Counter. Items with different keys
+//     do land on different nodes.
 //   - CAS keeps the stock in PostgreSQL, next to the orders, where a
 //     CHECK (quantity >= 0) guards it. Every order costs two round trips and
 //     orders on one hot row conflict: it suits about a thousand orders a

@@ -76,7 +76,7 @@ func pgPool(t testing.TB, conns int32) *pgxpool.Pool {
 	return pool
 }
 
-// Flash sale of SPEC S-0.1: 3,847 orders of one unit for 1,000 units.
+// The flash sale (turnstile demo flash-sale): 3,847 orders of one unit for 1,000 units.
 const (
 	saleUnits  = 1000
 	saleOrders = 3847

@@ -13,7 +13,7 @@ import (
 
 // MaxShards is the most shards a Sharded stock may have. A Take may read
 // every shard in one script, and Redis runs nothing else while a script
-// runs (SPEC S-5.1): 64 reads keep the longest Take at tens of
+// runs: 64 reads keep the longest Take at tens of
 // microseconds. More shards than concurrent buyers would not spread them
 // further anyway.
 const MaxShards = 64
@@ -30,7 +30,7 @@ var (
 	rebalanceScript = rueidis.NewLuaScript(rebalanceLua)
 )
 
-// Sharded is a stock split over shard keys (SPEC S-5.7). For a key K and
+// Sharded is a stock split over shard keys. For a key K and
 // N shards the units live in
 //
 //	{K}:0, {K}:1, ... {K}:N-1

@@ -31,7 +31,7 @@ func levels(t testing.TB, ctx context.Context, s *stock.Sharded) []int64 {
 	return l
 }
 
-// SPEC S-0.1 on a Sharded stock: 3,847 concurrent orders for 1,000 units
+// The flash sale on a Sharded stock: 3,847 concurrent orders for 1,000 units
 // over 8 shards, while another client rebalances now and then. No shard
 // may ever read below zero.
 func TestShardedFlashSale(t *testing.T) {
