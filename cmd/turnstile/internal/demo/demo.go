@@ -30,13 +30,13 @@ type scenario struct {
 // scenarios lists the scenarios in the order "turnstile demo" runs
 // them.
 var scenarios = []scenario{
-	{"flash-sale", "1,000 units, 3,847 concurrent orders from several processes (S-0.1)", runFlashSale},
-	{"double-payment", "a client times out and retries a payment (S-0.2)", runDoublePayment},
-	{"rider", "two dispatchers assign riders to the same orders (S-0.3)", runRider},
-	{"gc-pause", "a holder paused past its TTL writes with its old token (S-9.1)", runGCPause},
-	{"long-job", "jobs longer than a fixed TTL write the same file (S-13)", runLongJob},
-	{"owner-id", "five processes share the owner id \"Thread-42\" (S-13, S-10)", runOwnerID},
-	{"herd", "2,000 waiters in 2 processes on one key, 1 ms hold each, four ways of waiting (S-9.3)", runHerd},
+	{"flash-sale", "1,000 units, 3,847 concurrent orders from several processes", runFlashSale},
+	{"double-payment", "a client times out and retries a payment", runDoublePayment},
+	{"rider", "two dispatchers assign riders to the same orders", runRider},
+	{"gc-pause", "a holder paused past its TTL writes with its old token", runGCPause},
+	{"long-job", "jobs longer than a fixed TTL write the same file", runLongJob},
+	{"owner-id", "five processes share the owner id \"Thread-42\"", runOwnerID},
+	{"herd", "2,000 waiters in 2 processes on one key, 1 ms hold each, four ways of waiting", runHerd},
 }
 
 // options is a parsed "turnstile demo" command line.

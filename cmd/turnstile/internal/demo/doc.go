@@ -33,9 +33,9 @@
 // Scenarios that need separate service instances run them as worker
 // processes (worker.go): the demo re-executes its own binary as
 //
-//	turnstile demo __worker SPEC
+//	turnstile demo __worker JOB
 //
-// where SPEC is a JSON object naming the scenario, the variant, the
+// where JOB is a JSON object naming the scenario, the variant, the
 // worker's index and the scenario's parameters. "__worker" is hidden: no
 // usage text lists it. The servers' URLs go to the worker in the
 // environment variables TURNSTILE_DEMO_REDIS and TURNSTILE_DEMO_POSTGRES,

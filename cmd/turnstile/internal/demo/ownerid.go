@@ -14,7 +14,7 @@ import (
 	"github.com/turnstilelock/turnstile"
 )
 
-// The shared owner id of SPEC S-13: five instances used "Thread-42".
+// A shared owner id: five instances used "Thread-42".
 const (
 	ownerProcs  = 5
 	ownerRounds = 4
