@@ -16,8 +16,8 @@ import (
 // BenchmarkLockUnlock compares, in one run, a single Redis node with
 // Redlocks of 3 and 5 nodes (with the token write-back, and for 5 nodes
 // also without it): TryAcquire+Release pairs on distinct keys through a
-// Client, reporting pairs/s and the acquisition latency p50/p99 (SPEC
-// S-2: p99 < 5 ms). One op is one pair; b.N pairs are split between the
+// Client, reporting pairs/s and the acquisition latency p50/p99 (the aim
+// is p99 < 5 ms). One op is one pair; b.N pairs are split between the
 // goroutines. Every server is a local redis-server process.
 //
 //	go test -run '^$' -bench . -benchtime 3s

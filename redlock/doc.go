@@ -1,7 +1,7 @@
 // Package redlock is a turnstile backend made of N independent lock
 // stores — usually N Redis servers, each its own primary, not replicas of
-// one another: a lock is held when a majority of them hold it (Redlock,
-// SPEC S-4.2). Losing or corrupting a lock then takes a majority of
+// one another: a lock is held when a majority of them hold it (Redlock).
+// Losing or corrupting a lock then takes a majority of
 // failures, where a single server loses it in one restart or one failover.
 //
 //	nodes := []driver.Backend{r1, r2, r3, r4, r5}  // redis.Backend values

@@ -2,7 +2,8 @@ package redlock
 
 import "time"
 
-// Validity exposes the SPEC S-4.2 formula to the external tests.
+// Validity exposes the validity formula (TTL − elapsed − drift) to the
+// external tests.
 func Validity(ttl, elapsed time.Duration) time.Duration { return validity(ttl, elapsed) }
 
 // NodeTimeout exposes the per-call node timeout for a lease of ttl.

@@ -12,8 +12,8 @@ import (
 	"github.com/turnstilelock/turnstile/redlock"
 )
 
-// The deployment phases of SPEC S-11, each as the configuration the docs
-// give, against real servers: take a lock, hold it (past its TTL where
+// The three deployment phases of docs/backends.md, each as the
+// configuration the docs give, against real servers: take a lock, hold it (past its TTL where
 // the watchdog renews it), keep everyone else out meanwhile, release it.
 
 // TestPhase1SingleNodeFixedTTL: one Redis, SET NX, a fixed TTL and no

@@ -52,7 +52,7 @@ func TestQuorumSize(t *testing.T) {
 }
 
 func TestValidityFormula(t *testing.T) {
-	// SPEC S-4.2: TTL 10,000 ms, 50 ms elapsed → 9,848 ms.
+	// TTL 10,000 ms, 50 ms elapsed, drift 100 ms + 2 ms → 9,848 ms.
 	if got := redlock.Validity(10*time.Second, 50*time.Millisecond); got != 9848*time.Millisecond {
 		t.Fatalf("Validity(10s, 50ms) = %v, want 9.848s", got)
 	}
