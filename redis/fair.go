@@ -36,7 +36,7 @@ const (
 )
 
 // Fair is a view of a Backend that hands each key's lock to its waiters
-// in the order they came, across processes (SPEC S-6.3, S-14): a
+// in the order they came, across processes: a
 // driver.Queuer, so a Client over it waits in the queue instead of
 // retrying. The lock is the plain lock itself — the same Redis key and
 // owner value, the same fence — so fair and plain callers exclude each

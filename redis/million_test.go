@@ -20,8 +20,8 @@ import (
 	"github.com/turnstilelock/turnstile/redis"
 )
 
-// TestMillionKeys locks and releases 1,000,000 distinct keys (SPEC S-2:
-// up to a million locks): every token is larger than one issued before the
+// TestMillionKeys locks and releases 1,000,000 distinct keys, the scale
+// turnstile is built for: every token is larger than one issued before the
 // run and smaller than one issued after it, every key Redis keeps has a
 // TTL, and once the grace period has passed the keyspace and memory are
 // back where they started — fencing costs no memory per key ever used.

@@ -22,7 +22,7 @@ var (
 )
 
 // Reentrant is a view of a Backend whose locks the same owner may take
-// again while it holds them, without waiting for itself (SPEC S-14). Each
+// again while it holds them, without waiting for itself. Each
 // acquisition counts: the owner must release as many times as it
 // acquired, and only the last release frees the lock. Owner identity is
 // explicit — give the Client turnstile.WithOwner(id) for the calls that

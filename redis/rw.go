@@ -30,7 +30,7 @@ var (
 // after its last attempt, unless RWOptions say otherwise.
 const DefaultWriterClaim = 2 * time.Second
 
-// RWLock is a read-write lock on a Backend (SPEC S-14): any number of
+// RWLock is a read-write lock on a Backend: any number of
 // readers hold a key together, or one writer holds it alone. Read and
 // Write return its two sides, each a driver.Backend for a Client of its
 // own.
