@@ -6,8 +6,8 @@
 //   - a session-scoped advisory lock, pg_try_advisory_lock on a 64-bit
 //     FNV-1a hash of key, held by one of a small fixed number of lock
 //     connections per Backend (key hash → connection), so that any number
-//     of held locks needs at most that many connections (SPEC S-5.3: one
-//     connection per held lock exhausts pools at about 1,000 TPS);
+//     of held locks needs at most that many connections (one connection
+//     per held lock exhausts pools at about 1,000 TPS);
 //   - a row in table turnstile_locks with owner, fencing token and an
 //     expiry on the server's clock.
 //

@@ -17,7 +17,8 @@ import (
 )
 
 // TestManyLocksFewConnections: one Client holds 10,000 locks at once on
-// at most its configured number of connections (SPEC S-5.3).
+// at most its configured number of connections, where one connection per
+// held lock would exhaust the pool.
 func TestManyLocksFewConnections(t *testing.T) {
 	const n, conns = 10000, 4
 	ctx := ctxFor(t, 2*time.Minute)
