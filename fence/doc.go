@@ -1,7 +1,7 @@
 // Package fence makes storage refuse writes that carry stale fencing
-// tokens (SPEC S-4.3), the one defence against a lock holder that was
-// paused past its lease — a GC pause, a VM stall — and wakes up believing
-// it still holds the lock.
+// tokens, the one defence against a lock holder that was paused past its
+// lease — a GC pause, a VM stall — and wakes up believing it still holds
+// the lock.
 //
 // Every turnstile lease carries a token, strictly greater than the tokens
 // of every earlier lease of the same key. A guard remembers, per resource,

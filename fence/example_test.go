@@ -15,8 +15,9 @@ import (
 	"github.com/turnstilelock/turnstile/memory"
 )
 
-// Example is SPEC S-9.1 in one process: A's lease runs out while A is
-// paused, B takes the lock and writes, and A's late write is refused.
+// Example is the GC-pause incident in one process: A's lease runs out
+// while A is paused, B takes the lock and writes, and A's late write is
+// refused.
 func Example() {
 	ctx := context.Background()
 	locks := memory.New()

@@ -28,7 +28,7 @@ type Option func(*config) error
 
 // AllowSameToken makes the guard accept a write whose token equals the
 // last accepted one, so that one lease may write several times. By
-// default (SPEC S-4.3) a guard refuses every token not greater than the
+// default a guard refuses every token not greater than the
 // last accepted one: each lease writes once.
 func AllowSameToken() Option {
 	return func(c *config) error {

@@ -14,9 +14,9 @@ import (
 	"github.com/turnstilelock/turnstile/memory"
 )
 
-// TestGCPauseStory is SPEC S-9.1 with real leases: holder A's lease
-// expires while A is paused; B acquires the lock (a larger token) and
-// sells one item through the guard; A wakes and tries to sell with its old
+// TestGCPauseStory is the GC-pause incident with real leases: holder A's
+// lease expires while A is paused; B acquires the lock (a larger token)
+// and sells one item through the guard; A wakes and tries to sell with its old
 // token, and the storage refuses it. The item is sold once.
 func TestGCPauseStory(t *testing.T) {
 	// sell writes "one item sold" through a guard under a token; stock
