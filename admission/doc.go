@@ -1,5 +1,5 @@
 // Package admission limits how often a key may be acquired, in front of
-// the lock (SPEC S-15): one hot resource offered 100,000 requests a second
+// the lock: one hot resource offered 100,000 requests a second
 // is served at, say, 1,000 acquisitions a second, and the rest wait in line
 // or are refused. Both admissions here implement turnstile.Admission; give
 // one to a Client with turnstile.WithAdmission, choosing

@@ -14,7 +14,7 @@ import (
 	"github.com/turnstilelock/turnstile/memory"
 )
 
-// The load of the issue (SPEC S-15): one hot key limited to 1,000
+// The hot-key load: one hot key limited to 1,000
 // acquisitions a second, three instances offering 5,000 a second between
 // them.
 const (
