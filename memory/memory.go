@@ -3,8 +3,9 @@
 // strictly increasing fencing tokens.
 //
 // It coordinates goroutines of one process only. Use it in tests, in
-// examples, and where every contender lives in one process (SPEC S-7: up
-// to about 100 TPS an in-process lock is the right tool).
+// examples, and where every contender lives in one process (up to about
+// 100 lock requests a second an in-process lock is the right tool; see the
+// load table in docs/backends.md).
 package memory
 
 import (
