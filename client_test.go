@@ -3,6 +3,7 @@ package turnstile_test
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/memory"
 )
 
@@ -280,5 +282,35 @@ func TestConstantBackoff(t *testing.T) {
 	}
 	if _, err := turnstile.New(memory.New(), turnstile.WithBackoff(turnstile.Constant{})); !errors.Is(err, turnstile.ErrInvalidOption) {
 		t.Fatalf("zero interval: %v", err)
+	}
+}
+
+// TestOpenHostListWithIPv6: a list of hosts with IPv6 literals, which
+// url.Parse refuses, reaches the backend as written; user information,
+// path and query are parsed as usual. Anything else url.Parse refuses is
+// still an invalid URL.
+func TestOpenHostListWithIPv6(t *testing.T) {
+	var got *url.URL
+	turnstile.Register("hostlist-test", func(_ context.Context, u *url.URL) (driver.Backend, error) {
+		got = u
+		return memory.New(), nil
+	})
+	c, err := turnstile.Open(context.Background(), "hostlist-test://u:pw@[::1]:7000,[fe80::1%25eth0]:7001,h:7002/3?a=b#f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	if pw, _ := got.User.Password(); got.Host != "[::1]:7000,[fe80::1%25eth0]:7001,h:7002" || got.User.Username() != "u" || pw != "pw" ||
+		got.Path != "/3" || got.Query().Get("a") != "b" || got.Fragment != "f" {
+		t.Fatalf("parsed %#v", got)
+	}
+	for _, bad := range []string{
+		"hostlist-test://[::1]:7000,[::1] x:7001",
+		"hostlist-test://[::1]:7000,[::1]:7001/%zz",
+		"hostlist-test://u:pw@[::1:7000",
+	} {
+		if _, err := turnstile.Open(context.Background(), bad); !errors.Is(err, turnstile.ErrInvalidURL) || strings.Contains(err.Error(), "pw") {
+			t.Errorf("Open(%q) = %v, want ErrInvalidURL without the password", bad, err)
+		}
 	}
 }

@@ -75,7 +75,7 @@ func openURL(ctx context.Context, rawURL string, opts []Option) (*Client, error)
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalidOption)
 	}
-	u, err := url.Parse(rawURL)
+	u, err := parseURL(rawURL)
 	if err != nil {
 		// url.Error repeats the raw URL, password included: keep only why.
 		var ue *url.Error
@@ -107,3 +107,38 @@ func openURL(ctx context.Context, rawURL string, opts []Option) (*Client, error)
 	c.ownsBackend = true
 	return c, nil
 }
+
+// parseURL is url.Parse, except that the host may be a list of hosts with
+// IPv6 literals in it ("redlock://[::1]:6379,[::1]:6380"), which
+// url.Parse refuses. Such a list is kept in u.Host as written; the
+// backend splits and checks it.
+func parseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err == nil {
+		return u, nil
+	}
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return nil, err
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority := rest[:end]
+	at := strings.LastIndexByte(authority, '@') + 1
+	hosts := authority[at:]
+	if !strings.Contains(hosts, ",") || !strings.Contains(hosts, "[") || strings.Trim(hosts, hostListChars) != "" {
+		return nil, err
+	}
+	u, perr := url.Parse(scheme + "://" + authority[:at] + "hosts" + rest[end:])
+	if perr != nil {
+		return nil, err
+	}
+	u.Host = hosts
+	return u, nil
+}
+
+// hostListChars are the bytes a host list may hold: names, IPv4 and IPv6
+// addresses with zones, ports, brackets and commas.
+const hostListChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:[]%,"

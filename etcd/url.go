@@ -20,8 +20,8 @@ const DefaultDialTimeout = 5 * time.Second
 //
 // The port defaults to 2379. Several hosts are members of one cluster.
 // The client speaks plain HTTP/2 (no TLS); for TLS build a clientv3.Config
-// and call Dial. In a list, name IPv6 members by host name: net/url
-// refuses bracketed IPv6 literals anywhere but alone.
+// and call Dial. IPv6 members are bracketed ([::1]:2379), alone or in
+// a list.
 var urlForm = storeurl.Form{Schemes: []string{"etcd"}, Shape: "host:port", Invalid: turnstile.ErrInvalidURL}
 
 func init() {

@@ -23,8 +23,7 @@ import (
 // not be complete, and a cluster has database 0 only. A single host may
 // be a cluster node too; the client notices and follows the cluster.
 // Independent servers are no cluster: lock on them with package redlock.
-// In a list, name IPv6 nodes by host name: net/url refuses bracketed
-// IPv6 literals anywhere but alone.
+// IPv6 nodes are bracketed ([::1]:6379), alone or in a list.
 var urlForm = storeurl.Form{Schemes: []string{"redis", "rediss"}, Shape: "host:port", Invalid: turnstile.ErrInvalidURL}
 
 func init() {

@@ -31,8 +31,8 @@ func init() {
 //	redlock://[user:password@]host1[:port1],host2[:port2],...[/db][?node_timeout=50ms&quarantine=35s&fencing=on&prefix=app:&fence_grace=10s&dial_timeout=5s&flush_delay=20us]
 //
 // Ports default to 6379, the database to 0; user, password and database
-// apply to every node. Hosts are names or IPv4 addresses; a lone node may
-// be a bracketed IPv6 address (url.Parse refuses them in a list).
+// apply to every node. Hosts are names, IPv4 addresses or bracketed IPv6
+// addresses ([::1]:6379).
 // flush_delay is each node client's write batching, as for redis://
 // (default redis.DefaultFlushDelay, 0 off).
 func open(ctx context.Context, u *url.URL) (driver.Backend, error) {

@@ -98,3 +98,16 @@ func TestURLFlushDelay(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenIPv6List: a list of bracketed IPv6 nodes reaches the Redlock
+// through turnstile.Open (net/url alone refuses it); with nothing
+// listening there, opening fails to connect, not to read the URL.
+func TestOpenIPv6List(t *testing.T) {
+	_, err := turnstile.Open(ctxFor(t, 30*time.Second), "redlock://:pw@[::1]:1,[::1]:2,[::1]:3?dial_timeout=200ms")
+	if err == nil || errors.Is(err, turnstile.ErrInvalidURL) || strings.Contains(err.Error(), "pw@") {
+		t.Fatalf("Open = %v; want a connection error without the password", err)
+	}
+	if !strings.Contains(err.Error(), "[::1]:1") {
+		t.Errorf("the error does not name the node: %v", err)
+	}
+}

@@ -14,8 +14,8 @@ import (
 //	zookeeper://host[:port][,host[:port]...][/chroot][?session_timeout=30s]
 //
 // The port defaults to 2181. Lock nodes live under /chroot/turnstile/locks
-// (without a chroot, /turnstile/locks). In a list, name IPv6 servers by
-// host name: net/url refuses bracketed IPv6 literals anywhere but alone.
+// (without a chroot, /turnstile/locks). IPv6 servers are bracketed
+// ([::1]:2181), alone or in a list.
 var urlForm = storeurl.Form{Schemes: []string{"zookeeper"}, Shape: "host:port", Users: storeurl.UserRefused, Invalid: turnstile.ErrInvalidURL}
 
 func init() {
