@@ -288,16 +288,23 @@ func TestServerRestart(t *testing.T) {
 }
 
 // testExtendMany renews 1,000 leases in one batch; the ones removed behind
-// their holders' backs, or never held, come back false.
+// their holders' backs, or never held, come back false. The leases are
+// taken for 5 s, so that taking them all on a busy machine does not
+// outlast the first; then renewed for 20 s, and checked once batch:500's
+// first TTL has passed.
 func testExtendMany(t *testing.T, srv *testserver.MySQL) {
-	const n = 1000
+	const n, ttl = 1000, 5 * time.Second
 	ctx := ctxFor(t, time.Minute)
 	b := dial(t, srv)
 	reqs := make([]driver.ExtendRequest, n)
+	var taken500 time.Time
 	for i := range reqs {
 		reqs[i] = driver.ExtendRequest{Key: fmt.Sprintf("batch:%d", i), Owner: "o", TTL: 20 * time.Second}
-		if _, ok, err := b.Acquire(ctx, reqs[i].Key, "o", time.Second); !ok || err != nil {
+		if _, ok, err := b.Acquire(ctx, reqs[i].Key, "o", ttl); !ok || err != nil {
 			t.Fatalf("acquire %d: ok=%v err=%v", i, ok, err)
+		}
+		if i == 500 {
+			taken500 = time.Now()
 		}
 	}
 	evict(t, srv, "batch:7")
@@ -308,7 +315,7 @@ func testExtendMany(t *testing.T, srv *testserver.MySQL) {
 			t.Fatalf("request %d: ok=%v err=%v, want ok=%v", i, r.OK, r.Err, want)
 		}
 	}
-	time.Sleep(1500 * time.Millisecond) // past the acquire TTL, within the extended one
+	time.Sleep(time.Until(taken500.Add(ttl + 500*time.Millisecond))) // past the acquire TTL, within the extended one
 	other := dial(t, srv)
 	if _, ok, err := other.Acquire(ctx, "batch:500", "p", time.Second); ok || err != nil {
 		t.Fatalf("extended lock taken: ok=%v err=%v", ok, err)
