@@ -99,8 +99,16 @@ func TestLostWhenStoreNeverAnswers(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("lease never declared lost while the store hung")
 	}
-	if lived := time.Since(start); lived > ttl {
-		t.Fatalf("lease context lived %v, longer than the ttl %v", lived, ttl)
+	// Lost at its local deadline (ttl minus drift), while the renewal
+	// still hangs: not when the store answers, nor a renewal period
+	// later. A descheduled test goroutine sees it late, so the bound is
+	// the ttl plus half of it, which a loss decided by anything but the
+	// deadline exceeds.
+	if lived := time.Since(start); lived > ttl*3/2 {
+		t.Fatalf("lease context lived %v, longer than the ttl %v and half of it", lived, ttl)
+	}
+	if v := l.Validity(); v != 0 {
+		t.Fatalf("lease lost with %v of validity left", v)
 	}
 	if !errors.Is(context.Cause(l.Context()), turnstile.ErrLockLost) {
 		t.Fatalf("cause = %v", context.Cause(l.Context()))
