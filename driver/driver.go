@@ -19,6 +19,8 @@
 //   - QuietReleaser: a release without a notice, and the notice on its own.
 //   - Fencer: raising a key's fencing token (Redlock's node recovery).
 //   - Shared: locks several owners may hold (semaphores, read locks).
+//   - Inspector: who holds a key, and which keys are held (operators).
+//   - ForceReleaser: an operator's removal of a stuck lock.
 //   - Namer: a name for errors and metrics (see Name).
 //   - io.Closer: closed by the Client that opened the backend.
 package driver
@@ -166,4 +168,63 @@ type HandOff interface {
 	// when owner does not hold key; then nothing changes. As with
 	// Acquire, an error means the outcome is unknown.
 	HandOff(ctx context.Context, key, owner, next string, ttl time.Duration) (token uint64, ok bool, err error)
+}
+
+// LockState is what a store knows about one key's lock.
+type LockState struct {
+	// Key is the lock's key, as the Client names it.
+	Key string
+	// Held reports whether anyone holds the lock now.
+	Held bool
+	// Holders are the owners holding it: one for an exclusive lock,
+	// several for a shared lock (semaphore permits, read locks). Empty
+	// when the lock is free.
+	Holders []Holder
+	// Token is the highest fencing token the store has issued for key,
+	// zero if it has issued none (or cannot tell).
+	Token uint64
+	// Waiters is the number of owners queued for key in the store, or -1
+	// when the store does not keep a queue it can count.
+	Waiters int
+}
+
+// Holder is one owner of a lock.
+type Holder struct {
+	// Owner is the owner id the holder acquired with.
+	Owner string
+	// Token is the fencing token of this holder's lease, zero if the store
+	// cannot tell.
+	Token uint64
+	// TTL is the time left before the lease expires unless renewed, or -1
+	// when it is bounded by a session rather than a deadline the store
+	// reports (ZooKeeper's ephemeral nodes).
+	TTL time.Duration
+}
+
+// Inspector is implemented by backends that can say who holds a key and
+// list the keys held now, for operators (turnstile status and ls) and
+// Client.Inspect. Neither method changes anything in the store.
+type Inspector interface {
+	// Inspect returns key's state. A key nobody holds is not an error: it
+	// returns Held=false.
+	Inspect(ctx context.Context, key string) (LockState, error)
+	// List returns the states of held locks whose keys start with prefix,
+	// at most limit of them (limit > 0), in no particular order, and
+	// whether more remain. Its cost grows with the number of keys the
+	// store holds under prefix, not with the whole store, where the store
+	// allows (each backend documents how it scans).
+	List(ctx context.Context, prefix string, limit int) (states []LockState, more bool, err error)
+}
+
+// ForceReleaser is implemented by backends that let an operator remove a
+// lock whoever holds it: a holder that is stuck or gone while its lease
+// keeps being renewed, or a lease that must end before its TTL.
+type ForceReleaser interface {
+	// ForceRelease removes key's lock, whoever holds it, and returns the
+	// state it removed (Held=false if nobody held it). First, in the same
+	// atomic step where the store allows, it makes every token issued
+	// later for key greater than every token issued so far, so that
+	// fenced storage refuses the removed holder's late writes once the
+	// next holder has written. Waiters are told as on a release.
+	ForceRelease(ctx context.Context, key string) (LockState, error)
 }
