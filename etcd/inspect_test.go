@@ -1,0 +1,231 @@
+package etcd_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/internal/testserver"
+)
+
+func TestInspect(t *testing.T) {
+	srv := testserver.StartEtcd(t)
+	raw := rawClient(t, srv)
+	b := dial(t, srv)
+
+	t.Run("Free", func(t *testing.T) {
+		st, err := b.Inspect(ctxFor(t, 10*time.Second), "inspect-never")
+		if err != nil || st.Held || len(st.Holders) != 0 || st.Waiters != 0 || st.Key != "inspect-never" {
+			t.Fatalf("Inspect of a free key = %+v, %v; want free, no holders, 0 waiters", st, err)
+		}
+	})
+
+	t.Run("HeldAndQueued", func(t *testing.T) {
+		ctx := ctxFor(t, 30*time.Second)
+		const k = "inspect-held"
+		tok, ok, err := b.Acquire(ctx, k, "alice", 10*time.Second)
+		if err != nil || !ok {
+			t.Fatalf("Acquire = %v, %v", ok, err)
+		}
+		st, err := b.Inspect(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.Held || len(st.Holders) != 1 || st.Holders[0].Owner != "alice" || st.Holders[0].Token != tok || st.Token != tok || st.Waiters != 0 {
+			t.Fatalf("Inspect of a held key = %+v; want alice with token %d, 0 waiters", st, tok)
+		}
+		// The lease was granted with 10 s; some of it has passed, and the
+		// etcd leader rounds down to whole seconds.
+		if ttl := st.Holders[0].TTL; ttl <= 0 || ttl > 10*time.Second {
+			t.Fatalf("TTL left = %v, want in (0, 10s]", ttl)
+		}
+
+		// Two waiters in key's queue.
+		wctx, cancel := context.WithCancel(ctx)
+		errs := make(chan error, 2)
+		for _, o := range []string{"bob", "carol"} {
+			go func() { _, err := b.AcquireWait(wctx, k, o, 10*time.Second); errs <- err }()
+		}
+		waitQueued(t, raw, k, 2)
+		st, err = b.Inspect(ctx, k)
+		if err != nil || st.Waiters != 2 || st.Holders[0].Owner != "alice" {
+			t.Fatalf("Inspect with two queued = %+v, %v; want alice holding, 2 waiters", st, err)
+		}
+		cancel()
+		for range 2 {
+			if err := <-errs; !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled waiter: %v", err)
+			}
+		}
+		if ok, err := b.Release(ctx, k, "alice"); !ok || err != nil {
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
+		if st, err := b.Inspect(ctx, k); err != nil || st.Held || st.Waiters != 0 {
+			t.Fatalf("Inspect after release = %+v, %v; want free, no waiters", st, err)
+		}
+	})
+
+	t.Run("List", func(t *testing.T) {
+		ctx := ctxFor(t, 30*time.Second)
+		toks := map[string]uint64{}
+		for _, k := range []string{"ls/a", "ls/b", "ls/c", "lsx", "other"} {
+			tok, ok, err := b.Acquire(ctx, k, "owner-"+k, 10*time.Second)
+			if err != nil || !ok {
+				t.Fatalf("Acquire %q = %v, %v", k, ok, err)
+			}
+			toks[k] = tok
+		}
+		// A released key is not listed.
+		if _, ok, err := b.Acquire(ctx, "ls/released", "x", 10*time.Second); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		if ok, err := b.Release(ctx, "ls/released", "x"); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		all, more, err := b.List(ctx, "ls/", 10)
+		if err != nil || more || len(all) != 3 {
+			t.Fatalf("List(ls/, 10) = %+v, more=%v, %v; want 3 states, no more", all, more, err)
+		}
+		for i, k := range []string{"ls/a", "ls/b", "ls/c"} {
+			st := all[i]
+			if st.Key != k || !st.Held || len(st.Holders) != 1 || st.Holders[0].Owner != "owner-"+k ||
+				st.Holders[0].Token != toks[k] || st.Holders[0].TTL <= 0 || st.Holders[0].TTL > 10*time.Second || st.Waiters != 0 {
+				t.Fatalf("List entry %d = %+v; want %s held by owner-%s with token %d", i, st, k, k, toks[k])
+			}
+		}
+		page, more, err := b.List(ctx, "ls/", 2)
+		if err != nil || !more || len(page) != 2 || page[0].Key != "ls/a" || page[1].Key != "ls/b" {
+			t.Fatalf("List(ls/, 2) = %+v, more=%v, %v; want ls/a, ls/b and more", page, more, err)
+		}
+		if got, more, err := b.List(ctx, "ls", 10); err != nil || more || len(got) != 4 {
+			t.Fatalf("List(ls, 10) = %d states, more=%v, %v; want 4 (ls/a, ls/b, ls/c, lsx)", len(got), more, err)
+		}
+		if got, more, err := b.List(ctx, "nothing-here/", 10); err != nil || more || len(got) != 0 {
+			t.Fatalf("List of an empty prefix = %+v, %v, %v", got, more, err)
+		}
+		if got, _, err := b.List(ctx, "", 1000); err != nil || len(got) < 5 {
+			t.Fatalf("List of every key = %d states, %v; want at least the 5 held here", len(got), err)
+		}
+		for _, limit := range []int{0, -1} {
+			if _, _, err := b.List(ctx, "ls/", limit); err == nil {
+				t.Fatalf("List with limit %d: no error", limit)
+			}
+		}
+	})
+}
+
+func TestForceRelease(t *testing.T) {
+	srv := testserver.StartEtcd(t)
+	raw := rawClient(t, srv)
+
+	t.Run("LiveHolder", func(t *testing.T) {
+		ctx := ctxFor(t, 60*time.Second)
+		holder, err := turnstile.New(dial(t, srv))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Close()
+		const k = "force-live"
+		l, err := holder.Acquire(ctx, k, turnstile.WithTTL(3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		op := dial(t, srv)
+		st, err := op.ForceRelease(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.Held || len(st.Holders) != 1 || st.Holders[0].Owner != l.Owner() || st.Holders[0].Token != l.Token() || st.Token < l.Token() {
+			t.Fatalf("ForceRelease = %+v; want the holder %s with token %d, floor at least that", st, l.Owner(), l.Token())
+		}
+		if ttl := st.Holders[0].TTL; ttl <= 0 || ttl > 3*time.Second {
+			t.Fatalf("removed holder's TTL left = %v, want in (0, 3s]", ttl)
+		}
+		// The watchdog renews about every second; its next renewal finds
+		// the key gone. Allow for a busy machine.
+		select {
+		case <-l.Context().Done():
+		case <-time.After(20 * time.Second):
+			t.Fatal("the holder's lease was not reported lost after a forced release")
+		}
+		if !errors.Is(context.Cause(l.Context()), turnstile.ErrLockLost) {
+			t.Fatalf("lost lease's cause = %v, want ErrLockLost", context.Cause(l.Context()))
+		}
+		tok, ok, err := op.Acquire(ctx, k, "next", 5*time.Second)
+		if err != nil || !ok || tok <= st.Token {
+			t.Fatalf("Acquire after the forced release = %d, %v, %v; want a token above the floor %d", tok, ok, err, st.Token)
+		}
+		if again, err := op.Inspect(ctx, k); err != nil || again.Holders[0].Owner != "next" {
+			t.Fatalf("Inspect after re-acquire = %+v, %v", again, err)
+		}
+	})
+
+	t.Run("WakesWaiter", func(t *testing.T) {
+		ctx := ctxFor(t, 60*time.Second)
+		b := dial(t, srv)
+		const k = "force-waiter"
+		// Held for a minute: only the forced release can let the waiter in.
+		tok, ok, err := b.Acquire(ctx, k, "stuck", time.Minute)
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		type res struct {
+			tok uint64
+			err error
+		}
+		got := make(chan res, 1)
+		go func() {
+			tok, err := b.AcquireWait(ctx, k, "waiter", 10*time.Second)
+			got <- res{tok, err}
+		}()
+		waitQueued(t, raw, k, 1)
+		st, err := dial(t, srv).ForceRelease(ctx, k)
+		if err != nil || !st.Held || st.Holders[0].Owner != "stuck" || st.Holders[0].Token != tok || st.Waiters != 1 {
+			t.Fatalf("ForceRelease = %+v, %v; want stuck with token %d and 1 waiter", st, err, tok)
+		}
+		select {
+		case r := <-got:
+			if r.err != nil || r.tok <= st.Token {
+				t.Fatalf("waiter got %d, %v; want a token above the floor %d", r.tok, r.err, st.Token)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the queued waiter was not woken by the forced release")
+		}
+		if ok, err := b.Extend(ctx, k, "stuck", time.Minute); ok || err != nil {
+			t.Fatalf("Extend by the removed holder = %v, %v; want false", ok, err)
+		}
+		if ok, err := b.Release(ctx, k, "waiter"); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+	})
+
+	t.Run("Free", func(t *testing.T) {
+		ctx := ctxFor(t, 10*time.Second)
+		b := dial(t, srv)
+		st, err := b.ForceRelease(ctx, "force-free")
+		if err != nil || st.Held || len(st.Holders) != 0 || st.Token == 0 {
+			t.Fatalf("ForceRelease of a free key = %+v, %v; want not held, a floor", st, err)
+		}
+		tok, ok, err := b.Acquire(ctx, "force-free", "a", 5*time.Second)
+		if err != nil || !ok || tok <= st.Token {
+			t.Fatalf("Acquire = %d, %v, %v; want a token above %d", tok, ok, err, st.Token)
+		}
+	})
+
+	t.Run("Cancelled", func(t *testing.T) {
+		b := dial(t, srv)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := b.ForceRelease(ctx, "x"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("ForceRelease with a cancelled context: %v", err)
+		}
+		if _, err := b.Inspect(ctx, "x"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Inspect with a cancelled context: %v", err)
+		}
+		if _, _, err := b.List(ctx, "", 1); !errors.Is(err, context.Canceled) {
+			t.Fatalf("List with a cancelled context: %v", err)
+		}
+	})
+}
