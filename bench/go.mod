@@ -8,13 +8,13 @@ require (
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79
-	github.com/turnstilelock/turnstile v0.0.0
-	github.com/turnstilelock/turnstile/etcd v0.0.0
-	github.com/turnstilelock/turnstile/mysql v0.0.0
-	github.com/turnstilelock/turnstile/postgres v0.0.0
-	github.com/turnstilelock/turnstile/redis v0.0.0
-	github.com/turnstilelock/turnstile/redlock v0.0.0
-	github.com/turnstilelock/turnstile/zookeeper v0.0.0
+	github.com/turnstilelock/turnstile v0.1.0
+	github.com/turnstilelock/turnstile/etcd v0.1.0
+	github.com/turnstilelock/turnstile/mysql v0.1.0
+	github.com/turnstilelock/turnstile/postgres v0.1.0
+	github.com/turnstilelock/turnstile/redis v0.1.0
+	github.com/turnstilelock/turnstile/redlock v0.1.0
+	github.com/turnstilelock/turnstile/zookeeper v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 
@@ -43,14 +43,4 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260803160001-6ac0973c030d // indirect
 	google.golang.org/grpc v1.83.2 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
-)
-
-replace (
-	github.com/turnstilelock/turnstile => ../
-	github.com/turnstilelock/turnstile/etcd => ../etcd
-	github.com/turnstilelock/turnstile/mysql => ../mysql
-	github.com/turnstilelock/turnstile/postgres => ../postgres
-	github.com/turnstilelock/turnstile/redis => ../redis
-	github.com/turnstilelock/turnstile/redlock => ../redlock
-	github.com/turnstilelock/turnstile/zookeeper => ../zookeeper
 )

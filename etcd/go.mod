@@ -3,7 +3,7 @@ module github.com/turnstilelock/turnstile/etcd
 go 1.26.0
 
 require (
-	github.com/turnstilelock/turnstile v0.0.0
+	github.com/turnstilelock/turnstile v0.1.0
 	go.etcd.io/etcd/api/v3 v3.5.35
 	go.etcd.io/etcd/client/v3 v3.5.35
 	go.uber.org/goleak v1.3.0
@@ -26,5 +26,3 @@ require (
 	google.golang.org/grpc v1.83.2 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/turnstilelock/turnstile => ../

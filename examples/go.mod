@@ -3,8 +3,8 @@ module github.com/turnstilelock/turnstile/examples
 go 1.26.0
 
 require (
-	github.com/turnstilelock/turnstile v0.0.0
-	github.com/turnstilelock/turnstile/redis v0.0.0
+	github.com/turnstilelock/turnstile v0.1.0
+	github.com/turnstilelock/turnstile/redis v0.1.0
 )
 
 require (
@@ -13,9 +13,4 @@ require (
 	github.com/redis/rueidis v1.0.79 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
-)
-
-replace (
-	github.com/turnstilelock/turnstile => ../
-	github.com/turnstilelock/turnstile/redis => ../redis
 )

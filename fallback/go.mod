@@ -2,14 +2,14 @@ module github.com/turnstilelock/turnstile/fallback
 
 go 1.26
 
-require github.com/turnstilelock/turnstile v0.0.0
+require github.com/turnstilelock/turnstile v0.1.0
 
 require (
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/redis/rueidis v1.0.79
 	github.com/sony/gobreaker/v2 v2.4.0
-	github.com/turnstilelock/turnstile/postgres v0.0.0
-	github.com/turnstilelock/turnstile/redis v0.0.0
+	github.com/turnstilelock/turnstile/postgres v0.1.0
+	github.com/turnstilelock/turnstile/redis v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 
@@ -21,10 +21,4 @@ require (
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
-)
-
-replace (
-	github.com/turnstilelock/turnstile => ../
-	github.com/turnstilelock/turnstile/postgres => ../postgres
-	github.com/turnstilelock/turnstile/redis => ../redis
 )

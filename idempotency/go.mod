@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/redis/rueidis v1.0.79
-	github.com/turnstilelock/turnstile v0.0.0
+	github.com/turnstilelock/turnstile v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 
@@ -17,5 +17,3 @@ require (
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
-
-replace github.com/turnstilelock/turnstile => ../

@@ -4,7 +4,7 @@ go 1.26
 
 require (
 	github.com/jackc/pgx/v5 v5.13.0
-	github.com/turnstilelock/turnstile v0.0.0
+	github.com/turnstilelock/turnstile v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 
@@ -13,5 +13,3 @@ require (
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
-
-replace github.com/turnstilelock/turnstile => ../

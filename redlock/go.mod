@@ -6,8 +6,8 @@ require (
 	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/redis/rueidis v1.0.79
 	github.com/rs/zerolog v1.28.0
-	github.com/turnstilelock/turnstile v0.0.0
-	github.com/turnstilelock/turnstile/redis v0.0.0
+	github.com/turnstilelock/turnstile v0.1.0
+	github.com/turnstilelock/turnstile/redis v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 
@@ -29,9 +29,4 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	google.golang.org/protobuf v1.28.1 // indirect
 	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect
-)
-
-replace (
-	github.com/turnstilelock/turnstile => ../
-	github.com/turnstilelock/turnstile/redis => ../redis
 )

@@ -3,12 +3,12 @@ module github.com/turnstilelock/turnstile/cmd/turnstile
 go 1.26.0
 
 require (
-	github.com/turnstilelock/turnstile v0.0.0
-	github.com/turnstilelock/turnstile/bench v0.0.0
-	github.com/turnstilelock/turnstile/fence v0.0.0
-	github.com/turnstilelock/turnstile/idempotency v0.0.0
-	github.com/turnstilelock/turnstile/redis v0.0.0
-	github.com/turnstilelock/turnstile/stock v0.0.0
+	github.com/turnstilelock/turnstile v0.1.0
+	github.com/turnstilelock/turnstile/bench v0.1.0
+	github.com/turnstilelock/turnstile/fence v0.1.0
+	github.com/turnstilelock/turnstile/idempotency v0.1.0
+	github.com/turnstilelock/turnstile/redis v0.1.0
+	github.com/turnstilelock/turnstile/stock v0.1.0
 )
 
 require (
@@ -27,7 +27,7 @@ require (
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
-	github.com/turnstilelock/turnstile/redlock v0.0.0 // indirect
+	github.com/turnstilelock/turnstile/redlock v0.1.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
@@ -37,28 +37,9 @@ require (
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/redis/go-redis/v9 v9.23.0 // indirect
-	github.com/turnstilelock/turnstile/metrics v0.0.0
+	github.com/turnstilelock/turnstile/metrics v0.1.0
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
-)
-
-replace (
-	github.com/turnstilelock/turnstile => ../../
-	github.com/turnstilelock/turnstile/fence => ../../fence
-	github.com/turnstilelock/turnstile/idempotency => ../../idempotency
-	github.com/turnstilelock/turnstile/redis => ../../redis
-	github.com/turnstilelock/turnstile/stock => ../../stock
-)
-
-replace github.com/turnstilelock/turnstile/metrics => ../../metrics
-
-replace (
-	github.com/turnstilelock/turnstile/bench => ../../bench
-	github.com/turnstilelock/turnstile/etcd => ../../etcd
-	github.com/turnstilelock/turnstile/mysql => ../../mysql
-	github.com/turnstilelock/turnstile/postgres => ../../postgres
-	github.com/turnstilelock/turnstile/redlock => ../../redlock
-	github.com/turnstilelock/turnstile/zookeeper => ../../zookeeper
 )
