@@ -38,19 +38,20 @@ const (
 )
 
 var eventNames = [...]string{
-	EventWaiting:     "WAITING",
-	EventAcquired:    "ACQUIRED",
-	EventFailed:      "FAILED",
-	EventExtended:    "EXTENDED",
-	EventRenewFailed: "RENEW_FAILED",
-	EventReleased:    "RELEASED",
-	EventLost:        "LOST",
+	EventWaiting:       "WAITING",
+	EventAcquired:      "ACQUIRED",
+	EventFailed:        "FAILED",
+	EventExtended:      "EXTENDED",
+	EventRenewFailed:   "RENEW_FAILED",
+	EventReleased:      "RELEASED",
+	EventLost:          "LOST",
+	EventForceReleased: "FORCE_RELEASED",
 }
 
 // String returns the event type's name in capitals, as the event log and
 // the CLI print them:
 // "ACQUIRED", "RELEASED", "EXTENDED", "LOST", "FAILED", and "WAITING",
-// "RENEW_FAILED".
+// "RENEW_FAILED", "FORCE_RELEASED".
 func (t EventType) String() string {
 	if int(t) < len(eventNames) && eventNames[t] != "" {
 		return eventNames[t]

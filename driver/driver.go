@@ -225,6 +225,8 @@ type ForceReleaser interface {
 	// atomic step where the store allows, it makes every token issued
 	// later for key greater than every token issued so far, so that
 	// fenced storage refuses the removed holder's late writes once the
-	// next holder has written. Waiters are told as on a release.
+	// next holder has written. Waiters are told as on a release. The
+	// returned Token is that floor: at least every removed holder's
+	// token, and less than every token issued later for key.
 	ForceRelease(ctx context.Context, key string) (LockState, error)
 }

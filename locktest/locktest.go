@@ -98,6 +98,7 @@ func Run(t *testing.T, h Harness) {
 		{"DistinctKeysDoNotContend", testDistinctKeys},
 		{"MultiKeyAllOrNothing", testMultiKey},
 		{"UseAfterClose", testUseAfterClose},
+		{"Inspect", testInspect},
 	}
 	for _, c := range cases {
 		if c.name == "MutualExclusionProcesses" && h.URL == "" {
