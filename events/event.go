@@ -26,6 +26,10 @@ const (
 	TypeExtended = "EXTENDED"
 	TypeLost     = "LOST"
 	TypeFailed   = "FAILED"
+	// TypeForceReleased: an operator removed the lock whoever held it
+	// (Client.ForceRelease, turnstile unlock --force); Owner and Token
+	// are the removed holder's.
+	TypeForceReleased = "FORCE_RELEASED"
 )
 
 // Sentinel errors of this package and of package outbox.
@@ -71,10 +75,12 @@ var lockTypes = map[turnstile.EventType]string{
 	turnstile.EventExtended: TypeExtended,
 	turnstile.EventLost:     TypeLost,
 	turnstile.EventFailed:   TypeFailed,
+
+	turnstile.EventForceReleased: TypeForceReleased,
 }
 
 // FromLock converts a lock event of a turnstile Client. ACQUIRED,
-// RELEASED, EXTENDED, LOST and FAILED convert, with a new ID; WAITING and
+// RELEASED, EXTENDED, LOST, FAILED and FORCE_RELEASED convert, with a new ID; WAITING and
 // RENEW_FAILED are progress reports of an operation whose outcome follows
 // as one of those, so they do not convert and ok is false.
 func FromLock(e turnstile.Event) (ev Event, ok bool) {
@@ -129,7 +135,7 @@ func (ev Event) Validate() error {
 		}
 	}
 	switch ev.Type {
-	case TypeAcquired, TypeReleased, TypeExtended, TypeLost, TypeFailed:
+	case TypeAcquired, TypeReleased, TypeExtended, TypeLost, TypeFailed, TypeForceReleased:
 		return nil
 	}
 	return &FieldError{Field: "type", Reason: "unknown type " + describe(ev.Type)}

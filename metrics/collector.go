@@ -26,6 +26,7 @@ import (
 //	turnstile_renewals_total{backend,outcome}            watchdog renewals: ok, refused, error
 //	turnstile_forced_expiries_total{backend}             leases lost without Release (ErrLockLost)
 //	turnstile_releases_total{backend,outcome}            released, not_held, error
+//	turnstile_force_releases_total{backend}              locks an operator removed by force (Client.ForceRelease)
 //	turnstile_leases_held{backend}                       gauge: leases held now
 //	turnstile_waiters{backend}                           gauge: Acquire calls waiting now
 //	turnstile_breaker_state{name}                        gauge: 0 closed, 1 half-open, 2 open (-1 unknown)
@@ -37,6 +38,7 @@ type Collector struct {
 	renewals     *prometheus.CounterVec
 	expiries     *prometheus.CounterVec
 	releases     *prometheus.CounterVec
+	forced       *prometheus.CounterVec
 	held         *prometheus.GaugeVec
 	waiters      *prometheus.GaugeVec
 	breaker      *prometheus.GaugeVec
@@ -85,6 +87,7 @@ type series struct {
 	renewals     [len(renewalOutcomes)]prometheus.Counter
 	expiries     prometheus.Counter
 	releases     [len(releaseOutcomes)]prometheus.Counter
+	forced       prometheus.Counter
 	held         prometheus.Gauge
 	waiters      prometheus.Gauge
 }
@@ -131,6 +134,10 @@ func New(reg prometheus.Registerer, opts ...Option) (*Collector, error) {
 			Namespace: ns, Name: "releases_total", ConstLabels: cl,
 			Help: "Lease.Release calls by outcome: released, not_held (the store no longer held the lease), error (store error).",
 		}, []string{"backend", "outcome"}),
+		forced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Name: "force_releases_total", ConstLabels: cl,
+			Help: "Locks an operator removed whoever held them (Client.ForceRelease, turnstile unlock --force), one per removed holder.",
+		}, []string{"backend"}),
 		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: ns, Name: "leases_held", ConstLabels: cl,
 			Help: "Leases held now: acquired and neither released nor lost.",
@@ -145,7 +152,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Collector, error) {
 		}, []string{"name"}),
 	}
 	all := []prometheus.Collector{c.latency, c.acquisitions, c.retries, c.quorum, c.renewals,
-		c.expiries, c.releases, c.held, c.waiters, c.breaker}
+		c.expiries, c.releases, c.forced, c.held, c.waiters, c.breaker}
 	for i, m := range all {
 		if err := reg.Register(m); err != nil {
 			for _, done := range all[:i] {
@@ -182,6 +189,7 @@ func (c *Collector) seriesFor(backend string) *series {
 		backend:  backend,
 		retries:  c.retries.WithLabelValues(b),
 		expiries: c.expiries.WithLabelValues(b),
+		forced:   c.forced.WithLabelValues(b),
 		held:     c.held.WithLabelValues(b),
 		waiters:  c.waiters.WithLabelValues(b),
 	}
@@ -246,6 +254,8 @@ func (c *Collector) Observe(e turnstile.Event) {
 		if c.leases.remove(e.Owner) {
 			s.held.Dec()
 		}
+	case turnstile.EventForceReleased:
+		c.seriesFor(e.Backend).forced.Inc()
 	case turnstile.EventLost:
 		s := c.seriesFor(e.Backend)
 		if errors.Is(e.Err, turnstile.ErrLockLost) {

@@ -46,8 +46,8 @@ func exported(t *testing.T) map[string]string {
 			}
 		}
 	}
-	if len(mfs) != 10 {
-		t.Fatalf("the Collector exports %d metrics, want the 10 it documents", len(mfs))
+	if len(mfs) != 11 {
+		t.Fatalf("the Collector exports %d metrics, want the 11 it documents", len(mfs))
 	}
 	return names
 }
