@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/redact"
@@ -17,10 +18,24 @@ import (
 // OpenFunc creates a backend from a URL. Backends register one per scheme.
 type OpenFunc func(ctx context.Context, u *url.URL) (driver.Backend, error)
 
+// OpenConfig is what Open tells a backend about the Client it opens the
+// store for, beside the URL: the settings a store must agree with.
+type OpenConfig struct {
+	// TTL is the Client's lease TTL: WithTTL's, else DefaultTTL. A store
+	// where something other than the lease bounds how long a crashed
+	// holder's lock lasts (ZooKeeper's session) derives that bound from
+	// it, so that --ttl means the same on every store.
+	TTL time.Duration
+}
+
+// OpenConfigFunc is an OpenFunc that is also given the Client's
+// settings. Backends register one with RegisterConfig.
+type OpenConfigFunc func(ctx context.Context, u *url.URL, cfg OpenConfig) (driver.Backend, error)
+
 var (
 	registryMu sync.RWMutex
-	registry   = map[string]OpenFunc{
-		"mem": func(context.Context, *url.URL) (driver.Backend, error) { return memory.New(), nil },
+	registry   = map[string]OpenConfigFunc{
+		"mem": func(context.Context, *url.URL, OpenConfig) (driver.Backend, error) { return memory.New(), nil },
 	}
 )
 
@@ -32,13 +47,30 @@ var (
 // Like sql.Register it panics if scheme is registered twice or open is nil:
 // both are programming errors found at start-up, not inputs.
 func Register(scheme string, open OpenFunc) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
 	if open == nil {
 		panic("turnstile: Register open func is nil for scheme " + scheme)
 	}
+	register("Register", scheme, func(ctx context.Context, u *url.URL, _ OpenConfig) (driver.Backend, error) {
+		return open(ctx, u)
+	})
+}
+
+// RegisterConfig is Register for a backend that needs the Client's
+// settings to open its store: Open passes them in an OpenConfig. The
+// zookeeper package registers this way, to derive its session timeout
+// from the TTL.
+func RegisterConfig(scheme string, open OpenConfigFunc) {
+	if open == nil {
+		panic("turnstile: RegisterConfig open func is nil for scheme " + scheme)
+	}
+	register("RegisterConfig", scheme, open)
+}
+
+func register(name, scheme string, open OpenConfigFunc) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
 	if _, dup := registry[scheme]; dup {
-		panic("turnstile: Register called twice for scheme " + scheme)
+		panic("turnstile: " + name + " called twice for scheme " + scheme)
 	}
 	registry[scheme] = open
 }
@@ -75,6 +107,12 @@ func openURL(ctx context.Context, rawURL string, opts []Option) (*Client, error)
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalidOption)
 	}
+	// The options are checked before anything is dialled, and the
+	// backend learns the settings it must agree with.
+	cfg := defaultConfig()
+	if err := cfg.apply(opts); err != nil {
+		return nil, err
+	}
 	u, err := parseURL(rawURL)
 	if err != nil {
 		// url.Error repeats the raw URL, password included: keep only why.
@@ -93,7 +131,7 @@ func openURL(ctx context.Context, rawURL string, opts []Option) (*Client, error)
 	if open == nil {
 		return nil, fmt.Errorf("%w: %q (registered: %s; import the backend package to register it)", ErrUnknownScheme, u.Scheme, strings.Join(Schemes(), ", "))
 	}
-	b, err := open(ctx, u)
+	b, err := open(ctx, u, OpenConfig{TTL: cfg.ttl})
 	if err != nil {
 		return nil, fmt.Errorf("turnstile: open %s: %w", redact.URL(rawURL), err)
 	}
