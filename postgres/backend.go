@@ -217,10 +217,12 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 		return false, fmt.Errorf("%s: extend: %w", b.name, err)
 	}
 	if tag.RowsAffected() == 0 {
-		// Removed behind our back: let others have the advisory lock too.
+		// Removed behind our back (a forced release, or the row expired
+		// on the server's clock): let others have the advisory lock too,
+		// and tell waiters that it went.
 		h.timer.Stop()
 		delete(s.held, key)
-		if _, err := conn.Exec(qctx, "SELECT pg_advisory_unlock($1)", hash); err != nil {
+		if _, err := conn.Exec(qctx, expireSQL, hash, key); err != nil {
 			s.failed()
 		}
 		return false, nil

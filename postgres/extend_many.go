@@ -103,7 +103,10 @@ func (b *Backend) extendShard(ctx context.Context, s *shard, reqs []driver.Exten
 		fail(fmt.Errorf("%s: extend: %w", b.name, err))
 		return
 	}
-	var lost []int64
+	var (
+		lost     []int64
+		lostKeys []string
+	)
 	for _, i := range asked {
 		r := reqs[i]
 		h := s.held[r.Key]
@@ -115,6 +118,7 @@ func (b *Backend) extendShard(ctx context.Context, s *shard, reqs []driver.Exten
 			h.timer.Stop()
 			delete(s.held, r.Key)
 			lost = append(lost, h.hash)
+			lostKeys = append(lostKeys, r.Key)
 			continue
 		}
 		h.deadline = start.Add(r.TTL)
@@ -122,7 +126,8 @@ func (b *Backend) extendShard(ctx context.Context, s *shard, reqs []driver.Exten
 		res[i].OK = true
 	}
 	if len(lost) > 0 {
-		if _, err := conn.Exec(qctx, "SELECT pg_advisory_unlock(h) FROM unnest($1::bigint[]) AS h", lost); err != nil {
+		// And tell their waiters that the advisory locks went.
+		if _, err := conn.Exec(qctx, "SELECT pg_advisory_unlock(h), pg_notify('turnstile_released', k) FROM unnest($1::bigint[], $2::text[]) AS u(h, k)", lost, lostKeys); err != nil {
 			s.failed()
 		}
 	}

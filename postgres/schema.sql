@@ -12,6 +12,17 @@ CREATE TABLE IF NOT EXISTS turnstile_locks (
 	expires_at timestamptz NOT NULL
 );
 
+-- Listing the locks under a key prefix reads a range of keys in byte
+-- order, which the primary key's index serves only in a database whose
+-- collation is C. Created once: CREATE INDEX IF NOT EXISTS would lock the
+-- table against writes on every Dial before finding the index there.
+DO $$
+BEGIN
+	IF to_regclass('turnstile_locks_key_c') IS NULL THEN
+		CREATE INDEX turnstile_locks_key_c ON turnstile_locks (key COLLATE "C");
+	END IF;
+END $$;
+
 -- turnstile_acquire takes key for owner: the session-scoped advisory lock
 -- on hash (unless this session already holds it for key, have) and the
 -- row, if the row is free, expired or already owner's. It returns the new
