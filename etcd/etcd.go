@@ -30,6 +30,21 @@
 // while another holds it. Locks pass to queued waiters in arrival order;
 // TryAcquire does not queue and may take a free lock ahead of the queue.
 //
+// Inspection and forced release (driver.Inspector, driver.ForceReleaser,
+// behind turnstile status, ls and unlock --force). Inspect reads the lock
+// key and counts key's queue in one read-only transaction, then asks for
+// the lease's time left (LeaseTimeToLive): two round trips. A holder's
+// token is the lock key's mod revision. List is one range read of
+// <prefix>locks/<key prefix>, limited to the number of locks asked for,
+// plus a lease read per lock returned (16 in flight) and a queue count per
+// 100 of them: its cost grows with the locks it returns, not with the
+// store. ForceRelease deletes the lock key in one transaction, as a
+// release does — waiters watching it wake, the holder's next Extend finds
+// it gone and reports the lock lost — and then revokes the holder's
+// lease. It needs no write for the token floor: tokens are revisions,
+// and the transaction's revision, which it returns, is above the removed
+// holder's token and below every later one.
+//
 // Guarantees and limits. The holder's deadline runs on its own monotonic
 // clock from before it asked; etcd counts a lease on the leader's
 // monotonic clock from when it granted or renewed it, so the store

@@ -44,6 +44,24 @@
 // their next Extend. ExtendMany renews all locks of one connection in one
 // statement.
 //
+// # Inspection and forced release
+//
+// Backend is a driver.Inspector and driver.ForceReleaser (turnstile
+// status, ls and unlock --force). Inspect reads the name's row — owner,
+// token, time left on the server's clock — in one query; the store keeps
+// no queue, so Waiters is -1. List reads the byte range of names that
+// start with the prefix through the primary key, skipping free and
+// expired rows: since rows outlive their locks, it reads the rows of every
+// name ever locked under the prefix until it has one more held lock than
+// asked for, and never the rest of the table. Keys longer than 64 bytes
+// are listed under their names (LockName), which only a prefix of the
+// name finds. ForceRelease frees the row and raises its token by one (the
+// floor it returns) in one transaction. The removed holder's user lock
+// goes when its Backend next renews — it finds the row freed and reports
+// the lock lost — or at its local deadline; a forced release through the
+// holding Backend frees it at once. Until then other Backends cannot take
+// the key.
+//
 // # Guarantees and limits
 //
 //   - Pause: a paused holder process keeps its session and so its user

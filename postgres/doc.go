@@ -49,4 +49,23 @@
 // If a lock connection breaks (server restart, network), every advisory
 // lock on it is gone: Extend of those keys reports them lost, and the
 // connection is dialled again on next use.
+//
+// Inspection and forced release (driver.Inspector, driver.ForceReleaser,
+// behind turnstile status, ls and unlock --force). Inspect reads key's row
+// — owner, token, time left on the server's clock — in one query; the
+// store keeps no queue, so Waiters is -1. List reads the range of keys
+// that start with the prefix, in byte order, through the index
+// turnstile_locks_key_c (on key COLLATE "C", which Dial creates),
+// skipping free and expired rows: since rows outlive their locks, it reads
+// the rows of every key ever locked under the prefix until it has one more
+// held lock than asked for, and never the rest of the table.
+// ForceRelease, in one transaction, frees key's row, raises its token by
+// one (the floor it returns), sends the release notice, and, where
+// fence.Postgres's table turnstile_fences exists, raises the guard of the
+// resource named like the key to that floor, so that the removed holder's
+// writes through the guard are refused even with AllowSameToken. The
+// removed holder's advisory lock goes when its Backend next renews — it
+// finds the row freed, reports the lock lost, lets go and tells waiters —
+// or at its local deadline; a forced release through the holding Backend
+// drops it at once. Until then other Backends cannot take key.
 package postgres

@@ -108,8 +108,8 @@ func readState(ctx context.Context, db interface {
 
 // List implements driver.Inspector with one range query: the keys from
 // prefix up to the first string past every key that starts with prefix,
-// in byte order, through the index turnstile_locks_key_c (created with
-// the table), skipping free and expired rows, limit+1 rows at most. Rows
+// in byte order, through the index turnstile_locks_key_c (created by
+// Dial), skipping free and expired rows, limit+1 rows at most. Rows
 // stay for every key ever locked, so the scan reads every row under
 // prefix, held or not, until it has found limit+1 held ones: its cost
 // grows with the keys under prefix, not with the table.
