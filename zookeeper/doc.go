@@ -15,6 +15,9 @@
 // partition longer than it). A Backend has one session; its timeout is
 // WithSessionTimeout (default 30 s, the same as turnstile's default TTL;
 // the server may negotiate it into its [min,max]SessionTimeout range).
+// turnstile.Open makes it the Client's TTL unless the URL sets
+// session_timeout, so that a crashed holder's lock lasts about its TTL,
+// as on every other store (see Open URLs below).
 //
 // The per-call TTL of the driver SPI is kept by the Backend that took the
 // lock: it deletes its node when the TTL passes without an Extend, so a
@@ -66,4 +69,11 @@
 // Open URLs have the form
 //
 //	zookeeper://host[:port][,host[:port]...][/chroot][?session_timeout=30s]
+//
+// Without session_timeout, the session timeout is the Client's lease TTL,
+// at least MinSessionTimeout (2 s). With it, a Client TTL longer than it
+// is refused with turnstile.ErrInvalidTTL. The server raises a session
+// timeout below its minSessionTimeout (2 × tickTime, 4 s by default) to
+// that minimum and expires sessions up to one tick late, which is the
+// store's granularity for a crashed holder's lock.
 package zookeeper

@@ -1,13 +1,21 @@
 package zookeeper
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"time"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/storeurl"
 )
+
+// MinSessionTimeout is the shortest session timeout Open derives from a
+// TTL: a shorter session is lost to an ordinary pause of a busy client
+// (a garbage collection, a descheduled process), which would free every
+// lock of a healthy holder.
+const MinSessionTimeout = 2 * time.Second
 
 // urlForm is the form of the URLs that turnstile.Open takes:
 //
@@ -16,10 +24,60 @@ import (
 // The port defaults to 2181. Lock nodes live under /chroot/turnstile/locks
 // (without a chroot, /turnstile/locks). IPv6 servers are bracketed
 // ([::1]:2181), alone or in a list.
+//
+// The session bounds how long the lock of a crashed holder lasts: the
+// server deletes its node when the session times out, and nothing else
+// does. So that the lease TTL means what it means on every store, Open
+// makes the session timeout the Client's TTL (turnstile.WithTTL, default
+// 30 s), but no less than MinSessionTimeout. A session_timeout in the URL
+// is used as given, and a TTL longer than it is refused: the server
+// would free the lock of a holder it cannot hear from (a partition)
+// while that holder still trusts its lease. The server raises a session
+// timeout below its minSessionTimeout (2 × tickTime: 4 s with the
+// default tickTime of 2 s) to that minimum, and the lock of a crashed
+// holder then lasts that long; the server also expires sessions one tick
+// late at most.
 var urlForm = storeurl.Form{Schemes: []string{"zookeeper"}, Shape: "host:port", Users: storeurl.UserRefused, Invalid: turnstile.ErrInvalidURL}
 
 func init() {
-	turnstile.Register("zookeeper", storeurl.Opener(parseURL, Dial))
+	turnstile.RegisterConfig("zookeeper", open)
+}
+
+// open is what turnstile.Open calls for a zookeeper:// URL.
+func open(ctx context.Context, u *url.URL, oc turnstile.OpenConfig) (driver.Backend, error) {
+	servers, opts, err := parseURL(u)
+	if err != nil {
+		return nil, err
+	}
+	opts, err = sessionFor(u, opts, oc.TTL)
+	if err != nil {
+		return nil, err
+	}
+	b, err := Dial(ctx, servers, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// sessionFor returns opts with the session timeout a Client with the
+// lease TTL ttl needs: the TTL, at least MinSessionTimeout, when u sets
+// none; when u sets one, opts as they are, or an error if ttl is longer.
+func sessionFor(u *url.URL, opts []Option, ttl time.Duration) ([]Option, error) {
+	if !u.Query().Has("session_timeout") {
+		return append(opts, WithSessionTimeout(max(ttl, MinSessionTimeout))), nil
+	}
+	cfg := config{timeout: DefaultSessionTimeout}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if ttl > cfg.timeout {
+		return nil, fmt.Errorf("%w: the lease TTL %v is longer than session_timeout=%v in the URL: ZooKeeper frees the lock of a holder it has not heard from for the session timeout, while that holder would still trust its lease; use a TTL of at most %v, or raise session_timeout (or leave it out: it is then the TTL)",
+			turnstile.ErrInvalidTTL, ttl, cfg.timeout, cfg.timeout)
+	}
+	return opts, nil
 }
 
 // parseURL reads u, or says what is wrong with it without showing any of
