@@ -36,6 +36,26 @@
 // queue or taken again by its owner, of a write made at the moment of the
 // grant. So every token is larger than every token issued before it.
 //
+// # Inspection and forced release
+//
+// Backend is a driver.Inspector and driver.ForceReleaser (turnstile
+// status, ls and unlock --force). Inspect lists key's directory and reads
+// the stat of its first node: two reads. A holder's TTL is -1: its lock
+// lasts as long as its node and session, and its TTL timer runs in its
+// own Backend, not in ZooKeeper. Waiters counts the queue behind the
+// holder. ZooKeeper has no range reads, so List reads the names of every
+// key directory under the root in one request — a reply that grows with
+// the number of keys that have a directory: held, queued, or freed within
+// about the last minute, before the server removes empty containers — and
+// inspects the keys under the prefix in key order, 32 at a time, until it
+// has one more held lock than asked for. ForceRelease deletes the holder's
+// nodes and writes to key's directory in one multi-op (reading the queue
+// again if it changed meanwhile): the waiter watching the holder's node
+// wakes as on a release, the holder's next Extend finds it is no longer
+// first and reports the lock lost, and the multi-op's zxid, returned as
+// the floor, is above the removed holder's token and below every later
+// one.
+//
 // # Connection states
 //
 // As in Curator: while the client is disconnected (SUSPENDED) the session
