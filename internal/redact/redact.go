@@ -4,8 +4,10 @@
 // A URL's secrets are the password of its user information, also in the
 // opaque form scheme:user:password@host and the scheme-less form
 // //user:password@host, and the values of query parameters whose names
-// look secret (password, sslpassword, token, secret, key, ...). In the
-// opaque form the user name is masked too, since it may be a password.
+// look secret (password, sslpassword, token, secret, key, ...), and the
+// secrets of a query value that is itself a URL (the stores of a
+// fallback:// URL), percent-encoded or not. In the opaque form the user
+// name is masked too, since it may be a password.
 // URL masks
 // them in a URL; Error masks every occurrence of them in an error's
 // message, as a last line of defence for errors of drivers and parsers
@@ -100,7 +102,9 @@ func parts(raw string) ([]span, []string) {
 	}
 	at := strings.LastIndexByte(auth, '@')
 	after := rest
-	fallback := at < 0
+	// An empty authority (scheme://?query) has no user information: an
+	// '@' further on is in the query (a URL in a query value).
+	fallback := at < 0 && auth != ""
 	if fallback {
 		at = strings.LastIndexByte(raw[rest:], '@')
 	}
@@ -142,6 +146,18 @@ func parts(raw string) ([]span, []string) {
 			}
 			add(i+1+len(name)+1, end)
 			i = end - 1
+		} else if ok {
+			// A value that is itself a URL (the stores of a fallback://
+			// URL) has its own secrets, masked where they stand.
+			start := i + 1 + len(name) + 1
+			dec, at := unescapeMap(raw[start:end])
+			if strings.Contains(dec, "://") {
+				inner, innerSecrets := parts(dec)
+				for _, sp := range inner {
+					add(start+at[sp.start], start+at[sp.end])
+				}
+				secrets = append(secrets, innerSecrets...)
+			}
 		}
 	}
 	// Secrets that overlap are masked as one.
@@ -150,6 +166,44 @@ func parts(raw string) ([]span, []string) {
 		addSecret(raw[sp.start:sp.end])
 	}
 	return spans, secrets
+}
+
+// unescapeMap decodes s as a query value ('+' is a space, %XX a byte;
+// a '%' not followed by two hex digits stays as it is), and returns
+// where each byte of the result came from: dec[j] from s[at[j]:], and
+// at[len(dec)] = len(s).
+func unescapeMap(s string) (dec string, at []int) {
+	var b strings.Builder
+	at = make([]int, 0, len(s)+1)
+	for i := 0; i < len(s); {
+		at = append(at, i)
+		switch {
+		case s[i] == '+':
+			b.WriteByte(' ')
+			i++
+		case s[i] == '%' && i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2]):
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 3
+		default:
+			b.WriteByte(s[i])
+			i++
+		}
+	}
+	return b.String(), append(at, len(s))
+}
+
+func ishex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
 }
 
 // merge sorts spans and joins those that overlap.

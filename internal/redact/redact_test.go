@@ -120,3 +120,28 @@ func TestErrorChainMasked(t *testing.T) {
 	}
 	walk(err)
 }
+
+// TestURLNested: a query value that is itself a URL, as the stores of a
+// fallback:// URL are, has its secrets masked, percent-encoded or not.
+func TestURLNested(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"fallback://?primary=redis%3A%2F%2F%3As3cr3tPW%40h%3A6379&secondary=postgres%3A%2F%2Fu%3Aan0therPW%40db%2Fl",
+			"fallback://?primary=redis%3A%2F%2F%3Axxxxx%40h%3A6379&secondary=postgres%3A%2F%2Fu%3Axxxxx%40db%2Fl"},
+		{"fallback://?primary=redis://127.0.0.1:6379&secondary=postgres://u@db/l?sslmode=disable",
+			"fallback://?primary=redis://127.0.0.1:6379&secondary=postgres://u@db/l?sslmode=disable"},
+		{"fallback://?primary=redis://h:1&secondary=postgres%3A%2F%2Fdb%2Fl%3Fpassword%3Ds3cr3tPW",
+			"fallback://?primary=redis://h:1&secondary=postgres%3A%2F%2Fdb%2Fl%3Fpassword%3Dxxxxx"},
+		{"fallback://?primary=redis%3A%2F%2F%3Ap%2540ss%40h", "fallback://?primary=redis%3A%2F%2F%3Axxxxx%40h"},
+	} {
+		if got := URL(tc.in); got != tc.want {
+			t.Errorf("URL(%q)\n = %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+	raw := "fallback://?primary=redis%3A%2F%2F%3Ap%2540ss%40h&secondary=postgres%3A%2F%2Fu%3Aan0therPW%40db"
+	err := Error(fmt.Errorf("dial redis://:p%%40ss@h as p@ss, and postgres://u:an0therPW@db"), raw)
+	for _, s := range []string{"p%40ss", "p@ss", "an0therPW"} {
+		if strings.Contains(err.Error(), s) {
+			t.Errorf("Error shows %q: %v", s, err)
+		}
+	}
+}
