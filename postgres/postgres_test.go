@@ -93,7 +93,10 @@ func TestManyLocksFewConnections(t *testing.T) {
 func TestDeadSessionLosesLocks(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	be := dial(t, srv, postgres.WithConns(1))
-	const ttl = 500 * time.Millisecond
+	// The row must outlive the steps below on a busy machine: killing the
+	// session, a failed renewal and a new pool's first acquisition.
+	const ttl = 3 * time.Second
+	start := time.Now()
 	tok, ok, err := be.Acquire(ctx, "dead-session", "a", ttl)
 	if err != nil || !ok {
 		t.Fatalf("acquire: %v %v", ok, err)
@@ -117,9 +120,10 @@ func TestDeadSessionLosesLocks(t *testing.T) {
 	}
 	other := dial(t, srv)
 	if _, ok, err := other.Acquire(ctx, "dead-session", "b", ttl); ok || err != nil {
-		t.Fatalf("before the TTL the row still holds the lock; acquire = %v, %v", ok, err)
+		t.Fatalf("%v after the acquisition, before the TTL, the row still holds the lock; acquire = %v, %v",
+			time.Since(start).Round(time.Millisecond), ok, err)
 	}
-	time.Sleep(ttl)
+	time.Sleep(time.Until(start.Add(ttl + 100*time.Millisecond)))
 	tok2, ok, err := other.Acquire(ctx, "dead-session", "b", ttl)
 	if err != nil || !ok {
 		t.Fatalf("acquire after the TTL: %v %v", ok, err)
