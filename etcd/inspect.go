@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 )
 
@@ -88,7 +89,7 @@ func (b *Backend) leaseLeft(ctx context.Context, id clientv3.LeaseID) (time.Dura
 // with limit, not with the number of locks in the store.
 func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
 	if limit <= 0 {
-		return nil, false, fmt.Errorf("etcd: list limit %d must be positive", limit)
+		return nil, false, fmt.Errorf("%w: etcd: list limit %d must be positive", turnstile.ErrInvalidOption, limit)
 	}
 	base := b.LockKey("")
 	resp, err := b.cli.Get(ctx, base+prefix, clientv3.WithPrefix(), clientv3.WithLimit(int64(limit)),

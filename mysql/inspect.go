@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 )
 
@@ -95,10 +96,10 @@ func readState(ctx context.Context, query func(context.Context, string, ...any) 
 // refused, since no name is that long.
 func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
 	if limit <= 0 {
-		return nil, false, fmt.Errorf("%s: list limit %d must be positive", b.name, limit)
+		return nil, false, fmt.Errorf("%w: %s: list limit %d must be positive", turnstile.ErrInvalidOption, b.name, limit)
 	}
 	if len(prefix) > maxNameLen {
-		return nil, false, fmt.Errorf("%s: list prefix is %d bytes; keys longer than %d bytes are stored under hashed names (see LockName), so no longer prefix can match", b.name, len(prefix), maxNameLen)
+		return nil, false, fmt.Errorf("%w: %s: list prefix is %d bytes; keys longer than %d bytes are stored under hashed names (see LockName), so no longer prefix can match", turnstile.ErrInvalidKey, b.name, len(prefix), maxNameLen)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, false, err

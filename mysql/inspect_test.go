@@ -113,11 +113,11 @@ func TestInspect(t *testing.T) {
 			t.Fatalf("List of every key = %d states, %v; want at least the 10 held here", len(got), err)
 		}
 		for _, limit := range []int{0, -1} {
-			if _, _, err := b.List(ctx, "ls/", limit); err == nil || !strings.Contains(err.Error(), "limit") {
+			if _, _, err := b.List(ctx, "ls/", limit); !errors.Is(err, turnstile.ErrInvalidOption) || !strings.Contains(err.Error(), "limit") {
 				t.Fatalf("List with limit %d: %v, want an error about the limit", limit, err)
 			}
 		}
-		if _, _, err := b.List(ctx, long, 10); err == nil || !strings.Contains(err.Error(), "hashed names") {
+		if _, _, err := b.List(ctx, long, 10); !errors.Is(err, turnstile.ErrInvalidKey) || !strings.Contains(err.Error(), "hashed names") {
 			t.Fatalf("List with a prefix longer than any name: %v, want an error saying why", err)
 		}
 	})

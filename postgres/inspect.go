@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 )
 
@@ -115,10 +116,10 @@ func readState(ctx context.Context, db interface {
 // grows with the keys under prefix, not with the table.
 func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
 	if limit <= 0 {
-		return nil, false, fmt.Errorf("%s: list limit %d must be positive", b.name, limit)
+		return nil, false, fmt.Errorf("%w: %s: list limit %d must be positive", turnstile.ErrInvalidOption, b.name, limit)
 	}
 	if !utf8.ValidString(prefix) {
-		return nil, false, fmt.Errorf("%s: list prefix %q is not valid UTF-8, which no key stored in PostgreSQL can start with", b.name, prefix)
+		return nil, false, fmt.Errorf("%w: %s: list prefix %q is not valid UTF-8, which no key stored in PostgreSQL can start with", turnstile.ErrInvalidKey, b.name, prefix)
 	}
 	s, err := b.enter(ctx, keyHash(prefix))
 	if err != nil {

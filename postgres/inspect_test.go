@@ -108,11 +108,11 @@ func TestInspect(t *testing.T) {
 			t.Fatalf("List of every key = %d states, %v; want at least the 9 held here", len(got), err)
 		}
 		for _, limit := range []int{0, -1} {
-			if _, _, err := b.List(ctx, "ls/", limit); err == nil || !strings.Contains(err.Error(), "limit") {
+			if _, _, err := b.List(ctx, "ls/", limit); !errors.Is(err, turnstile.ErrInvalidOption) || !strings.Contains(err.Error(), "limit") {
 				t.Fatalf("List with limit %d: %v, want an error about the limit", limit, err)
 			}
 		}
-		if _, _, err := b.List(ctx, "ls/\xff", 10); err == nil || !strings.Contains(err.Error(), "UTF-8") {
+		if _, _, err := b.List(ctx, "ls/\xff", 10); !errors.Is(err, turnstile.ErrInvalidKey) || !strings.Contains(err.Error(), "UTF-8") {
 			t.Fatalf("List with a prefix that is not UTF-8: %v, want an error saying so", err)
 		}
 	})

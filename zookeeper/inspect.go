@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 )
 
@@ -115,7 +116,7 @@ func (b *Backend) inspect(ctx context.Context, key string) (driver.LockState, []
 // reads per key under prefix it looks at.
 func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
 	if limit <= 0 {
-		return nil, false, fmt.Errorf("zookeeper: list limit %d must be positive", limit)
+		return nil, false, fmt.Errorf("%w: zookeeper: list limit %d must be positive", turnstile.ErrInvalidOption, limit)
 	}
 	if err := b.live(); err != nil {
 		return nil, false, err

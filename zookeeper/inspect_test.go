@@ -115,8 +115,8 @@ func TestInspect(t *testing.T) {
 			t.Fatalf("List of an empty prefix = %+v, %v, %v", got, more, err)
 		}
 		for _, limit := range []int{0, -1} {
-			if _, _, err := b.List(ctx, "ls/", limit); err == nil {
-				t.Fatalf("List with limit %d: no error", limit)
+			if _, _, err := b.List(ctx, "ls/", limit); !errors.Is(err, turnstile.ErrInvalidOption) {
+				t.Fatalf("List with limit %d: %v, want ErrInvalidOption", limit, err)
 			}
 		}
 	})
