@@ -29,6 +29,9 @@ type command struct {
 // is a file with its function plus a line here.
 var commands = []command{
 	{"run", "run a command while holding a lock", runCmd},
+	{"status", "show whether a lock is held, by whom, and its last fencing token", statusCmd},
+	{"ls", "list the locks held now", lsCmd},
+	{"unlock", "remove a stuck lock by force, raising its fence first", unlockCmd},
 	{"demo", "run the incidents turnstile prevents, without and with it", demo.Main},
 	{"bench", "measure turnstile's locks on your Redis: throughput, latency, commands", benchCmd},
 }

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
+)
+
+// The operator commands — status, ls and unlock — share their store
+// flags and the way they open it and report its failures.
+
+// defaultOpTimeout bounds an operator command: connecting and its round
+// trips.
+const defaultOpTimeout = 10 * time.Second
+
+// opFlags are the flags every operator command takes.
+type opFlags struct {
+	backend cli.BackendFlags
+	timeout durationFlag
+	url     string // resolved by resolve
+}
+
+func (o *opFlags) register(fs *flag.FlagSet) {
+	o.backend.Register(fs, "backend")
+	o.timeout = durationFlag(defaultOpTimeout)
+	fs.Var(&o.timeout, "timeout", "")
+}
+
+// resolve finds the store's URL and checks the flags.
+func (o *opFlags) resolve() error {
+	b, _, err := o.backend.Resolve(os.Getenv)
+	if err != nil {
+		return err
+	}
+	if b == "" {
+		b = defaultBackend
+	}
+	o.url = b
+	if o.timeout <= 0 {
+		return fmt.Errorf("--timeout %v must be positive", time.Duration(o.timeout))
+	}
+	return nil
+}
+
+// opFlagsHelp describes the flags of opFlags, for the commands' help.
+func opFlagsHelp() string {
+	return fmt.Sprintf(`  --backend URL  the lock store (default: $TURNSTILE_BACKEND, else
+                 %s). Schemes: %s.
+                 Keep a URL with a password in $TURNSTILE_BACKEND or
+                 --backend-file: every local user can read a command line.
+  --backend-file FILE
+                 read the --backend URL from FILE (its one line)
+  --timeout D    give up with exit 69 if the store has not answered within
+                 D, connecting included (default %v)
+`, defaultBackend, strings.Join(turnstile.Schemes(), ", "), defaultOpTimeout)
+}
+
+// parseArgs parses args with fs, letting flags come before and after the
+// positional arguments ("turnstile status KEY --json"), and returns the
+// positional ones. Everything after "--" is positional.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// checkKeyArg checks the KEY argument of status and unlock.
+func checkKeyArg(pos []string) (string, error) {
+	switch {
+	case len(pos) == 0:
+		return "", errors.New("missing KEY: the lock's key, e.g. lock:report:daily")
+	case len(pos) > 1:
+		return "", fmt.Errorf("one KEY only; also got %q", pos[1])
+	case pos[0] == "":
+		return "", errors.New("KEY must not be empty")
+	case len(pos[0]) > turnstile.MaxKeyLen:
+		return "", fmt.Errorf("KEY is %d bytes long, the limit is %d", len(pos[0]), turnstile.MaxKeyLen)
+	}
+	return pos[0], nil
+}
+
+// usageError reports a usage error of command name on one line, with
+// the hint on the next, and returns exitUsage.
+func usageError(stderr io.Writer, name string, err error) int {
+	fmt.Fprintf(stderr, "turnstile %s: %s\nRun \"turnstile %s -h\" for usage.\n", name, describe(err), name)
+	return exitUsage
+}
+
+// openStore opens the store of o for command name. On failure it has
+// said why on stderr and returns the exit code.
+func (o *opFlags) openStore(ctx context.Context, name string, stderr io.Writer) (*turnstile.Client, int) {
+	c, err := turnstile.Open(ctx, o.url)
+	if err != nil {
+		return nil, storeError(stderr, name, err)
+	}
+	return c, exitOK
+}
+
+// storeError reports a failed call on the store and returns the exit
+// code: 64 for a URL or backend that cannot do this at all, 69 for a
+// store that is unreachable, failing or slow.
+func storeError(stderr io.Writer, name string, err error) int {
+	switch {
+	case errors.Is(err, turnstile.ErrUnknownScheme), errors.Is(err, turnstile.ErrInvalidURL),
+		errors.Is(err, turnstile.ErrInvalidKey), errors.Is(err, turnstile.ErrInvalidOption),
+		errors.Is(err, turnstile.ErrUnsupported):
+		return usageError(stderr, name, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		fmt.Fprintf(stderr, "turnstile %s: lock store unavailable: no answer within --timeout: %s\n", name, describe(err))
+		return exitUnavailable
+	}
+	// The library names the store in err with any password masked; the
+	// URL itself would show it in the clear.
+	fmt.Fprintf(stderr, "turnstile %s: lock store unavailable: %s\n", name, describe(err))
+	return exitUnavailable
+}
+
+// ttlText renders a holder's time left for people.
+func ttlText(d time.Duration) string {
+	if d < 0 {
+		return "session"
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+// jsonHolder is a holder as the commands' JSON shows it.
+type jsonHolder struct {
+	Owner string `json:"owner"`
+	Token uint64 `json:"token"`
+	TTLMs int64  `json:"ttl_ms"` // -1: bounded by a session, not a deadline
+}
+
+// jsonState is a lock's state as the commands' JSON shows it.
+type jsonState struct {
+	Key     string       `json:"key"`
+	Held    bool         `json:"held"`
+	Holders []jsonHolder `json:"holders"`
+	Token   uint64       `json:"token"`
+	Waiters int          `json:"waiters"` // -1: the store keeps no queue it can count
+}
+
+func toJSON(st turnstile.LockState) jsonState {
+	js := jsonState{Key: st.Key, Held: st.Held, Holders: []jsonHolder{}, Token: st.Token, Waiters: st.Waiters}
+	for _, h := range st.Holders {
+		ms := int64(-1)
+		if h.TTL >= 0 {
+			ms = h.TTL.Milliseconds()
+		}
+		js.Holders = append(js.Holders, jsonHolder{Owner: h.Owner, Token: h.Token, TTLMs: ms})
+	}
+	return js
+}
+
+// jsonStateHelp documents jsonState for the commands' help.
+const jsonStateHelp = `    {"key": KEY, "held": true|false,
+     "holders": [{"owner": ID, "token": N, "ttl_ms": MS}, ...],
+     "token": N, "waiters": N}
+  holders is [] when the lock is free; ttl_ms is the time left before the
+  lease expires unless renewed (-1: bounded by a session, as on ZooKeeper);
+  token is the last fencing token the store issued for the key (0: none,
+  or the store cannot tell); waiters is how many owners wait in the store's
+  queue (-1: the store keeps no queue it can count). Fields may be added,
+  never renamed or removed.
+`

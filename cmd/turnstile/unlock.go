@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/turnstilelock/turnstile"
+)
+
+// The confirmation prompt of unlock reads stdin, if it is a terminal;
+// tests replace both.
+var (
+	confirmIn       io.Reader = os.Stdin
+	stdinIsTerminal           = stdinTerminal
+)
+
+// unlockCmd implements "turnstile unlock".
+func unlockCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("unlock", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	var o opFlags
+	o.register(fs)
+	force := fs.Bool("force", false, "")
+	yes := fs.Bool("yes", false, "")
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, unlockUsage())
+		return exitOK
+	}
+	if err == nil {
+		err = o.resolve()
+	}
+	var key string
+	if err == nil {
+		key, err = checkKeyArg(pos)
+	}
+	switch {
+	case err != nil:
+	case !*force:
+		err = errors.New("unlock removes a lock whoever holds it, and its holder may still be working: pass --force to do that")
+	case !*yes && !stdinIsTerminal():
+		err = errors.New("stdin is not a terminal, so there is nobody to confirm: pass --yes to unlock without asking")
+	}
+	if err != nil {
+		return usageError(stderr, "unlock", err)
+	}
+
+	// The prompt waits for a person; only the store's calls are bounded.
+	c, code := func() (*turnstile.Client, int) {
+		octx, cancel := context.WithTimeout(ctx, time.Duration(o.timeout))
+		defer cancel()
+		return o.openStore(octx, "unlock", stderr)
+	}()
+	if c == nil {
+		return code
+	}
+	defer c.Close()
+	if !*yes {
+		ictx, cancel := context.WithTimeout(ctx, time.Duration(o.timeout))
+		st, err := c.Inspect(ictx, key)
+		cancel()
+		if err != nil && !errors.Is(err, turnstile.ErrUnsupported) {
+			return storeError(stderr, "unlock", err)
+		}
+		if err == nil && !st.Held {
+			fmt.Fprintf(stderr, "turnstile unlock: %s was not held\n", key)
+			return exitFree
+		}
+		if !confirm(stderr, key, st, err == nil) {
+			fmt.Fprintln(stderr, "turnstile unlock: not confirmed; nothing removed")
+			return exitFree
+		}
+	}
+	fctx, cancel := context.WithTimeout(ctx, time.Duration(o.timeout))
+	defer cancel()
+	st, err := c.ForceRelease(fctx, key)
+	if err != nil {
+		return storeError(stderr, "unlock", err)
+	}
+	if !st.Held {
+		fmt.Fprintf(stderr, "turnstile unlock: %s was not held\n", key)
+		return exitFree
+	}
+	fmt.Fprintf(stdout, "removed the lock on %s\n", key)
+	for _, h := range st.Holders {
+		fmt.Fprintf(stdout, "  owner             %s\n  token             %d\n", h.Owner, h.Token)
+	}
+	fmt.Fprintf(stdout, "  new fence floor   %d (every later token is greater)\n", st.Token)
+	return exitOK
+}
+
+// confirm asks on stderr whether to remove key's lock, described by st
+// if known, and reads the answer from confirmIn.
+func confirm(stderr io.Writer, key string, st turnstile.LockState, known bool) bool {
+	var who []string
+	if known {
+		for _, h := range st.Holders {
+			who = append(who, fmt.Sprintf("%s (token %d, %s left)", h.Owner, h.Token, ttlText(h.TTL)))
+		}
+	}
+	if len(who) > 0 {
+		fmt.Fprintf(stderr, "Remove the lock on %s, held by %s? Its holder may still be working. [y/N] ", key, strings.Join(who, ", "))
+	} else {
+		fmt.Fprintf(stderr, "Remove the lock on %s, whoever holds it? Its holder may still be working. [y/N] ", key)
+	}
+	line, _ := bufio.NewReader(confirmIn).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+func unlockUsage() string {
+	return `Usage: turnstile unlock KEY --force [--yes] [flags]
+
+Remove the lock on KEY whoever holds it: an operator's way out of a lock
+that is stuck (its holder hangs while its lease is renewed, or the lease is
+long and its holder is gone). In the same atomic step where the store
+allows, the key's fence is raised first: every token issued later for KEY
+is greater than the "new fence floor" unlock prints, which is at least the
+removed holder's token, so fenced storage refuses the removed holder's late
+writes once the next holder has written (on Redis, the guard key of
+package fence for KEY is raised at once). Waiters are woken as on a
+release. The removed holder learns it at its next renewal (within a third
+of its TTL): a "turnstile run" holding it stops its command and exits 79.
+
+The removal is logged, counted in the metrics and visible in lock events
+of the Client that does it (event FORCE_RELEASED).
+
+Without --yes, unlock shows the holder and asks for confirmation on the
+terminal; when stdin is not a terminal it refuses (exit 64) unless --yes
+is given.
+
+Flags:
+  --force        required: say that you mean to remove someone's lock
+  --yes          do not ask for confirmation
+` + opFlagsHelp() + `
+Exit status:
+  0   the lock was removed; stdout names the removed owner and token, and
+      the new fence floor
+  1   KEY was not held (nothing was removed), or the removal was not
+      confirmed
+  64  usage error: bad flag, missing or empty KEY, no --force, no --yes with
+      stdin not a terminal, bad backend URL, or a store that cannot remove
+      a lock by force
+  69  the lock store is unreachable or failing, or did not answer within
+      --timeout
+`
+}
