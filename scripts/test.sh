@@ -50,6 +50,20 @@ done
 echo "== promtool: alert rules"
 (cd deploy/prometheus && promtool check rules alerts.yml && promtool test rules alerts_test.yml)
 
+# Every go.mod requires its turnstile siblings at the version being
+# prepared, with no replace directive; go.work maps those versions to the
+# directories (tools/release says why).
+echo "== module graph"
+go run ./tools/release check
+
+# What users do, without publishing: scripts/release.sh on a copy of the
+# working tree with a file-system module proxy, then, with no go.work, an
+# empty module cache and that proxy first in GOPROXY, `go install
+# .../cmd/turnstile@VERSION`, the installed binary, and a fresh module that
+# `go get`s the root and the redis backend and builds the README's program.
+echo "== install from a local module proxy"
+go run ./tools/release install-check
+
 status=0
 # Tests too slow under the race detector carry `//go:build !race` and run
 # here, without it.

@@ -27,17 +27,16 @@ func installCheck(root, version string, keep bool, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	modcache := filepath.Join(tmp, "modcache")
+	modcache, cleanup, err := newModCache()
+	if err != nil {
+		return err
+	}
 	defer func() {
 		if keep {
-			fmt.Fprintf(out, "kept %s\n", tmp)
+			fmt.Fprintf(out, "kept %s and the module cache %s\n", tmp, modcache)
 			return
 		}
-		// The module cache is read-only; the go command knows how to remove it.
-		cmd := exec.Command("go", "clean", "-modcache")
-		cmd.Env = append(os.Environ(), "GOMODCACHE="+modcache, "GOWORK=off", "GOFLAGS=")
-		cmd.Dir = tmp
-		_ = cmd.Run()
+		cleanup()
 		os.RemoveAll(tmp)
 	}()
 	step := func(format string, args ...any) {
@@ -68,7 +67,7 @@ func installCheck(root, version string, keep bool, out io.Writer) (err error) {
 	cmd.Dir = repo
 	cmd.Env = gitEnv
 	var rel bytes.Buffer
-	cmd.Stdout = io.MultiWriter(&rel, prefixWriter{out, "  release.sh: "})
+	cmd.Stdout = io.MultiWriter(&rel, &prefixWriter{w: out, prefix: "  release.sh: "})
 	cmd.Stderr = cmd.Stdout
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("scripts/release.sh %s: %v", version, err)
@@ -76,7 +75,7 @@ func installCheck(root, version string, keep bool, out io.Writer) (err error) {
 	step("scripts/release.sh %s: committed and tagged, tags verified against the proxy", version)
 
 	gobin := filepath.Join(tmp, "bin")
-	env := proxyEnv(proxyDir, "GOMODCACHE="+modcache, "GOBIN="+gobin)
+	env := proxyEnv(proxyDir, modcache, "GOBIN="+gobin)
 	if err := run(tmp, env, "go", "install", rootPath+"/cmd/turnstile@"+version); err != nil {
 		return err
 	}
@@ -182,16 +181,21 @@ func copyWorkTree(root, dst string) error {
 
 // prefixWriter writes each line with a prefix.
 type prefixWriter struct {
-	w      io.Writer
-	prefix string
+	w       io.Writer
+	prefix  string
+	midLine bool
 }
 
-func (p prefixWriter) Write(b []byte) (int, error) {
+func (p *prefixWriter) Write(b []byte) (int, error) {
 	for _, line := range strings.SplitAfter(string(b), "\n") {
 		if line == "" {
 			continue
 		}
-		if _, err := io.WriteString(p.w, p.prefix+line); err != nil {
+		if !p.midLine {
+			line = p.prefix + line
+		}
+		p.midLine = !strings.HasSuffix(line, "\n")
+		if _, err := io.WriteString(p.w, line); err != nil {
 			return 0, err
 		}
 	}

@@ -17,10 +17,13 @@
 //	                                go.sum untouched (the release, or tidy, writes it)
 //	release tidy                    `go mod tidy` in every module, siblings served from the working
 //	                                tree through a temporary local proxy; turnstile go.sum lines kept
-//	release install-check VERSION   the proof that users can install: scripts/release.sh on a copy
+//	release check                   every go.mod requires turnstile modules at one version and
+//	                                replaces none; go.work replaces each at that version
+//	release install-check [VERSION] the proof that users can install: scripts/release.sh on a copy
 //	                                of the working tree, then `go install …/cmd/turnstile@VERSION`
 //	                                and a fresh module using the README's program, both from the
-//	                                local proxy with an empty module cache
+//	                                local proxy with an empty module cache; VERSION defaults
+//	                                to the one the go.mod files require
 //
 // Every command works on the repository that contains the current directory.
 package main
@@ -43,7 +46,8 @@ const usage = `usage: release check-version VERSION
        release verify-tags -proxy DIR VERSION
        release set-version VERSION
        release tidy
-       release install-check [-keep] VERSION`
+       release check
+       release install-check [-keep] [VERSION]`
 
 // exitUsage is the exit status for bad arguments (sysexits EX_USAGE).
 const exitUsage = 64
@@ -79,7 +83,17 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 	}
 	version := ""
 	switch cmd {
-	case "check-version", "set-version", "tags", "prepare", "verify-tags", "install-check":
+	case "install-check":
+		if fs.NArg() > 1 {
+			return usageError{fmt.Sprintf("%s takes at most one VERSION argument, got %d", cmd, fs.NArg())}
+		}
+		version = fs.Arg(0)
+		if version != "" {
+			if err := checkVersion(version); err != nil {
+				return usageError{err.Error()}
+			}
+		}
+	case "check-version", "set-version", "tags", "prepare", "verify-tags":
 		if fs.NArg() != 1 {
 			return usageError{fmt.Sprintf("%s takes one VERSION argument, got %d", cmd, fs.NArg())}
 		}
@@ -87,7 +101,7 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 		if err := checkVersion(version); err != nil {
 			return usageError{err.Error()}
 		}
-	case "order", "tidy":
+	case "order", "tidy", "check":
 		if fs.NArg() != 0 {
 			return usageError{fmt.Sprintf("%s takes no arguments", cmd)}
 		}
@@ -138,7 +152,18 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 		return setVersion(root, version, stdout)
 	case "tidy":
 		return tidy(root, stdout)
+	case "check":
+		return checkGraph(root, stdout)
 	case "install-check":
+		if version == "" {
+			mods, err := workspaceModules(root)
+			if err != nil {
+				return err
+			}
+			if version, err = currentVersion(root, mods); err != nil {
+				return err
+			}
+		}
 		return installCheck(root, version, *keep, stdout)
 	}
 	return nil

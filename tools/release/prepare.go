@@ -87,22 +87,27 @@ func turnstileSums(data []byte) []string {
 	return out
 }
 
-// env is the environment for the go commands that resolve turnstile
-// modules from the local proxy: no workspace, go.mod and go.sum updated as
-// needed, the local proxy first, then the module cache's download
-// directory (offline for everything already downloaded), then the public
-// proxy; turnstile modules are not looked up in the checksum database,
-// which has never seen these versions.
-func proxyEnv(proxyDir string, extra ...string) []string {
-	modcache := goEnv("GOMODCACHE")
+// proxyEnv is the environment for the go commands that resolve turnstile
+// modules from the local proxy in proxyDir: no workspace, go.mod and go.sum
+// updated as needed, the module cache in modcache (a private one, so that
+// no module cache entry of an unpublished version, left by an earlier run,
+// stands in for the proxy's), the local proxy first in GOPROXY, then the
+// user's module cache's download directory (offline for everything already
+// downloaded), then the public proxy; turnstile modules are not looked up in
+// the checksum database, which has never seen these versions.
+func proxyEnv(proxyDir, modcache string, extra ...string) []string {
 	goproxy := "file://" + filepath.ToSlash(proxyDir)
-	if modcache != "" {
-		goproxy += ",file://" + filepath.ToSlash(filepath.Join(modcache, "cache", "download"))
+	if user := goEnv("GOMODCACHE"); user != "" {
+		goproxy += ",file://" + filepath.ToSlash(filepath.Join(user, "cache", "download"))
 	}
 	goproxy += ",https://proxy.golang.org"
 	env := append(os.Environ(),
 		"GOWORK=off",
-		"GOFLAGS=-mod=mod",
+		// -trimpath: packages built from a fresh module cache are the
+		// same build actions as from the user's, so the build cache
+		// serves them again on the next run.
+		"GOFLAGS=-mod=mod -trimpath",
+		"GOMODCACHE="+modcache,
 		"GOPROXY="+goproxy,
 		"GONOSUMDB="+rootPath,
 		"GONOPROXY=",
@@ -110,6 +115,22 @@ func proxyEnv(proxyDir string, extra ...string) []string {
 		"GOTOOLCHAIN=local",
 	)
 	return append(env, extra...)
+}
+
+// newModCache makes an empty module cache and returns it with the function
+// that removes it (its files are read-only; the go command removes them).
+func newModCache() (string, func(), error) {
+	dir, err := os.MkdirTemp("", "turnstile-modcache-")
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func() {
+		cmd := exec.Command("go", "clean", "-modcache")
+		cmd.Env = append(os.Environ(), "GOMODCACHE="+dir, "GOWORK=off", "GOFLAGS=")
+		cmd.Dir = dir
+		_ = cmd.Run()
+		os.RemoveAll(dir)
+	}, nil
 }
 
 func goEnv(name string) string {
@@ -134,7 +155,8 @@ func run(dir string, env []string, name string, args ...string) error {
 }
 
 // prepare puts the repository in root into the release state for version:
-// in dependency order, each module's turnstile requirements are set to
+// go.work replaces every module at version by its directory, and, in
+// dependency order, each module's turnstile requirements are set to
 // version (replace directives for them dropped), `go mod tidy` runs
 // against the local proxy in proxyDir (which writes the go.sum lines of the
 // siblings already zipped), and the module is then zipped into proxyDir at
@@ -146,7 +168,25 @@ func prepare(root, proxyDir, version string, progress io.Writer) ([]Module, erro
 	if err != nil {
 		return nil, err
 	}
-	env := proxyEnv(proxyDir)
+	// go.work is a file of the root module, so it is final before any zip.
+	work := filepath.Join(root, "go.work")
+	data, err := os.ReadFile(work)
+	if err != nil {
+		return nil, err
+	}
+	next, err := setWorkReplaces(data, mods, version)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(work, next, 0o644); err != nil {
+		return nil, err
+	}
+	modcache, cleanup, err := newModCache()
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	env := proxyEnv(proxyDir, modcache)
 	for _, m := range mods {
 		start := time.Now()
 		if err := prepareModule(root, m, mods, version, env); err != nil {

@@ -64,7 +64,12 @@ func tidy(root string, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(proxyDir)
-	env := proxyEnv(proxyDir)
+	modcache, cleanup, err := newModCache()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	env := proxyEnv(proxyDir, modcache)
 	for _, m := range mods {
 		gosum := filepath.Join(root, filepath.FromSlash(m.Dir), "go.sum")
 		old, _ := os.ReadFile(gosum)
@@ -192,4 +197,40 @@ func setWorkReplaces(data []byte, mods []Module, version string) ([]byte, error)
 		return nil, err
 	}
 	return []byte(b.String()), nil
+}
+
+// checkGraph verifies the module graph of the working tree: every go.mod
+// requires its turnstile siblings at one version and has no replace
+// directive for one, and go.work replaces each module at that version by
+// its directory.
+func checkGraph(root string, out io.Writer) error {
+	mods, err := workspaceModules(root)
+	if err != nil {
+		return err
+	}
+	version, err := currentVersion(root, mods)
+	if err != nil {
+		return fmt.Errorf("%v (go run ./tools/release set-version VERSION sets them all)", err)
+	}
+	for _, m := range mods {
+		if err := checkReleased(m.Dir+"/go.mod", filepath.Join(root, filepath.FromSlash(m.Dir), "go.mod"), version); err != nil {
+			return fmt.Errorf("%v (go run ./tools/release set-version %s fixes it)", err, version)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(root, "go.work"))
+	if err != nil {
+		return err
+	}
+	want, err := setWorkReplaces(data, mods, version)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(want, data) {
+		return fmt.Errorf("go.work does not replace every module at %s by its directory (go run ./tools/release set-version %s fixes it)", version, version)
+	}
+	if _, err := releaseOrder(root); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%d modules, each requiring its turnstile siblings at %s, none replaced\n", len(mods), version)
+	return nil
 }
