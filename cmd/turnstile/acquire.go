@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
+	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/redis"
 )
 
 // errWaitExpired is the cause of the acquisition context when --wait runs
@@ -29,7 +32,11 @@ func (o *runOptions) acquire(ctx context.Context, stderr io.Writer) (*turnstile.
 		wctx, cancel = context.WithTimeoutCause(ctx, o.wait, errWaitExpired)
 		defer cancel()
 	}
-	c, err := turnstile.Open(wctx, o.backend, append([]turnstile.Option{turnstile.WithTTL(o.ttl)}, o.clientOpts...)...)
+	opts := append([]turnstile.Option{turnstile.WithTTL(o.ttl)}, o.clientOpts...)
+	if o.kind == kindFair {
+		opts = append(opts, turnstile.WithQueuePosition(o.positionReporter(stderr)))
+	}
+	c, err := turnstile.Open(wctx, o.backend, opts...)
 	if err != nil {
 		if errors.Is(context.Cause(wctx), errWaitExpired) {
 			// The store never answered: it is unavailable, not busy.
@@ -37,6 +44,10 @@ func (o *runOptions) acquire(ctx context.Context, stderr io.Writer) (*turnstile.
 			return nil, nil, exitUnavailable
 		}
 		return nil, nil, o.fail(wctx, stderr, err)
+	}
+	if c, err = o.kindClient(c, opts); err != nil {
+		fmt.Fprintf(stderr, "turnstile run: %s\nRun \"turnstile run -h\" for usage.\n", describe(err))
+		return nil, nil, exitUsage
 	}
 
 	// One attempt first, even when waiting: a store that cannot be reached
@@ -48,12 +59,128 @@ func (o *runOptions) acquire(ctx context.Context, stderr io.Writer) (*turnstile.
 	if !errors.Is(err, turnstile.ErrNotAcquired) || o.noWait {
 		return c, nil, o.fail(wctx, stderr, err)
 	}
+	if _, queues := c.Backend().(driver.Queuer); queues && o.kind == kindFair && !o.reportsPlaces(c) {
+		fmt.Fprintf(stderr, "turnstile: waiting in line for %s (this store serves its line in order but does not report places)\n", o.key)
+	}
 	forever := turnstile.Exponential{Base: turnstile.DefaultBackoffBase, Cap: turnstile.DefaultBackoffCap, MaxRetries: -1}
 	lease, err = c.Acquire(wctx, o.key, turnstile.WithBackoff(forever))
 	if err != nil {
 		return c, nil, o.fail(wctx, stderr, err)
 	}
 	return c, lease, exitOK
+}
+
+// errNoKind is the error of kindClient when the store has no lock of the
+// kind asked for: a usage error, since the command line asks for
+// something the store it names cannot do.
+var errNoKind = errors.New("lock kind not available")
+
+// kindClient returns the Client that takes the lock kind asked for: c
+// itself for a plain lock, and for a fair lock on a store that queues
+// its waiters (etcd, ZooKeeper: c waits in the store's queue already);
+// else a Client over the view of c's store that is that kind, with c
+// closed after it. On error c is closed.
+func (o *runOptions) kindClient(c *turnstile.Client, opts []turnstile.Option) (*turnstile.Client, error) {
+	if o.kind == kindPlain {
+		return c, nil
+	}
+	if _, queues := c.Backend().(driver.Queuer); queues && o.kind == kindFair {
+		return c, nil
+	}
+	var view driver.Backend
+	var err error
+	rb, ok := c.Backend().(*redis.Backend)
+	if ok {
+		switch o.kind {
+		case kindShared:
+			var rw *redis.RWLock
+			if rw, err = rb.ReadWrite(); err == nil {
+				view = rw.Read()
+			}
+		case kindExclusive:
+			var rw *redis.RWLock
+			if rw, err = rb.ReadWrite(); err == nil {
+				view = rw.Write()
+			}
+		case kindSemaphore:
+			view, err = rb.Semaphore(o.permits)
+		case kindFair:
+			view, err = rb.Fair()
+		}
+	} else {
+		err = fmt.Errorf("%w: %s needs %s; %s:// has none", errNoKind, o.kindFlag(), o.kindStores(), o.scheme())
+	}
+	if err == nil {
+		var kc *turnstile.Client
+		if kc, err = turnstile.New(view, opts...); err == nil {
+			o.closers = append(o.closers, c.Close)
+			return kc, nil
+		}
+	}
+	_ = c.Close()
+	return nil, err
+}
+
+// kindFlag is the flag that chose o's lock kind, as given.
+func (o *runOptions) kindFlag() string {
+	if o.kind == kindSemaphore {
+		return fmt.Sprintf("--semaphore %d", o.permits)
+	}
+	return "--" + kindFlags[o.kind-1]
+}
+
+// kindStores says which stores have o's lock kind.
+func (o *runOptions) kindStores() string {
+	if o.kind == kindFair {
+		return "a store with a fair queue (redis, rediss, etcd or zookeeper)"
+	}
+	return "a store with read-write locks and semaphores (redis or rediss)"
+}
+
+// scheme is the scheme of o's backend URL ("postgres"), for messages:
+// it never holds a secret.
+func (o *runOptions) scheme() string {
+	scheme, _, _ := strings.Cut(o.backend, ":")
+	return strings.ToLower(scheme)
+}
+
+// reportsPlaces reports whether c's store tells waiters their place in
+// line: the redis package's fair view does, etcd's and ZooKeeper's
+// queues do not.
+func (o *runOptions) reportsPlaces(c *turnstile.Client) bool {
+	_, ok := c.Backend().(*redis.Fair)
+	return ok
+}
+
+// positionReporter returns the WithQueuePosition function of --fair: it
+// says on stderr where in line turnstile is whenever that changes.
+func (o *runOptions) positionReporter(stderr io.Writer) func(int) {
+	last := 0
+	return func(pos int) {
+		if pos == last || pos < 1 {
+			return
+		}
+		last = pos
+		fmt.Fprintf(stderr, "turnstile: you are %s in line for %s\n", ordinal(pos), o.key)
+	}
+}
+
+// ordinal writes n as 1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st.
+func ordinal(n int) string {
+	suffix := "th"
+	switch n % 100 {
+	case 11, 12, 13:
+	default:
+		switch n % 10 {
+		case 1:
+			suffix = "st"
+		case 2:
+			suffix = "nd"
+		case 3:
+			suffix = "rd"
+		}
+	}
+	return strconv.Itoa(n) + suffix
 }
 
 // fail reports why the lock was not taken and returns the exit code.

@@ -183,6 +183,16 @@ func (o *benchOptions) ownServers() int {
 	return 1
 }
 
+// benchBackendHelp is the help of bench's --backend, --url and
+// --backend-file.
+func benchBackendHelp() string {
+	return cli.BackendHelp(20, "the server to measure, redis://[user:password@]host:port[/db] "+
+		"(rediss:// for TLS; ?prefix=P puts every key under P; several hosts: one Redis Cluster, whose commands are counted on the hosts listed) "+
+		"or redlock://host1:port1,host2:port2,...[/db] (single-node cells on its first node, the Redlock cell on all)",
+		"redis-server processes of its own on free loopback ports (five for the Redlock cell), stopped when it exits (redis-server must be installed)",
+		"url")
+}
+
 func benchUsage() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `Usage: turnstile bench [flags]
@@ -199,31 +209,14 @@ Workloads (--only selects them by id):
   contended-8/c=64  64 workers on 8 hot keys, released at once
   contended-1/c=64  64 workers on one hot key
   redlock-5/c=64    64 workers, distinct keys, over a Redlock: the nodes of
-                    --url redlock://... (named redlock-N for N nodes; at
-                    least 2), or 5 servers of its own without --url;
-                    skipped, with a note, when --url is a redis:// URL
+                    --backend redlock://... (named redlock-N for N nodes; at
+                    least 2), or 5 servers of its own without --backend;
+                    skipped, with a note, when --backend is a redis:// URL
   %-17s --waiters workers on one key, each holding it --hold,
                     in this process (bench/ also runs it over 10 processes)
 
 Flags:
-  --url URL         the server to measure: redis://[user:password@]host:port[/db]
-                    (rediss:// for TLS; ?prefix=P puts every key under P;
-                    several hosts: one Redis Cluster, whose commands are
-                    counted on the hosts listed) or
-                    redlock://host1:port1,host2:port2,...[/db] (single-node
-                    cells on its first node, the Redlock cell on all).
-                    --backend URL is the same flag. Default:
-                    $TURNSTILE_BACKEND. Without either, turnstile bench
-                    starts redis-server on free loopback ports (five for
-                    the Redlock cell) and stops them when it exits;
-                    redis-server must be installed. Every local user can
-                    read a command line (ps): keep a URL with a password
-                    in $TURNSTILE_BACKEND or --backend-file. Output shows
-                    it with the password masked.
-  --backend-file FILE
-                    read the --url URL from FILE (its one line, spaces
-                    trimmed), e.g. a file only you can read
-  --only REGEX      run only the workloads whose id matches, e.g.
+%s  --only REGEX      run only the workloads whose id matches, e.g.
                     'uncontended' or 'herd|contended-1' (default: all)
   --duration D      how long each cell runs (default %v, at most %v)
   --waiters N       workers of the herd cell (default %d, at most %d)
@@ -270,6 +263,6 @@ Exit status:
          not be started, reached or read (INFO refused)
   128+N  interrupted by signal N (130 for Ctrl-C), after printing what was
          measured
-`, "herd/c="+strconv.Itoa(defaultBenchWaiters), defaultBenchDuration, maxBenchDuration, defaultBenchWaiters, maxBenchWaiters, maxBenchHold)
+`, "herd/c="+strconv.Itoa(defaultBenchWaiters), benchBackendHelp(), defaultBenchDuration, maxBenchDuration, defaultBenchWaiters, maxBenchWaiters, maxBenchHold)
 	return b.String()
 }

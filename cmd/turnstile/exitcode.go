@@ -21,8 +21,10 @@ const exitCodeHelp = `Exit status:
          lock was held (a command that itself exits 64, 69, 75 or 79 cannot
          be told apart from turnstile; the message on stderr can)
   64     usage error: bad flag, duration, key or backend URL (a database
-         the server does not have included), a --ttl under 200ms, a
-         --metrics-addr that cannot be listened on, missing "--" or command
+         the server does not have included), a --ttl under 200ms or longer
+         than the URL's session_timeout, a lock kind the store does not
+         have, a --metrics-addr that cannot be listened on, missing "--"
+         or command
   69     the lock store is unreachable or failing, or did not answer
          within --wait
   75     lock not acquired: another owner holds it (--no-wait), or --wait

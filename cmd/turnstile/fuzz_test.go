@@ -14,7 +14,7 @@ import (
 	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/clitest"
 )
 
-var runFlags = []string{"backend", "key", "ttl", "wait", "no-wait", "grace", "metrics-addr", "help", "h"}
+var runFlags = []string{"backend", "backend-file", "key", "ttl", "wait", "no-wait", "grace", "metrics-addr", "shared", "exclusive", "semaphore", "fair", "help", "h"}
 
 // FuzzParseRun: "turnstile run" flags never panic the parser; a refused
 // command line gets an error that names the bad flag or value, and an
@@ -29,6 +29,8 @@ func FuzzParseRun(f *testing.F) {
 		{"--key", "k", "--", ""}, {"--bogus"}, {"--key", "k", "--metrics-addr", "nope", "--", "x"}, {"-h"},
 		{"--key", "k", "--backend", "", "--", "x"}, {"--key", strings.Repeat("k", 513), "--", "x"}, {"---key", "k"},
 		{"--key", "k", "--ttl", "9999999h", "--", "x"}, {"--key", "k", "--no-wait=maybe", "--", "x"}, {"--", "x"},
+		{"--key", "k", "--shared", "--", "x"}, {"--key", "k", "--semaphore", "3", "--", "x"}, {"--key", "k", "--fair", "--exclusive", "--", "x"},
+		{"--key", "k", "--semaphore", "0", "--", "x"}, {"--key", "k", "--fair=false", "--shared", "--", "x"},
 	} {
 		f.Add(strings.Join(s, "\x00"))
 	}
@@ -54,13 +56,21 @@ func FuzzParseRun(f *testing.F) {
 		if o.wait != 0 {
 			back = append(back, "--wait", o.wait.String())
 		}
+		switch o.kind {
+		case kindPlain:
+		case kindSemaphore:
+			back = append(back, "--semaphore", strconv.Itoa(o.permits))
+		default:
+			back = append(back, "--"+kindFlags[o.kind-1])
+		}
 		back = append(append(back, "--"), o.argv...)
 		o2, err := parseRun(back)
 		if err != nil {
 			t.Fatalf("parseRun(%q) accepted options that, written back as %q, it refuses: %v", args, back, err)
 		}
 		if o.backend != o2.backend || o.key != o2.key || o.ttl != o2.ttl || o.wait != o2.wait || o.noWait != o2.noWait ||
-			o.grace != o2.grace || o.metricsAddr != o2.metricsAddr || !slices.Equal(o.argv, o2.argv) {
+			o.grace != o2.grace || o.metricsAddr != o2.metricsAddr || !slices.Equal(o.argv, o2.argv) ||
+			o.kind != o2.kind || o.permits != o2.permits {
 			t.Fatalf("parseRun(%q) = %+v, but written back as %q: %+v", args, o, back, o2)
 		}
 	})

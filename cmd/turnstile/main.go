@@ -34,6 +34,8 @@ var commands = []command{
 	{"unlock", "remove a stuck lock by force, raising its fence first", unlockCmd},
 	{"demo", "run the incidents turnstile prevents, without and with it", demo.Main},
 	{"bench", "measure turnstile's locks on your Redis: throughput, latency, commands", benchCmd},
+	{"version", "print the version, the commit and the stores compiled in", versionCmd},
+	{"completion", "print a bash, zsh or fish script that completes turnstile's commands", completionCmd},
 }
 
 func main() {
@@ -48,6 +50,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	name := args[0]
+	if name == "--version" || name == "-version" {
+		return versionCmd(ctx, args[1:], stdout, stderr)
+	}
 	if isHelp(name) {
 		if len(args) > 1 {
 			if c, ok := lookup(args[1]); ok {
@@ -89,8 +94,13 @@ func lookup(name string) (command, bool) {
 func printUsage(w io.Writer) {
 	fmt.Fprint(w, "turnstile makes exactly one process at a time do the work guarded by a lock.\n\n")
 	fmt.Fprint(w, "Usage: turnstile COMMAND [flags] [args]\n\nCommands:\n")
+	width := len("help")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-6s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
 	}
-	fmt.Fprint(w, "  help   show this list, or \"turnstile help COMMAND\" for one command\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-*s %s\n", width, c.name, c.summary)
+	}
+	fmt.Fprintf(w, "  %-*s show this list, or \"turnstile help COMMAND\" for one command\n", width, "help")
+	fmt.Fprint(w, "\n\"turnstile --version\" is \"turnstile version\".\n")
 }

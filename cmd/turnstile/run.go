@@ -33,6 +33,14 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return o.run(ctx, stdout, stderr)
 }
 
+// closeRest closes what acquire opened besides the Client it returned.
+func (o *runOptions) closeRest() {
+	for i := len(o.closers) - 1; i >= 0; i-- {
+		_ = o.closers[i]()
+	}
+	o.closers = nil
+}
+
 // run takes the lock, runs the command under it and releases it.
 func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 4)
@@ -67,6 +75,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 	stopWatch := cli.CancelOnSignal(sigs, cancel)
 	c, lease, code := o.acquire(actx, stderr)
 	stopWatch()
+	defer o.closeRest()
 	if c == nil {
 		cancel(nil)
 		return code

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
+	"github.com/turnstilelock/turnstile/redis"
 )
 
 // defaultBackend is the store "turnstile run" uses when neither --backend
@@ -34,26 +36,88 @@ type runOptions struct {
 	metricsAddr string
 	// clientOpts go to the Client (the metrics observer).
 	clientOpts []turnstile.Option
+	// kind is the lock kind: plain, or the one a kind flag names.
+	kind lockKind
+	// permits is --semaphore's N.
+	permits int
+	// closers close what acquire opened besides the Client it returns,
+	// last first.
+	closers []func() error
+}
+
+// lockKind is the kind of lock "turnstile run" takes.
+type lockKind int
+
+const (
+	kindPlain     lockKind = iota
+	kindShared             // --shared: the read side of KEY's read-write lock
+	kindExclusive          // --exclusive: its write side
+	kindSemaphore          // --semaphore N
+	kindFair               // --fair: the plain lock, waiting in a FIFO queue
+)
+
+// kindFlags are the flags that choose a lock kind, of which one at most
+// may be given.
+var kindFlags = []string{"shared", "exclusive", "semaphore", "fair"}
+
+// permitsFlag is --semaphore N.
+type permitsFlag struct{ n *int }
+
+func (p permitsFlag) String() string {
+	if p.n == nil {
+		return "0"
+	}
+	return strconv.Itoa(*p.n)
+}
+
+func (p permitsFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > redis.MaxPermits {
+		return fmt.Errorf("want a number of holders from 1 to %d", redis.MaxPermits)
+	}
+	*p.n = n
+	return nil
+}
+
+// newRunFlagSet returns the flags of "turnstile run", parsed into o and the
+// values it returns.
+func newRunFlagSet(o *runOptions) (fs *flag.FlagSet, backend *cli.BackendFlags, ttl, wait, grace *durationFlag) {
+	fs = flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by runCmd, with a hint
+	fs.Usage = func() {}
+	backend = &cli.BackendFlags{}
+	backend.Register(fs, "backend")
+	fs.StringVar(&o.key, "key", "", "")
+	ttl, wait, grace = new(durationFlag(turnstile.DefaultTTL)), new(durationFlag(0)), new(durationFlag(defaultGrace))
+	fs.Var(ttl, "ttl", "")
+	fs.Var(wait, "wait", "")
+	fs.BoolVar(&o.noWait, "no-wait", false, "")
+	fs.Var(grace, "grace", "")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "")
+	fs.Bool("shared", false, "")
+	fs.Bool("exclusive", false, "")
+	fs.Var(permitsFlag{&o.permits}, "semaphore", "")
+	fs.Bool("fair", false, "")
+	return fs, backend, ttl, wait, grace
 }
 
 func parseRun(args []string) (*runOptions, error) {
 	o := &runOptions{}
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported by runCmd, with a hint
-	fs.Usage = func() {}
-	var backend cli.BackendFlags
-	backend.Register(fs, "backend")
-	fs.StringVar(&o.key, "key", "", "")
-	ttl := durationFlag(turnstile.DefaultTTL)
-	fs.Var(&ttl, "ttl", "")
-	wait := durationFlag(0)
-	fs.Var(&wait, "wait", "")
-	fs.BoolVar(&o.noWait, "no-wait", false, "")
-	grace := durationFlag(defaultGrace)
-	fs.Var(&grace, "grace", "")
-	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "")
+	fs, backend, ttl, wait, grace := newRunFlagSet(o)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	var kinds []string
+	fs.Visit(func(f *flag.Flag) {
+		for i, k := range kindFlags {
+			if f.Name == k && f.Value.String() != "false" {
+				kinds = append(kinds, "--"+k)
+				o.kind = lockKind(i + 1)
+			}
+		}
+	})
+	if len(kinds) > 1 {
+		return nil, fmt.Errorf("%s exclude each other: a lock is of one kind", strings.Join(kinds, " and "))
 	}
 	b, _, err := backend.Resolve(os.Getenv)
 	if err != nil {
@@ -63,7 +127,7 @@ func parseRun(args []string) (*runOptions, error) {
 		b = defaultBackend
 	}
 	o.backend = b
-	o.ttl, o.wait, o.grace = time.Duration(ttl), time.Duration(wait), time.Duration(grace)
+	o.ttl, o.wait, o.grace = time.Duration(*ttl), time.Duration(*wait), time.Duration(*grace)
 
 	// flag stops at "--" or at the first argument that is not a flag; only
 	// the first is accepted, so that a mistyped flag after the key can
@@ -131,6 +195,13 @@ func (d *durationFlag) Set(s string) error {
 	return nil
 }
 
+// runBackendHelp is the help of run's --backend and --backend-file.
+func runBackendHelp() string {
+	return cli.BackendHelp(17, "a URL of one of the stores compiled in ("+strings.Join(turnstile.Schemes(), ", ")+
+		"); mem:// lives inside this one process and excludes nothing across processes: use it only to try turnstile out",
+		defaultBackend, "")
+}
+
 func runUsage() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `Usage: turnstile run [flags] -- COMMAND [ARG...]
@@ -161,17 +232,7 @@ started, even one that left the group or is stopped, within milliseconds.
 On other systems they keep running after turnstile dies.
 
 Flags:
-  --backend URL  the lock store (default: $TURNSTILE_BACKEND, else
-                 %s). Schemes: %s.
-                 mem:// lives inside this one process and excludes nothing
-                 across processes: use it only to try turnstile out.
-                 Every local user can read a command line (ps): keep a URL
-                 with a password in $TURNSTILE_BACKEND or --backend-file.
-                 Errors show it with the password masked.
-  --backend-file FILE
-                 read the --backend URL from FILE (its one line, spaces
-                 trimmed), e.g. a file only you can read
-  --key KEY      the lock to hold, e.g. lock:inventory:12345 (required)
+%s  --key KEY      the lock to hold, e.g. lock:inventory:12345 (required)
   --ttl D        lease TTL: how long the lock outlives a turnstile that
                  crashed or lost the store (default %v)
   --wait D       give up with exit 75 if the lock is not acquired within D
@@ -185,13 +246,37 @@ Flags:
                  turnstile runs
 Durations are written like 500ms, 30s or 5m.
 
+Lock kinds (one at most; default: the plain lock, held by one at a time):
+  --shared       take a read lock: any number of --shared runs hold KEY
+                 together, while no --exclusive run holds it
+  --exclusive    take the write side of that read-write lock: alone, once
+                 the --shared runs inside have finished; new --shared runs
+                 wait while it waits (writers go first). The read-write
+                 lock on KEY is not the plain lock on KEY: runs that share
+                 data through it must all give --shared or --exclusive.
+  --semaphore N  hold one of N permits on KEY: up to N runs at once. Every
+                 run on KEY must give the same N. Not the plain lock on KEY.
+  --fair         wait in a first-come, first-served line for the plain lock
+                 on KEY, printing "turnstile: you are N-th in line for KEY"
+                 on stderr whenever the place changes (Redis); on etcd and
+                 ZooKeeper every run waits in line already and the store
+                 reports no places
+--shared, --exclusive and --semaphore need a redis:// or rediss:// store,
+--fair one of those or etcd:// or zookeeper://; on another store they are a
+usage error (64).
+
+--ttl means the same on every store: a crashed turnstile's lock lasts --ttl,
+plus the store's granularity (etcd counts whole seconds, 2 s at least;
+ZooKeeper's session timeout is made --ttl, 2 s at least, unless the URL sets
+session_timeout, which must then be at least --ttl).
+
 While the lock is held elsewhere, turnstile retries after random pauses
 (exponential backoff with full jitter: below %v at first, doubling up to
 %v). If the store fails on the first attempt, turnstile exits 69 at once;
 failures later in the wait are retried until the lock is acquired or --wait
 expires.
 
-`, defaultBackend, strings.Join(turnstile.Schemes(), ", "), turnstile.DefaultTTL, defaultGrace,
+`, runBackendHelp(), turnstile.DefaultTTL, defaultGrace,
 		turnstile.DefaultBackoffBase, turnstile.DefaultBackoffCap)
 	b.WriteString(exitCodeHelp)
 	return b.String()

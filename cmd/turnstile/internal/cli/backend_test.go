@@ -106,3 +106,23 @@ func TestBackendSources(t *testing.T) {
 		}
 	}
 }
+
+// TestBackendHelp: the help names the flags, the alias and the
+// environment variable, starts every description at the column asked
+// for and stays within the help width.
+func TestBackendHelp(t *testing.T) {
+	h := BackendHelp(20, "the Redis server to measure", "a server of its own", "url")
+	for _, want := range []string{"  --backend URL     the lock store: the Redis server", "  --url URL         the same as --backend", "  --backend-file FILE\n                    read the --backend URL", "$TURNSTILE_BACKEND, else a server of its own"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("help lacks %q:\n%s", want, h)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(h, "\n"), "\n") {
+		if len(line) > helpWidth {
+			t.Errorf("line longer than %d: %q", helpWidth, line)
+		}
+		if !strings.HasPrefix(line, "  --") && !strings.HasPrefix(line, strings.Repeat(" ", 20)) {
+			t.Errorf("line out of column: %q", line)
+		}
+	}
+}

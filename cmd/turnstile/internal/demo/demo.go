@@ -281,17 +281,13 @@ Flags:
   --json           print one JSON object per run on stdout (scenario,
                    variant, ok, naive and the figures) and nothing else;
                    progress still goes to stderr
-  --redis URL      use this Redis server instead of starting one (default:
-                   $TURNSTILE_BACKEND when set); --backend URL is the same
-  --backend-file FILE
-                   read the --redis URL from FILE (its one line, spaces
-                   trimmed)
-  --postgres URL   use this PostgreSQL server instead of starting one
+`)
+	b.WriteString(cli.BackendHelp(19, "the Redis server to run on, redis://[user:password@]host:port[/db], instead of starting one",
+		"redis-server on a free loopback port when installed, an in-process Redis otherwise", "redis"))
+	b.WriteString(`  --postgres URL   use this PostgreSQL server instead of starting one
   --postgres-file FILE
-                   read the --postgres URL from FILE
-                   Every local user can read a command line (ps): keep a
-                   URL with a password in $TURNSTILE_BACKEND or a file.
-                   Output shows URLs with the password masked.
+                   read the --postgres URL from FILE (keep a URL with a
+                   password there: every local user can read a command line)
   --in-process     start no servers: use an in-process Redis (miniredis on a
                    loopback port) and no PostgreSQL
   --units N        units on sale in flash-sale (default 1000)
@@ -305,11 +301,11 @@ Flags:
                    keeps serving them until interrupted (then it exits with
                    the verdict's status)
 
-Without --redis (or $TURNSTILE_BACKEND), the demo starts redis-server on a free loopback port when it
-is installed, and an in-process Redis otherwise; without --postgres, it
-starts PostgreSQL when installed, and runs the scenarios that would use it on
-Redis otherwise. It says which. Everything it starts stops when it exits,
-also on Ctrl-C. On servers given with --redis or --postgres it leaves its
+Without --backend (or $TURNSTILE_BACKEND), the demo starts redis-server on a
+free loopback port when it is installed, and an in-process Redis otherwise;
+without --postgres, it starts PostgreSQL when installed, and runs the
+scenarios that would use it on Redis otherwise. It says which. Everything it starts stops when it exits,
+also on Ctrl-C. On servers given with --backend or --postgres it leaves its
 data behind: keys named demo:* and lock keys, and the tables
 turnstile_demo_stock, turnstile_stock, turnstile_fences and
 turnstile_idempotency. Give it scratch servers.

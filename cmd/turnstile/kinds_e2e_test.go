@@ -1,0 +1,215 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turnstilelock/turnstile/internal/testserver"
+)
+
+// startLogged starts turnstile with args, its stderr going to the file
+// errPath, which the test can read while turnstile runs.
+func startLogged(t *testing.T, env []string, errPath string, args ...string) *proc {
+	t.Helper()
+	env = append(env, "TS="+binary, "ERR="+errPath)
+	return startProcess(t, env, "sh", append([]string{"-c", `exec "$TS" "$@" 2>"$ERR"`, "sh"}, args...)...)
+}
+
+// waitForText waits until the file at path contains text.
+func waitForText(t *testing.T, path, text string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		b, _ := os.ReadFile(path)
+		if strings.Contains(string(b), text) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not say %q within %v; it says:\n%s", filepath.Base(path), text, timeout, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// checkFairOrder holds KEY with a plain run, lines up three --fair runs
+// one after another, and checks that they are served in that order once
+// the holder is done. Where the store reports places, each waiter must
+// have been told its place, and told again as it moved up.
+func checkFairOrder(t *testing.T, backend string, reportsPlaces bool) {
+	dir := t.TempDir()
+	env := []string{"TURNSTILE_BACKEND=" + backend, "DIR=" + dir}
+	const key = "lock:cli:fair"
+	holder := startTurnstile(t, env, "run", "--key", key, "--", "sh", "-c", holdScript)
+	waitForFile(t, filepath.Join(dir, "held"), time.Minute)
+
+	names := []string{"A", "B", "C"}
+	places := []string{"1st", "2nd", "3rd"}
+	waiters := make([]*proc, len(names))
+	for i, n := range names {
+		errPath := filepath.Join(dir, "err."+n)
+		waiters[i] = startLogged(t, append(env, "NAME="+n), errPath,
+			"run", "--fair", "--key", key, "--", "sh", "-c", `echo "$NAME" >> "$DIR/order"`)
+		if reportsPlaces {
+			waitForText(t, errPath, "turnstile: you are "+places[i]+" in line for "+key, time.Minute)
+		} else {
+			waitForText(t, errPath, "waiting in line for "+key, time.Minute)
+			// The store reports no place: give the waiter time to join
+			// the store's line after saying it waits.
+			time.Sleep(2 * time.Second)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := holder.wait(t, time.Minute); r.code != 0 {
+		t.Fatalf("holder: exit code %d; stderr:\n%s", r.code, r.stderr)
+	}
+	for i, w := range waiters {
+		if r := w.wait(t, time.Minute); r.code != 0 {
+			b, _ := os.ReadFile(filepath.Join(dir, "err."+names[i]))
+			t.Fatalf("waiter %s: exit code %d; stderr:\n%s", names[i], r.code, b)
+		}
+	}
+	order, err := os.ReadFile(filepath.Join(dir, "order"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(order)); strings.Join(got, " ") != "A B C" {
+		t.Fatalf("served in the order %v, want A B C (the order they lined up in)", got)
+	}
+	if reportsPlaces {
+		for i, n := range names {
+			b, _ := os.ReadFile(filepath.Join(dir, "err."+n))
+			var want []string
+			for j := i; j >= 0; j-- {
+				want = append(want, "turnstile: you are "+places[j]+" in line for "+key)
+			}
+			if got := strings.Split(strings.TrimSpace(string(b)), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("waiter %s said:\n%s\nwant:\n%s", n, b, strings.Join(want, "\n"))
+			}
+		}
+	}
+}
+
+func TestRunFairRedis(t *testing.T) {
+	t.Parallel()
+	srv := testserver.StartRedis(t)
+	checkFairOrder(t, srv.URL(), true)
+}
+
+// TestRunShared: two --shared runs hold KEY together, while an
+// --exclusive run waits for both and runs alone.
+func TestRunShared(t *testing.T) {
+	t.Parallel()
+	srv := testserver.StartRedis(t)
+	dir := t.TempDir()
+	env := []string{"TURNSTILE_BACKEND=" + srv.URL()}
+	const key = "lock:cli:rw"
+	var readers []*proc
+	for _, n := range []string{"r1", "r2"} {
+		d := filepath.Join(dir, n)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		readers = append(readers, startTurnstile(t, append(env, "DIR="+d), "run", "--shared", "--key", key, "--", "sh", "-c", holdScript))
+		// Each holds before the next starts: the second gets in while
+		// the first holds.
+		waitForFile(t, filepath.Join(d, "held"), time.Minute)
+	}
+	if r := runTurnstile(t, env, "run", "--exclusive", "--no-wait", "--key", key, "--", "true"); r.code != exitNotAcquired {
+		t.Fatalf("--exclusive --no-wait while two readers hold: exit code %d, want %d; stderr:\n%s", r.code, exitNotAcquired, r.stderr)
+	}
+	done := filepath.Join(dir, "writer")
+	writer := startTurnstile(t, append(env, "R1="+filepath.Join(dir, "r1"), "R2="+filepath.Join(dir, "r2"), "OUT="+done), "run", "--exclusive", "--key", key, "--", "sh", "-c",
+		// Readers still inside would not have their "go" yet.
+		`if [ -e "$R1/go" ] && [ -e "$R2/go" ]; then echo alone > "$OUT"; else echo overlapped > "$OUT"; fi`)
+	time.Sleep(500 * time.Millisecond)
+	if exists(done) {
+		t.Fatal("the --exclusive run ran while --shared runs held the lock")
+	}
+	for i, r := range readers {
+		if err := os.WriteFile(filepath.Join(dir, []string{"r1", "r2"}[i], "go"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if res := r.wait(t, time.Minute); res.code != 0 {
+			t.Fatalf("reader %d: exit code %d; stderr:\n%s", i+1, res.code, res.stderr)
+		}
+	}
+	if r := writer.wait(t, time.Minute); r.code != 0 {
+		t.Fatalf("writer: exit code %d; stderr:\n%s", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(done); strings.TrimSpace(string(b)) != "alone" {
+		t.Fatalf("the --exclusive run: %q, want alone", b)
+	}
+}
+
+// TestRunSemaphore: --semaphore 2 admits two runs at once, not three.
+func TestRunSemaphore(t *testing.T) {
+	t.Parallel()
+	srv := testserver.StartRedis(t)
+	dir := t.TempDir()
+	env := []string{"TURNSTILE_BACKEND=" + srv.URL()}
+	const key = "lock:cli:sem"
+	var holders []*proc
+	for _, n := range []string{"h1", "h2"} {
+		d := filepath.Join(dir, n)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		holders = append(holders, startTurnstile(t, append(env, "DIR="+d), "run", "--semaphore", "2", "--key", key, "--", "sh", "-c", holdScript))
+		waitForFile(t, filepath.Join(d, "held"), time.Minute)
+	}
+	if r := runTurnstile(t, env, "run", "--semaphore", "2", "--no-wait", "--key", key, "--", "true"); r.code != exitNotAcquired {
+		t.Fatalf("a third --semaphore 2 run: exit code %d, want %d; stderr:\n%s", r.code, exitNotAcquired, r.stderr)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "h1", "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := holders[0].wait(t, time.Minute); r.code != 0 {
+		t.Fatalf("first holder: exit code %d; stderr:\n%s", r.code, r.stderr)
+	}
+	if r := runTurnstile(t, env, "run", "--semaphore", "2", "--no-wait", "--key", key, "--", "true"); r.code != 0 {
+		t.Fatalf("a run once a permit is back: exit code %d, want 0; stderr:\n%s", r.code, r.stderr)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "h2", "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	holders[1].wait(t, time.Minute)
+}
+
+// TestRunKindUsageErrors: kind flags that exclude each other, a bad
+// --semaphore and a kind the store lacks are usage errors, each one line
+// plus the usage hint, before any command runs.
+func TestRunKindUsageErrors(t *testing.T) {
+	t.Parallel()
+	ran := filepath.Join(t.TempDir(), "ran")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--shared", "--fair"}, "--fair and --shared exclude each other"},
+		{[]string{"--semaphore", "2", "--exclusive"}, "exclude each other"},
+		{[]string{"--semaphore", "0"}, "from 1 to"},
+		{[]string{"--semaphore", "two"}, "from 1 to"},
+		{[]string{"--backend", "mem://", "--shared"}, "--shared needs a store with read-write locks"},
+		{[]string{"--backend", "mem://", "--semaphore", "3"}, "--semaphore 3 needs"},
+		{[]string{"--backend", "mem://", "--fair"}, "--fair needs a store with a fair queue"},
+	} {
+		args := append(append([]string{"run", "--key", "k"}, tc.args...), "--", "touch", ran)
+		r := runTurnstile(t, nil, args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%q: exit code %d, want %d with %q; stderr:\n%s", tc.args, r.code, exitUsage, tc.want, r.stderr)
+		}
+		if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); len(lines) != 2 || !strings.Contains(lines[1], "turnstile run -h") {
+			t.Errorf("%q: want one line and the usage hint, got:\n%s", tc.args, r.stderr)
+		}
+	}
+	if exists(ran) {
+		t.Fatal("a command ran despite a usage error")
+	}
+}

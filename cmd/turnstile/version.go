@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"github.com/turnstilelock/turnstile"
+)
+
+// buildInfo is what "turnstile version" reports.
+type buildInfo struct {
+	// Version is the module version the binary was built at: a release
+	// tag with go install …@vX.Y.Z, "(devel)" when built in a checkout.
+	Version string `json:"version"`
+	// Revision, Time and Modified describe the commit of a binary built
+	// in a checkout with VCS stamping (-buildvcs, the default in a git
+	// work tree); they are empty without it.
+	Revision string `json:"revision,omitempty"`
+	Time     string `json:"time,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
+	// Go is the Go release that built the binary.
+	Go string `json:"go"`
+	// Platform is GOOS/GOARCH.
+	Platform string `json:"platform"`
+	// Schemes are the lock store URL schemes compiled in.
+	Schemes []string `json:"schemes"`
+}
+
+// readBuildInfo reads the binary's build information. Binaries built
+// without module support report "unknown" as their version.
+func readBuildInfo() buildInfo {
+	bi := buildInfo{Version: "unknown", Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Schemes: turnstile.Schemes()}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return bi
+	}
+	if info.Main.Version != "" {
+		bi.Version = info.Main.Version
+	}
+	if info.GoVersion != "" {
+		bi.Go = info.GoVersion
+	}
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			bi.Revision = s.Value
+		case "vcs.time":
+			bi.Time = s.Value
+		case "vcs.modified":
+			bi.Modified = s.Value == "true"
+		}
+	}
+	return bi
+}
+
+// text is the human form of bi, one line per fact.
+func (bi buildInfo) text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "turnstile %s\n", bi.Version)
+	if bi.Revision != "" {
+		rev := bi.Revision
+		if bi.Modified {
+			rev += " (modified)"
+		}
+		fmt.Fprintf(&b, "  revision %s\n", rev)
+	} else {
+		b.WriteString("  revision unknown (built without VCS information)\n")
+	}
+	if bi.Time != "" {
+		fmt.Fprintf(&b, "  time     %s\n", bi.Time)
+	}
+	fmt.Fprintf(&b, "  go       %s %s\n", bi.Go, bi.Platform)
+	fmt.Fprintf(&b, "  stores   %s\n", strings.Join(bi.Schemes, ", "))
+	return b.String()
+}
+
+// versionCmd implements "turnstile version" (and "turnstile --version").
+func versionCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	asJSON := fs.Bool("json", false, "")
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, versionUsage)
+		return exitOK
+	}
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "turnstile version: %v\nRun \"turnstile version -h\" for usage.\n", err)
+		return exitUsage
+	}
+	bi := readBuildInfo()
+	if *asJSON {
+		_ = json.NewEncoder(stdout).Encode(bi)
+		return exitOK
+	}
+	fmt.Fprint(stdout, bi.text())
+	return exitOK
+}
+
+const versionUsage = `Usage: turnstile version [--json]
+
+Print the version of turnstile, the commit it was built from, the Go release
+that built it and the lock store URL schemes compiled in.
+
+The version is the module version given to go install (vX.Y.Z), or "(devel)"
+for a binary built in a checkout. The revision, its time and "(modified)"
+(uncommitted changes) come from the VCS information Go stamps into binaries
+built in a git work tree; built with -buildvcs=false, or from a module
+download, the revision is "unknown".
+
+Flags:
+  --json  print one JSON object: version, revision, time, modified, go,
+          platform, schemes
+
+Exit status:
+  0   printed
+  64  usage error
+`

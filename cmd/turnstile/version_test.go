@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/turnstilelock/turnstile"
+)
+
+// TestVersion: "version" and "--version" print the module version, the
+// Go release and every store scheme compiled in; --json prints the same
+// as one object.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		var stdout, stderr bytes.Buffer
+		if code := dispatch(context.Background(), args, &stdout, &stderr); code != exitOK {
+			t.Fatalf("%q: exit code %d; stderr:\n%s", args, code, stderr.String())
+		}
+		out := stdout.String()
+		for _, want := range []string{"turnstile ", "revision ", "go       go1.", "stores   "} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%q does not print %q:\n%s", args, want, out)
+			}
+		}
+		for _, s := range []string{"etcd", "fallback", "mem", "mysql", "postgres", "redis", "rediss", "redlock", "zookeeper"} {
+			if !strings.Contains(out, s) {
+				t.Errorf("%q does not list the %s store:\n%s", args, s, out)
+			}
+		}
+	}
+
+	var stdout, stderr bytes.Buffer
+	if code := dispatch(context.Background(), []string{"version", "--json"}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("version --json: exit code %d; stderr:\n%s", code, stderr.String())
+	}
+	var bi buildInfo
+	if err := json.Unmarshal(stdout.Bytes(), &bi); err != nil {
+		t.Fatalf("version --json printed %q: %v", stdout.String(), err)
+	}
+	if bi.Version == "" || !strings.HasPrefix(bi.Go, "go") || !slices.Equal(bi.Schemes, turnstile.Schemes()) {
+		t.Fatalf("version --json: %+v", bi)
+	}
+}
+
+// TestVersionOfBinary: the built binary knows its module version: a
+// binary built in a checkout is "(devel)".
+func TestVersionOfBinary(t *testing.T) {
+	out, err := exec.Command(binary, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("turnstile --version: %v\n%s", err, out)
+	}
+	if !strings.HasPrefix(string(out), "turnstile (devel)\n") {
+		t.Fatalf("turnstile --version printed:\n%s\nwant it to start with the module version (devel)", out)
+	}
+}
+
+func TestVersionUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{"version", "extra"}, {"version", "--jsn"}, {"--version", "x"}} {
+		var stdout, stderr bytes.Buffer
+		if code := dispatch(context.Background(), args, &stdout, &stderr); code != exitUsage {
+			t.Errorf("%q: exit code %d, want %d", args, code, exitUsage)
+		}
+		if lines := strings.Split(strings.TrimSpace(stderr.String()), "\n"); len(lines) != 2 || stdout.Len() != 0 {
+			t.Errorf("%q: want one line and the usage hint on stderr, got:\n%s", args, stderr.String())
+		}
+	}
+}
