@@ -78,7 +78,7 @@ func lsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			waiters = fmt.Sprint(st.Waiters)
 		}
 		for _, h := range st.Holders {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", st.Key, h.Owner, h.Token, ttlText(h.TTL), waiters)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", oneLine(st.Key), oneLine(h.Owner), h.Token, ttlText(h.TTL), waiters)
 		}
 	}
 	_ = tw.Flush()

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
@@ -102,8 +104,23 @@ func checkKeyArg(pos []string) (string, error) {
 // usageError reports a usage error of command name on one line, with
 // the hint on the next, and returns exitUsage.
 func usageError(stderr io.Writer, name string, err error) int {
-	fmt.Fprintf(stderr, "turnstile %s: %s\nRun \"turnstile %s -h\" for usage.\n", name, describe(err), name)
+	fmt.Fprintf(stderr, "turnstile %s: %s\nRun \"turnstile %s -h\" for usage.\n", name, oneLine(describe(err)), name)
 	return exitUsage
+}
+
+// oneLine escapes the control characters of msg (a flag name given with
+// a newline in it, say), so that a message stays on one line.
+func oneLine(msg string) string {
+	var b strings.Builder
+	for _, r := range msg {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // openStore opens the store of o for command name. On failure it has
@@ -126,12 +143,12 @@ func storeError(stderr io.Writer, name string, err error) int {
 		errors.Is(err, turnstile.ErrUnsupported):
 		return usageError(stderr, name, err)
 	case errors.Is(err, context.DeadlineExceeded):
-		fmt.Fprintf(stderr, "turnstile %s: lock store unavailable: no answer within --timeout: %s\n", name, describe(err))
+		fmt.Fprintf(stderr, "turnstile %s: lock store unavailable: no answer within --timeout: %s\n", name, oneLine(describe(err)))
 		return exitUnavailable
 	}
 	// The library names the store in err with any password masked; the
 	// URL itself would show it in the clear.
-	fmt.Fprintf(stderr, "turnstile %s: lock store unavailable: %s\n", name, describe(err))
+	fmt.Fprintf(stderr, "turnstile %s: lock store unavailable: %s\n", name, oneLine(describe(err)))
 	return exitUnavailable
 }
 

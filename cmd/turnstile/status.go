@@ -67,11 +67,11 @@ const exitFree = 1
 // printState shows st for people.
 func printState(w io.Writer, st turnstile.LockState) {
 	if !st.Held {
-		fmt.Fprintf(w, "%s is free\n", st.Key)
+		fmt.Fprintf(w, "%s is free\n", oneLine(st.Key))
 	} else {
-		fmt.Fprintf(w, "%s is held\n", st.Key)
+		fmt.Fprintf(w, "%s is held\n", oneLine(st.Key))
 		for _, h := range st.Holders {
-			fmt.Fprintf(w, "  owner       %s\n  token       %d\n  ttl left    %s\n", h.Owner, h.Token, ttlText(h.TTL))
+			fmt.Fprintf(w, "  owner       %s\n  token       %d\n  ttl left    %s\n", oneLine(h.Owner), h.Token, ttlText(h.TTL))
 		}
 	}
 	if st.Token > 0 {

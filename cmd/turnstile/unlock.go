@@ -71,7 +71,7 @@ func unlockCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return storeError(stderr, "unlock", err)
 		}
 		if err == nil && !st.Held {
-			fmt.Fprintf(stderr, "turnstile unlock: %s was not held\n", key)
+			fmt.Fprintf(stderr, "turnstile unlock: %s was not held\n", oneLine(key))
 			return exitFree
 		}
 		if !confirm(stderr, key, st, err == nil) {
@@ -86,12 +86,12 @@ func unlockCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return storeError(stderr, "unlock", err)
 	}
 	if !st.Held {
-		fmt.Fprintf(stderr, "turnstile unlock: %s was not held\n", key)
+		fmt.Fprintf(stderr, "turnstile unlock: %s was not held\n", oneLine(key))
 		return exitFree
 	}
-	fmt.Fprintf(stdout, "removed the lock on %s\n", key)
+	fmt.Fprintf(stdout, "removed the lock on %s\n", oneLine(key))
 	for _, h := range st.Holders {
-		fmt.Fprintf(stdout, "  owner             %s\n  token             %d\n", h.Owner, h.Token)
+		fmt.Fprintf(stdout, "  owner             %s\n  token             %d\n", oneLine(h.Owner), h.Token)
 	}
 	fmt.Fprintf(stdout, "  new fence floor   %d (every later token is greater)\n", st.Token)
 	return exitOK
@@ -103,13 +103,13 @@ func confirm(stderr io.Writer, key string, st turnstile.LockState, known bool) b
 	var who []string
 	if known {
 		for _, h := range st.Holders {
-			who = append(who, fmt.Sprintf("%s (token %d, %s left)", h.Owner, h.Token, ttlText(h.TTL)))
+			who = append(who, fmt.Sprintf("%s (token %d, %s left)", oneLine(h.Owner), h.Token, ttlText(h.TTL)))
 		}
 	}
 	if len(who) > 0 {
-		fmt.Fprintf(stderr, "Remove the lock on %s, held by %s? Its holder may still be working. [y/N] ", key, strings.Join(who, ", "))
+		fmt.Fprintf(stderr, "Remove the lock on %s, held by %s? Its holder may still be working. [y/N] ", oneLine(key), strings.Join(who, ", "))
 	} else {
-		fmt.Fprintf(stderr, "Remove the lock on %s, whoever holds it? Its holder may still be working. [y/N] ", key)
+		fmt.Fprintf(stderr, "Remove the lock on %s, whoever holds it? Its holder may still be working. [y/N] ", oneLine(key))
 	}
 	line, _ := bufio.NewReader(confirmIn).ReadString('\n')
 	switch strings.ToLower(strings.TrimSpace(line)) {
