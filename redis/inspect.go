@@ -165,6 +165,33 @@ func parseState(key string, r []string, fair bool) (driver.LockState, error) {
 }
 
 func (b *Backend) list(ctx context.Context, prefix string, limit int, fair bool) ([]driver.LockState, bool, error) {
+	return b.listWith(ctx, prefix, limit, lister{
+		script:   inspectScript,
+		patterns: []string{globEscape(b.cfg.prefix+"{"+escapeKey(prefix)) + "*}"},
+		keyOf:    b.lockKeyOf,
+		call:     func(k string) call { return b.inspectCall(k, fair) },
+		parse: func(k string, r []string) (driver.LockState, bool, error) {
+			st, err := parseState(k, r, fair)
+			// A string without expiry is no lock, whatever its key.
+			return st, err == nil && st.Held && st.Holders[0].TTL >= 0, err
+		},
+	})
+}
+
+// lister says how List finds one lock kind's keys and reads their state.
+type lister struct {
+	script   *kindScript                    // the inspect script
+	patterns []string                       // SCAN MATCH patterns
+	keyOf    func(rk string) (string, bool) // the lock key of a Redis key found
+	call     func(key string) call          // the inspect script's call for key
+	// parse reads the script's reply; keep is false for a lock not held.
+	parse func(key string, r []string) (st driver.LockState, keep bool, err error)
+}
+
+// listWith runs List for the kind l describes: SCAN with each of its
+// patterns, and the inspect script, pipelined, for each batch of keys
+// found, until limit held locks and one more are found.
+func (b *Backend) listWith(ctx context.Context, prefix string, limit int, l lister) ([]driver.LockState, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -187,22 +214,19 @@ func (b *Backend) list(ctx context.Context, prefix string, limit int, fair bool)
 		}
 		calls := make([]call, len(batch))
 		for i, k := range batch {
-			calls[i] = b.inspectCall(k, fair)
+			calls[i] = l.call(k)
 		}
-		replies, errs := b.runStringsMulti(ctx, inspectScript, calls)
+		replies, errs := b.runStringsMulti(ctx, l.script, calls)
 		for i, k := range batch {
 			if errs[i] != nil {
-				if isWrongType(errs[i]) {
-					continue // not a lock
-				}
 				return errs[i]
 			}
-			st, err := parseState(k, replies[i], fair)
+			st, keep, err := l.parse(k, replies[i])
 			if err != nil {
 				return err
 			}
-			if !st.Held || st.Holders[0].TTL < 0 {
-				continue // expired meanwhile, or a string without expiry: no lock
+			if !keep {
+				continue // expired meanwhile, or no lock
 			}
 			if len(out) == limit {
 				more = true
@@ -213,24 +237,29 @@ func (b *Backend) list(ctx context.Context, prefix string, limit int, fair bool)
 		batch = batch[:0]
 		return nil
 	}
-	pattern := globEscape(b.cfg.prefix+"{"+escapeKey(prefix)) + "*}"
-	err := b.scan(ctx, pattern, func(keys []string) error {
-		for _, rk := range keys {
-			k, ok := b.lockKeyOf(rk)
-			if !ok {
-				continue
+	var err error
+	for _, pattern := range l.patterns {
+		err = b.scan(ctx, pattern, func(keys []string) error {
+			for _, rk := range keys {
+				k, ok := l.keyOf(rk)
+				if !ok {
+					continue
+				}
+				if _, dup := seen[k]; dup {
+					continue
+				}
+				seen[k] = struct{}{}
+				batch = append(batch, k)
 			}
-			if _, dup := seen[k]; dup {
-				continue
+			if len(batch) >= scanCount {
+				return flush()
 			}
-			seen[k] = struct{}{}
-			batch = append(batch, k)
+			return nil
+		})
+		if err != nil {
+			break
 		}
-		if len(batch) >= scanCount {
-			return flush()
-		}
-		return nil
-	})
+	}
 	if err == nil {
 		err = flush()
 	}
@@ -286,10 +315,6 @@ func globEscape(s string) string {
 		sb.WriteByte(s[i])
 	}
 	return sb.String()
-}
-
-func isWrongType(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "WRONGTYPE")
 }
 
 // scan runs SCAN MATCH pattern COUNT scanCount to its end on every node
