@@ -1,6 +1,6 @@
 module github.com/turnstilelock/turnstile/fallback
 
-go 1.26
+go 1.26.0
 
 require github.com/turnstilelock/turnstile v0.1.0
 
@@ -10,7 +10,6 @@ require (
 	github.com/sony/gobreaker/v2 v2.4.0
 	github.com/turnstilelock/turnstile/postgres v0.1.0
 	github.com/turnstilelock/turnstile/redis v0.1.0
-	go.uber.org/goleak v1.3.0
 )
 
 require (
@@ -19,6 +18,7 @@ require (
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )

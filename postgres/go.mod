@@ -1,16 +1,18 @@
 module github.com/turnstilelock/turnstile/postgres
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/turnstilelock/turnstile v0.1.0
 	github.com/turnstilelock/turnstile/fence v0.1.0
-	go.uber.org/goleak v1.3.0
 )
 
 require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/redis/rueidis v1.0.79 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )

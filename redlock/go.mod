@@ -8,7 +8,6 @@ require (
 	github.com/rs/zerolog v1.28.0
 	github.com/turnstilelock/turnstile v0.1.0
 	github.com/turnstilelock/turnstile/redis v0.1.0
-	go.uber.org/goleak v1.3.0
 )
 
 require (
@@ -26,6 +25,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	github.com/rs/xid v1.4.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	google.golang.org/protobuf v1.28.1 // indirect
 	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect
