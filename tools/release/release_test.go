@@ -276,6 +276,12 @@ func TestCheckGraph(t *testing.T) {
 	if err := checkGraph(dir, io.Discard); err != nil {
 		t.Errorf("after set-version: %v", err)
 	}
+	// The same replacements written another way (as go work edit does).
+	write("go.work", "go 1.26.0\n\nuse (\n\t.\n\t./a\n\t./b\n)\n\n"+
+		"replace "+rootPath+" v0.1.0 => ./\n\nreplace "+rootPath+"/a v0.1.0 => ./a\n\nreplace "+rootPath+"/b v0.1.0 => ./b\n")
+	if err := checkGraph(dir, io.Discard); err != nil {
+		t.Errorf("replacements one per line: %v", err)
+	}
 	// A module added the old way: a v0.0.0 requirement and a replace.
 	write("b/go.mod", "module "+rootPath+"/b\n\ngo 1.26.0\n\nrequire (\n\t"+rootPath+" v0.0.0\n\t"+rootPath+"/a v0.1.0\n)\n\nreplace "+rootPath+" => ../\n")
 	if err := checkGraph(dir, io.Discard); err == nil || !strings.Contains(err.Error(), "at 2 versions (v0.0.0, v0.1.0)") {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -221,12 +222,24 @@ func checkGraph(root string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	want, err := setWorkReplaces(data, mods, version)
+	wf, err := modfile.ParseWork("go.work", data, nil)
 	if err != nil {
 		return err
 	}
-	if !bytes.Equal(want, data) {
-		return fmt.Errorf("go.work does not replace every module at %s by its directory (go run ./tools/release set-version %s fixes it)", version, version)
+	replaced := make(map[string]string)
+	for _, r := range wf.Replace {
+		if isTurnstile(r.Old.Path) {
+			replaced[r.Old.Path+"@"+r.Old.Version] = path.Clean(r.New.Path)
+		}
+	}
+	for _, m := range mods {
+		if dir, ok := replaced[m.Path+"@"+version]; !ok || dir != path.Clean("./"+m.Dir) {
+			return fmt.Errorf("go.work does not replace every module at %s by its directory: %s@%s is not replaced by ./%s (go run ./tools/release set-version %s fixes it)", version, m.Path, version, m.Dir, version)
+		}
+		delete(replaced, m.Path+"@"+version)
+	}
+	for mv := range replaced {
+		return fmt.Errorf("go.work replaces %s, which no go.mod requires (go run ./tools/release set-version %s fixes it)", mv, version)
 	}
 	if _, err := releaseOrder(root); err != nil {
 		return err
