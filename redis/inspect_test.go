@@ -2,8 +2,10 @@ package redis_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,15 +116,15 @@ func TestForceReleaseRaisesFences(t *testing.T) {
 // larger than one SCAN page.
 func TestListScan(t *testing.T) {
 	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, 2*time.Minute)
+	ctx := ctxFor(t, 5*time.Minute)
 	b := dial(t, srv, redis.WithPrefix("app:"))
 	for _, k := range []string{"x*[1]", "x*?", "}brace", `\slash`} {
-		if _, ok, err := b.Acquire(ctx, k, "o-"+k, time.Minute); err != nil || !ok {
+		if _, ok, err := b.Acquire(ctx, k, "o-"+k, time.Hour); err != nil || !ok {
 			t.Fatalf("Acquire %q: %v %v", k, ok, err)
 		}
 	}
 	for _, k := range []string{"xy", "x*", "x*other"} { // x* is free
-		if _, ok, err := b.Acquire(ctx, k, "o", time.Minute); err != nil || !ok {
+		if _, ok, err := b.Acquire(ctx, k, "o", time.Hour); err != nil || !ok {
 			t.Fatalf("Acquire %q: %v %v", k, ok, err)
 		}
 	}
@@ -162,12 +164,25 @@ func TestListScan(t *testing.T) {
 		t.Errorf(`List("\\") = %q, want ["\\slash"]`, got)
 	}
 
-	// More locks than one SCAN page and one inspect batch.
+	// More locks than one SCAN page and one inspect batch, taken by 50
+	// goroutines at once (rueidis pipelines them), with a TTL no busy
+	// machine outlasts.
 	const n = 2500
-	for i := range n {
-		if _, ok, err := b.Acquire(ctx, "bulk:"+strconv.Itoa(i), "o", time.Minute); err != nil || !ok {
-			t.Fatalf("Acquire: %v %v", ok, err)
-		}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := range 50 {
+		wg.Go(func() {
+			for i := w; i < n; i += 50 {
+				if _, ok, err := b.Acquire(ctx, "bulk:"+strconv.Itoa(i), "o", time.Hour); err != nil || !ok {
+					errs <- fmt.Errorf("Acquire bulk:%d: %v %v", i, ok, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 	if got, more := keys("bulk:", n); len(got) != n || more {
 		t.Errorf("List(bulk:, %d) = %d keys, more=%v; want all %d", n, len(got), more, n)
@@ -241,7 +256,7 @@ func TestClusterInspect(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.b
 			for _, k := range trickyKeys {
-				if _, ok, err := b.Acquire(ctx, k, "o", time.Minute); err != nil || !ok {
+				if _, ok, err := b.Acquire(ctx, k, "o", time.Hour); err != nil || !ok {
 					t.Fatalf("Acquire %q: %v %v", k, ok, err)
 				}
 			}
