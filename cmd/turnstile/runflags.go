@@ -258,9 +258,10 @@ Lock kinds (one at most; default: the plain lock, held by one at a time):
                  run on KEY must give the same N. Not the plain lock on KEY.
   --fair         wait in a first-come, first-served line for the plain lock
                  on KEY, printing "turnstile: you are N-th in line for KEY"
-                 on stderr whenever the place changes (Redis); on etcd and
+                 on stderr whenever the place changes (Redis; a plain run
+                 may still take a free lock ahead of the line). On etcd and
                  ZooKeeper every run waits in line already and the store
-                 reports no places
+                 reports no places.
 --shared, --exclusive and --semaphore need a redis:// or rediss:// store,
 --fair one of those or etcd:// or zookeeper://; on another store they are a
 usage error (64).

@@ -17,7 +17,8 @@ import (
 // buildInfo is what "turnstile version" reports.
 type buildInfo struct {
 	// Version is the module version the binary was built at: a release
-	// tag with go install …@vX.Y.Z, "(devel)" when built in a checkout.
+	// tag with go install …@vX.Y.Z; built in a checkout, a pseudo-version
+	// of its commit, or "(devel)" without VCS stamping.
 	Version string `json:"version"`
 	// Revision, Time and Modified describe the commit of a binary built
 	// in a checkout with VCS stamping (-buildvcs, the default in a git
@@ -113,11 +114,12 @@ const versionUsage = `Usage: turnstile version [--json]
 Print the version of turnstile, the commit it was built from, the Go release
 that built it and the lock store URL schemes compiled in.
 
-The version is the module version given to go install (vX.Y.Z), or "(devel)"
-for a binary built in a checkout. The revision, its time and "(modified)"
-(uncommitted changes) come from the VCS information Go stamps into binaries
-built in a git work tree; built with -buildvcs=false, or from a module
-download, the revision is "unknown".
+The version is the module version given to go install (vX.Y.Z). A binary
+built in a git work tree gets the VCS information Go stamps into it: a
+pseudo-version of the commit (v0.0.0-DATE-REVISION, +dirty for uncommitted
+changes), the revision, its time and "(modified)". Built with
+-buildvcs=false the version is "(devel)" and the revision "unknown"; a
+binary from a module download has no revision either.
 
 Flags:
   --json  print one JSON object: version, revision, time, modified, go,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -48,16 +49,32 @@ func TestVersion(t *testing.T) {
 }
 
 // TestVersionOfBinary: the built binary knows its module version: a
-// binary built in a checkout is "(devel)".
+// binary built in a checkout is "(devel)" without VCS stamping, and a
+// pseudo-version of its commit with it, whose revision it prints too.
 func TestVersionOfBinary(t *testing.T) {
 	out, err := exec.Command(binary, "--version").CombinedOutput()
 	if err != nil {
 		t.Fatalf("turnstile --version: %v\n%s", err, out)
 	}
-	if !strings.HasPrefix(string(out), "turnstile (devel)\n") {
-		t.Fatalf("turnstile --version printed:\n%s\nwant it to start with the module version (devel)", out)
+	first, rest, _ := strings.Cut(string(out), "\n")
+	switch {
+	case first == "turnstile (devel)":
+		if !strings.Contains(rest, "revision unknown") {
+			t.Fatalf("a (devel) build without VCS information printed:\n%s", out)
+		}
+	case pseudoVersion.MatchString(first):
+		rev := pseudoVersion.FindStringSubmatch(first)[1]
+		if !strings.Contains(rest, "revision "+rev) {
+			t.Fatalf("a build stamped with commit %s does not print its revision:\n%s", rev, out)
+		}
+	default:
+		t.Fatalf("turnstile --version printed:\n%s\nwant (devel) or a pseudo-version of the checkout's commit", out)
 	}
 }
+
+// pseudoVersion is the module version Go stamps into a binary built in a
+// git work tree: v0.0.0-DATE-REVISION, +dirty for uncommitted changes.
+var pseudoVersion = regexp.MustCompile(`^turnstile v\d+\.\d+\.\d+-(?:\S+\.)?\d{14}-([0-9a-f]{12})(?:\+dirty)?$`)
 
 func TestVersionUsageErrors(t *testing.T) {
 	for _, args := range [][]string{{"version", "extra"}, {"version", "--jsn"}, {"--version", "x"}} {
