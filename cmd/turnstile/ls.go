@@ -83,7 +83,7 @@ func lsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	_ = tw.Flush()
 	if more {
-		fmt.Fprintf(stderr, "turnstile ls: more than %d locks are held: only %d shown; narrow --prefix or raise --limit\n", len(states), len(states))
+		fmt.Fprintf(stderr, "turnstile ls: more locks are held than the %d shown; narrow --prefix or raise --limit\n", len(states))
 	}
 	return exitOK
 }

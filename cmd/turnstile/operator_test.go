@@ -165,7 +165,7 @@ func TestStatusAndLs(t *testing.T) {
 		t.Errorf("ls --prefix ops: exit %d, stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	r = runTurnstile(t, env, "ls", "--prefix", "ops:", "--limit", "2")
-	if rows := strings.Split(strings.TrimSpace(r.stdout), "\n"); r.code != exitOK || len(rows) != 3 || !strings.Contains(r.stderr, "only 2 shown") {
+	if rows := strings.Split(strings.TrimSpace(r.stdout), "\n"); r.code != exitOK || len(rows) != 3 || !strings.Contains(r.stderr, "than the 2 shown") {
 		t.Errorf("ls --limit 2: exit %d, stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	r = runTurnstile(t, env, "ls", "--json", "--limit", "10")
