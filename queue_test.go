@@ -100,7 +100,7 @@ func TestQueueWaitIsBoundedByTheBackoff(t *testing.T) {
 // acquisition exceeds threshold, callers of that key queue at once;
 // acquisitions that wait little bring the mean down and retrying back.
 // With a threshold of 2 and a queue wait far shorter than the Backoff's
-// 100 ms rounds, a contended acquisition adds 3 to the mean (its three
+// 300 ms rounds (a loaded machine has stretched a wait past 200 ms), a contended acquisition adds 3 to the mean (its three
 // attempts), so the mean first exceeds 2 after 11 of them:
 // 3×(1−0.9¹¹) ≈ 2.06; one that queues at once and waits less than a
 // round adds 0, and 2.06×0.9 < 2.
@@ -108,7 +108,7 @@ func TestQueueWhenBusy(t *testing.T) {
 	ctx := context.Background()
 	q := &queued{flaky: newFlaky()}
 	c := newClient(t, q.flaky, turnstile.WithQueueWhenBusy(q, 2),
-		turnstile.WithBackoff(turnstile.Constant{Interval: 100 * time.Millisecond, MaxRetries: -1}))
+		turnstile.WithBackoff(turnstile.Constant{Interval: 300 * time.Millisecond, MaxRetries: -1}))
 	// contended acquires key while another lease holds it, released once
 	// the waiter queues. It returns the waiter's retries, and whether it
 	// queued.
