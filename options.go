@@ -210,10 +210,12 @@ func WithOwner(id string) Option {
 
 // WithQueuePosition asks to be told which place the caller has in a
 // line — 1 is next — whenever it changes, so a service can show "you are
-// N-th in line": while Acquire waits in a store's queue that reports
-// places (the redis package's Fair view; etcd's and ZooKeeper's queues
-// report none), and while it waits in the admission line of
-// QueueOverLimit. f runs on the waiting goroutine and must not block.
+// N-th in line": while Acquire waits in a store's queue (the redis
+// package's Fair view, etcd's and ZooKeeper's queues; a waiter that asks
+// there watches the whole queue instead of its predecessor alone, and so
+// wakes at every change of it), and while it waits in the admission line
+// of QueueOverLimit. A store may learn of a move late and skip a place.
+// f runs on the waiting goroutine and must not block.
 func WithQueuePosition(f func(position int)) Option {
 	return func(c *config) error {
 		if f == nil {

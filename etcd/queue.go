@@ -7,6 +7,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/turnstilelock/turnstile/driver"
 )
 
 // errWatchClosed means etcd closed a watch that the waiter's context did
@@ -58,15 +60,28 @@ func (w *waiter) wait(ctx context.Context, key, owner string) (uint64, error) {
 
 	// Wait until nobody who came earlier is still queued. Each pass
 	// watches only the nearest predecessor, so a release wakes one waiter.
+	report, last := driver.PositionFunc(ctx), 0
 	for {
-		prev, err := w.b.cli.Get(ctx, dir, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(place-1))...)
+		prev, err := w.predecessors(ctx, dir, place, report != nil)
 		if err != nil {
 			return 0, err
+		}
+		if report != nil && len(prev.Kvs)+1 != last {
+			// Its place: the waiters ahead of it, then the holder.
+			last = len(prev.Kvs) + 1
+			report(last)
 		}
 		if len(prev.Kvs) == 0 {
 			break
 		}
-		if err := w.waitDelete(ctx, string(prev.Kvs[0].Key), prev.Header.Revision+1); err != nil {
+		// A waiter that counts its place watches the whole line, so
+		// that it sees every waiter ahead leave; the others watch only
+		// their nearest predecessor.
+		watch, opts := string(prev.Kvs[len(prev.Kvs)-1].Key), []clientv3.OpOption(nil)
+		if report != nil {
+			watch, opts = dir, []clientv3.OpOption{clientv3.WithPrefix()}
+		}
+		if err := w.waitDelete(ctx, watch, prev.Header.Revision+1, opts...); err != nil {
 			return 0, err
 		}
 	}
@@ -87,14 +102,25 @@ func (w *waiter) wait(ctx context.Context, key, owner string) (uint64, error) {
 	}
 }
 
-// waitDelete blocks until key is deleted at or after revision rev,
-// renewing the waiter's lease meanwhile. It also returns (nil) when the
-// revisions it watches have been compacted away, so the caller looks
-// again.
-func (w *waiter) waitDelete(ctx context.Context, key string, rev int64) error {
+// predecessors reads the waiter keys of dir created before place, the
+// nearest last: only the nearest one, unless all are wanted to count the
+// waiter's place in line (keys only, one range read of the queue).
+func (w *waiter) predecessors(ctx context.Context, dir string, place int64, all bool) (*clientv3.GetResponse, error) {
+	if !all {
+		return w.b.cli.Get(ctx, dir, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(place-1))...)
+	}
+	return w.b.cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithMaxCreateRev(place-1))
+}
+
+// waitDelete blocks until key (or, with clientv3.WithPrefix in opts, a
+// key under it) is deleted at or after revision rev, renewing the
+// waiter's lease meanwhile. It also returns (nil) when the revisions it
+// watches have been compacted away, so the caller looks again.
+func (w *waiter) waitDelete(ctx context.Context, key string, rev int64, opts ...clientv3.OpOption) error {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
-	wch := w.b.cli.Watch(wctx, key, clientv3.WithRev(rev), clientv3.WithFilterPut())
+	wch := w.b.cli.Watch(wctx, key, append([]clientv3.OpOption{clientv3.WithRev(rev), clientv3.WithFilterPut()}, opts...)...)
 	renew := time.NewTicker(w.renew)
 	defer renew.Stop()
 	for {

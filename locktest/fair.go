@@ -34,6 +34,7 @@ func RunFair(t *testing.T, h Harness) {
 		{"CancelledWaiterLeaves", testCancelledWaiterLeaves},
 		{"MutualExclusionQueued", testQueuedExclusion},
 		{"RetryFirstThenQueue", testRetryFirstThenQueue},
+		{"PlacesReported", testPlacesReported},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, &h) })

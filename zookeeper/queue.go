@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/turnstilelock/turnstile/driver"
 )
 
 // ErrNodeVanished means a waiter's own node disappeared from the queue:
@@ -28,6 +30,7 @@ func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.D
 		return 0, err
 	}
 	name, eo := path.Base(mine), escape(owner)
+	report, last := driver.PositionFunc(ctx), 0
 	for {
 		q, err := b.list(ctx, key)
 		if err != nil {
@@ -50,10 +53,26 @@ func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.D
 		pred := b.dir(key) + "/" + q[at-1].name
 		// GetW, unlike ExistsW, leaves no watch behind on a node that is
 		// already gone.
-		ch, err := call(ctx, func() (<-chan zk.Event, error) {
+		watch := func() (<-chan zk.Event, error) {
 			_, _, ch, err := b.conn.GetW(pred)
 			return ch, err
-		})
+		}
+		if report != nil {
+			// Its place: the nodes ahead of it, the holder's included. A
+			// waiter that counts it watches the whole line, so that it
+			// sees every node ahead of it go; the others watch only their
+			// predecessor.
+			if at != last {
+				report(at)
+				last = at
+			}
+			dir := b.dir(key)
+			watch = func() (<-chan zk.Event, error) {
+				_, _, ch, err := b.conn.ChildrenW(dir)
+				return ch, err
+			}
+		}
+		ch, err := call(ctx, watch)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}

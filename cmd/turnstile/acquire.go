@@ -59,9 +59,6 @@ func (o *runOptions) acquire(ctx context.Context, stderr io.Writer) (*turnstile.
 	if !errors.Is(err, turnstile.ErrNotAcquired) || o.noWait {
 		return c, nil, o.fail(wctx, stderr, err)
 	}
-	if _, queues := c.Backend().(driver.Queuer); queues && o.kind == kindFair && !o.reportsPlaces(c) {
-		fmt.Fprintf(stderr, "turnstile: waiting in line for %s (this store serves its line in order but does not report places)\n", o.key)
-	}
 	forever := turnstile.Exponential{Base: turnstile.DefaultBackoffBase, Cap: turnstile.DefaultBackoffCap, MaxRetries: -1}
 	lease, err = c.Acquire(wctx, o.key, turnstile.WithBackoff(forever))
 	if err != nil {
@@ -142,14 +139,6 @@ func (o *runOptions) kindStores() string {
 func (o *runOptions) scheme() string {
 	scheme, _, _ := strings.Cut(o.backend, ":")
 	return strings.ToLower(scheme)
-}
-
-// reportsPlaces reports whether c's store tells waiters their place in
-// line: the redis package's fair view does, etcd's and ZooKeeper's
-// queues do not.
-func (o *runOptions) reportsPlaces(c *turnstile.Client) bool {
-	_, ok := c.Backend().(*redis.Fair)
-	return ok
 }
 
 // positionReporter returns the WithQueuePosition function of --fair: it

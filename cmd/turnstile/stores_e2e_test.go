@@ -106,7 +106,7 @@ func TestRunEtcd(t *testing.T) {
 	srv := testserver.StartEtcd(t)
 	t.Run("runs under the lock", func(t *testing.T) { checkRunsUnderLock(t, srv.URL()) })
 	t.Run("killed holder", func(t *testing.T) { checkKilledHolderFreesWithinTTL(t, srv.URL()) })
-	t.Run("fair", func(t *testing.T) { checkFairOrder(t, srv.URL(), false) })
+	t.Run("fair", func(t *testing.T) { checkFairOrder(t, srv.URL()) })
 }
 
 func TestRunZooKeeper(t *testing.T) {
@@ -114,7 +114,7 @@ func TestRunZooKeeper(t *testing.T) {
 	u := "zookeeper://" + srv.Addr()
 	t.Run("runs under the lock", func(t *testing.T) { checkRunsUnderLock(t, u) })
 	t.Run("killed holder", func(t *testing.T) { checkKilledHolderFreesWithinTTL(t, u) })
-	t.Run("fair", func(t *testing.T) { checkFairOrder(t, u, false) })
+	t.Run("fair", func(t *testing.T) { checkFairOrder(t, u) })
 	t.Run("ttl over session_timeout", func(t *testing.T) {
 		r := runTurnstile(t, nil, "run", "--backend", u+"?session_timeout=2s", "--ttl", "3s", "--key", "k", "--", "true")
 		if r.code != exitUsage || !strings.Contains(r.stderr, "session_timeout=2s") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 1 {
