@@ -1,6 +1,7 @@
 package locktest
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -154,5 +155,52 @@ func testInspect(t *testing.T, h *Harness) {
 	defer func() { _ = next.Release(ctx) }()
 	if next.Token() <= l.Token() || next.Token() <= removed.Token {
 		t.Errorf("next token %d, want greater than the removed %d and the fence floor %d", next.Token(), l.Token(), removed.Token)
+	}
+}
+
+// testForceReleaseEndsLiveLease: a lock held by a Client whose watchdog
+// renews it is removed by force through another backend, as an operator
+// would. The removal reports that holder and a fence floor at least its
+// token; the holder learns at a renewal that its lease is lost
+// (ErrLockLost); the next holder's token is above the floor.
+func testForceReleaseEndsLiveLease(t *testing.T, h *Harness) {
+	ctx := ctxFor(t, time.Minute)
+	holder := h.client(t)
+	op, ok := h.backend(t).(driver.ForceReleaser)
+	if !ok {
+		return // testInspect checks that the Client says so
+	}
+	k := key(t)
+	ttl := max(3*time.Second, h.ttl())
+	l, err := holder.Acquire(ctx, k, turnstile.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := op.ForceRelease(ctx, k)
+	if err != nil {
+		t.Fatalf("ForceRelease: %v", err)
+	}
+	if !st.Held || len(st.Holders) != 1 || st.Holders[0].Owner != l.Owner() || st.Holders[0].Token != l.Token() || st.Token < l.Token() {
+		t.Fatalf("ForceRelease = %+v; want the holder %s with token %d, a floor at least that", st, l.Owner(), l.Token())
+	}
+	if left := st.Holders[0].TTL; left != -1 && (left <= 0 || left > ttl) {
+		t.Fatalf("removed holder's TTL left = %v, want in (0, %v], or -1 for a session", left, ttl)
+	}
+	// The watchdog renews every TTL/3; allow for a busy machine.
+	select {
+	case <-l.Context().Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the holder's lease was not reported lost after a forced release")
+	}
+	if cause := context.Cause(l.Context()); !errors.Is(cause, turnstile.ErrLockLost) {
+		t.Fatalf("lost lease's cause = %v, want ErrLockLost", cause)
+	}
+	next, err := h.client(t).Acquire(ctx, k)
+	if err != nil {
+		t.Fatalf("Acquire after the forced release: %v", err)
+	}
+	defer next.Release(ctx)
+	if next.Token() <= st.Token {
+		t.Fatalf("next token %d, want above the floor %d", next.Token(), st.Token)
 	}
 }

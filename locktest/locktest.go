@@ -99,6 +99,7 @@ func Run(t *testing.T, h Harness) {
 		{"MultiKeyAllOrNothing", testMultiKey},
 		{"UseAfterClose", testUseAfterClose},
 		{"Inspect", testInspect},
+		{"ForceReleaseEndsLiveLease", testForceReleaseEndsLiveLease},
 	}
 	for _, c := range cases {
 		if c.name == "MutualExclusionProcesses" && h.URL == "" {

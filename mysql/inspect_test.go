@@ -126,48 +126,6 @@ func TestInspect(t *testing.T) {
 func TestForceRelease(t *testing.T) {
 	srv := testserver.StartMySQL(t)
 
-	t.Run("LiveHolder", func(t *testing.T) {
-		ctx := ctxFor(t, 60*time.Second)
-		holder, err := turnstile.New(dial(t, srv))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer holder.Close()
-		const k = "force-live"
-		l, err := holder.Acquire(ctx, k, turnstile.WithTTL(3*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		op := dial(t, srv)
-		st, err := op.ForceRelease(ctx, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !st.Held || len(st.Holders) != 1 || st.Holders[0].Owner != l.Owner() || st.Holders[0].Token != l.Token() || st.Token != l.Token()+1 {
-			t.Fatalf("ForceRelease = %+v; want the holder %s with token %d, floor %d", st, l.Owner(), l.Token(), l.Token()+1)
-		}
-		if ttl := st.Holders[0].TTL; ttl <= 0 || ttl > 3*time.Second {
-			t.Fatalf("removed holder's TTL left = %v, want in (0, 3s]", ttl)
-		}
-		if again, err := op.Inspect(ctx, k); err != nil || again.Held || again.Token != st.Token {
-			t.Fatalf("Inspect after the forced release = %+v, %v; want free with token %d", again, err, st.Token)
-		}
-		// The watchdog renews about every second; its renewal finds the
-		// row freed, reports the lease lost and gives up the user lock.
-		select {
-		case <-l.Context().Done():
-		case <-time.After(20 * time.Second):
-			t.Fatal("the holder's lease was not reported lost after a forced release")
-		}
-		if !errors.Is(context.Cause(l.Context()), turnstile.ErrLockLost) {
-			t.Fatalf("lost lease's cause = %v, want ErrLockLost", context.Cause(l.Context()))
-		}
-		tok, ok, err := op.Acquire(ctx, k, "next", 5*time.Second)
-		if err != nil || !ok || tok <= st.Token {
-			t.Fatalf("Acquire after the lost lease = %d, %v, %v; want a token above the floor %d", tok, ok, err, st.Token)
-		}
-	})
-
 	t.Run("OwnHolder", func(t *testing.T) {
 		// Forced through the Backend that holds the lock, the user lock
 		// goes at once: another Backend takes the key straight away.

@@ -48,6 +48,9 @@ func dialRedlock(t testing.TB, srvs []*testserver.Redis, opts ...redlock.Option)
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// A node timeout a healthy loopback node meets on a busy machine,
+	// where the default 50 ms has been missed; opts may set another.
+	opts = append([]redlock.Option{redlock.WithNodeTimeout(300 * time.Millisecond)}, opts...)
 	b, err := redlock.Dial(ctx, addrs(srvs), rueidis.ClientOption{}, opts...)
 	if err != nil {
 		t.Fatalf("redlock.Dial: %v", err)

@@ -123,40 +123,6 @@ func TestInspect(t *testing.T) {
 }
 
 func TestForceRelease(t *testing.T) {
-	t.Run("LiveHolder", func(t *testing.T) {
-		ctx := ctxFor(t, 60*time.Second)
-		holder, err := turnstile.New(dial(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer holder.Close()
-		const k = "force/live"
-		l, err := holder.Acquire(ctx, k, turnstile.WithTTL(2*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		op := dial(t)
-		st, err := op.ForceRelease(ctx, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !st.Held || len(st.Holders) != 1 || st.Holders[0].Owner != l.Owner() || st.Holders[0].Token != l.Token() || st.Token <= l.Token() {
-			t.Fatalf("ForceRelease = %+v; want the holder %s with token %d, floor above it", st, l.Owner(), l.Token())
-		}
-		select {
-		case <-l.Context().Done():
-		case <-time.After(20 * time.Second):
-			t.Fatal("the holder's lease was not reported lost after a forced release")
-		}
-		if !errors.Is(context.Cause(l.Context()), turnstile.ErrLockLost) {
-			t.Fatalf("lost lease's cause = %v, want ErrLockLost", context.Cause(l.Context()))
-		}
-		tok, ok, err := op.Acquire(ctx, k, "next", 5*time.Second)
-		if err != nil || !ok || tok <= st.Token {
-			t.Fatalf("Acquire after the forced release = %d, %v, %v; want a token above the floor %d", tok, ok, err, st.Token)
-		}
-	})
-
 	t.Run("WakesWaiter", func(t *testing.T) {
 		ctx := ctxFor(t, 60*time.Second)
 		b := dial(t)
