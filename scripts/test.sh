@@ -43,8 +43,11 @@ if [ -z "$staticcheck" ]; then
 	GOBIN="$(go env GOPATH)/bin" go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 	staticcheck="$(go env GOPATH)/bin/staticcheck"
 fi
+# -trimpath: the packages vet compiles are then the ones the install check
+# below builds (from another module cache), so that it does not compile
+# them again: 20 s instead of 130 s for its go install on a cold cache.
 for m in $modules; do
-	(cd "$m" && go vet ./... && "$staticcheck" ./...)
+	(cd "$m" && go vet -trimpath ./... && "$staticcheck" ./...)
 done
 
 echo "== promtool: alert rules"
