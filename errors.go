@@ -71,8 +71,9 @@ var (
 type LockError struct {
 	// Op is what failed: "acquire" (Acquire, TryAcquire, AcquireAll, Do,
 	// DoAll), "admit" (the Admission of WithAdmission), "extend"
-	// (Extend), "release" (Release) or "hold" (Do, DoAll: the lease was
-	// lost while fn ran).
+	// (Extend), "release" (Release), "hold" (Do, DoAll: the lease was
+	// lost while fn ran), "inspect" (Inspect), "list" (List; Key is the
+	// prefix) or "force release" (ForceRelease).
 	Op      string
 	Key     string
 	Backend string
