@@ -60,6 +60,12 @@ var (
 	// and the caller chose to be refused, or was not admitted in time.
 	ErrRateLimited = errors.New("turnstile: rate limited")
 
+	// ErrPermission: the store refused a command, a key or a node to the
+	// user turnstile connects as (a Redis ACL, etcd's role permissions, a
+	// ZooKeeper node's ACL, a database grant). The error names what was
+	// refused; docs/security.md lists what each store's user needs.
+	ErrPermission = errors.New("turnstile: permission denied by the lock store")
+
 	// ErrStaleToken: protected storage refused a write carrying a fencing
 	// token not greater than the last one it accepted.
 	ErrStaleToken = errors.New("turnstile: stale fencing token")

@@ -199,9 +199,18 @@ func (o *runOptions) fail(ctx context.Context, stderr io.Writer, err error) int 
 	default:
 		// The library names the store in err, with any password masked;
 		// o.backend would show it in the clear.
-		fmt.Fprintf(stderr, "turnstile run: lock store unavailable: %s\n", describe(err))
+		fmt.Fprintf(stderr, "turnstile run: lock store unavailable: %s\n%s", describe(err), storeHint(err))
 		return exitUnavailable
 	}
+}
+
+// storeHint is a line of advice for a store error that has a known
+// remedy, or "".
+func storeHint(err error) string {
+	if errors.Is(err, turnstile.ErrPermission) {
+		return "hint: the store's user lacks a permission turnstile needs; docs/security.md lists what each store's user needs\n"
+	}
+	return ""
 }
 
 // describe is err's message without the "turnstile: " prefix that every

@@ -148,7 +148,7 @@ func storeError(stderr io.Writer, name string, err error) int {
 	}
 	// The library names the store in err with any password masked; the
 	// URL itself would show it in the clear.
-	fmt.Fprintf(stderr, "turnstile %s: lock store unavailable: %s\n", name, oneLine(describe(err)))
+	fmt.Fprintf(stderr, "turnstile %s: lock store unavailable: %s\n%s", name, oneLine(describe(err)), storeHint(err))
 	return exitUnavailable
 }
 

@@ -37,6 +37,11 @@ func secretParam(name string) bool {
 		n = name
 	}
 	n = strings.ToLower(n)
+	// A file's path (password_file, key_file) is no secret, and an error
+	// about the file must be able to say which file.
+	if strings.HasSuffix(n, "_file") {
+		return false
+	}
 	for _, s := range []string{"pass", "pwd", "secret", "token", "key", "auth", "credential", "cookie", "signature"} {
 		if strings.Contains(n, s) {
 			return true

@@ -11,7 +11,9 @@ package storeurl
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,7 +96,66 @@ func (f *Form) read(u *url.URL, read func(*URL) error) error {
 	case f.Users == UserRequired && r.Username == "":
 		return fmt.Errorf("no user: want %s://%s", scheme, f.Shape)
 	}
+	if q := u.Query(); q.Has(PasswordFileParam) {
+		if f.Users == UserRefused {
+			return fmt.Errorf("%s: user information is not supported", PasswordFileParam)
+		}
+		if len(q[PasswordFileParam]) != 1 {
+			return fmt.Errorf("query parameter %q given %d times", PasswordFileParam, len(q[PasswordFileParam]))
+		}
+		if _, set := u.User.Password(); set {
+			return fmt.Errorf("a password both in the URL and in %s: give one", PasswordFileParam)
+		}
+		pw, err := ReadPasswordFile(q.Get(PasswordFileParam))
+		if err != nil {
+			return fmt.Errorf("%s=%q: %w", PasswordFileParam, q.Get(PasswordFileParam), err)
+		}
+		r.Password = pw
+		// The backend reads the rest of the query as if the parameter
+		// had never been there.
+		q.Del(PasswordFileParam)
+		rest := *u
+		rest.RawQuery = q.Encode()
+		r.URL = &rest
+	}
 	return read(r)
+}
+
+// PasswordFileParam is the query parameter that every URL with user
+// information takes: the path of a file whose content is the password,
+// for a password kept out of the URL (and so out of command lines,
+// environment listings and configuration files), such as a mounted
+// secret. One trailing newline is not part of the password.
+const PasswordFileParam = "password_file"
+
+// maxPasswordFile bounds what ReadPasswordFile reads: a password file
+// is small, and a path named by mistake (a log, a device) must not be
+// read whole.
+const maxPasswordFile = 64 << 10
+
+// ReadPasswordFile reads a password from the file at path. Its errors
+// say what is wrong with the file without quoting it.
+func ReadPasswordFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fileErr(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxPasswordFile+1))
+	if err != nil {
+		return "", fileErr(err)
+	}
+	if len(data) > maxPasswordFile {
+		return "", fmt.Errorf("is over %d KiB: not a password file", maxPasswordFile>>10)
+	}
+	pw := strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
+	switch {
+	case pw == "":
+		return "", errors.New("is empty")
+	case strings.ContainsAny(pw, "\r\n\x00"):
+		return "", errors.New("has more than one line: want the password alone")
+	}
+	return pw, nil
 }
 
 // Hosts returns the addresses of the URL's hosts, as SplitHosts does.
