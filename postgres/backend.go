@@ -88,12 +88,12 @@ func Dial(ctx context.Context, connCfg *pgx.ConnConfig, opts ...Option) (*Backen
 	defer s.unlock()
 	conn, qctx, cancel, err := s.session()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", b.name, err)
+		return nil, fmt.Errorf("%s: %w", b.name, permission(err))
 	}
 	defer cancel()
 	if _, err := conn.Exec(qctx, schemaSQL); err != nil {
 		s.drop()
-		return nil, fmt.Errorf("%s: create schema: %w", b.name, err)
+		return nil, fmt.Errorf("%s: create schema: %w", b.name, permission(err))
 	}
 	return b, nil
 }
@@ -165,7 +165,7 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 	}
 	conn, qctx, cancel, err := s.session()
 	if err != nil {
-		return 0, false, fmt.Errorf("%s: %w", b.name, err)
+		return 0, false, fmt.Errorf("%s: %w", b.name, permission(err))
 	}
 	defer cancel()
 	if h != nil && h.gen != s.gen { // session() dialled anew
@@ -174,7 +174,7 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 	var tok *int64
 	if err := conn.QueryRow(qctx, acquireSQL, key, hash, owner, ttl.Milliseconds(), h != nil).Scan(&tok); err != nil {
 		s.failed()
-		return 0, false, fmt.Errorf("%s: acquire: %w", b.name, err)
+		return 0, false, fmt.Errorf("%s: acquire: %w", b.name, permission(err))
 	}
 	if tok == nil {
 		return 0, false, nil
@@ -205,7 +205,7 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 	}
 	conn, qctx, cancel, err := s.session()
 	if err != nil {
-		return false, fmt.Errorf("%s: %w", b.name, err)
+		return false, fmt.Errorf("%s: %w", b.name, permission(err))
 	}
 	defer cancel()
 	if h.gen != s.gen {
@@ -214,7 +214,7 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 	tag, err := conn.Exec(qctx, extendSQL, key, owner, ttl.Milliseconds())
 	if err != nil {
 		s.failed()
-		return false, fmt.Errorf("%s: extend: %w", b.name, err)
+		return false, fmt.Errorf("%s: extend: %w", b.name, permission(err))
 	}
 	if tag.RowsAffected() == 0 {
 		// Removed behind our back (a forced release, or the row expired
@@ -249,7 +249,7 @@ func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) 
 	live := h.gen == s.gen
 	conn, qctx, cancel, err := s.session()
 	if err != nil {
-		return false, fmt.Errorf("%s: %w", b.name, err)
+		return false, fmt.Errorf("%s: %w", b.name, permission(err))
 	}
 	defer cancel()
 	// A hold of a dead session has no advisory lock left, but its row may
@@ -257,7 +257,7 @@ func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) 
 	var held bool
 	if err := conn.QueryRow(qctx, releaseSQL, key, hash, owner, live && h.gen == s.gen).Scan(&held); err != nil {
 		s.failed()
-		return false, fmt.Errorf("%s: release: %w", b.name, err)
+		return false, fmt.Errorf("%s: release: %w", b.name, permission(err))
 	}
 	return held, nil
 }

@@ -76,7 +76,7 @@ func (b *Backend) extendShard(ctx context.Context, s *shard, reqs []driver.Exten
 	}
 	conn, qctx, cancel, err := s.session()
 	if err != nil {
-		fail(fmt.Errorf("%s: %w", b.name, err))
+		fail(fmt.Errorf("%s: %w", b.name, permission(err)))
 		return
 	}
 	defer cancel()
@@ -84,7 +84,7 @@ func (b *Backend) extendShard(ctx context.Context, s *shard, reqs []driver.Exten
 	rows, err := conn.Query(qctx, extendManySQL, keys, owners, ttls)
 	if err != nil {
 		s.failed()
-		fail(fmt.Errorf("%s: extend: %w", b.name, err))
+		fail(fmt.Errorf("%s: extend: %w", b.name, permission(err)))
 		return
 	}
 	extended := map[string]bool{}
@@ -93,14 +93,14 @@ func (b *Backend) extendShard(ctx context.Context, s *shard, reqs []driver.Exten
 		if err := rows.Scan(&k); err != nil {
 			rows.Close()
 			s.failed()
-			fail(fmt.Errorf("%s: extend: %w", b.name, err))
+			fail(fmt.Errorf("%s: extend: %w", b.name, permission(err)))
 			return
 		}
 		extended[k] = true
 	}
 	if err := rows.Err(); err != nil {
 		s.failed()
-		fail(fmt.Errorf("%s: extend: %w", b.name, err))
+		fail(fmt.Errorf("%s: extend: %w", b.name, permission(err)))
 		return
 	}
 	var (

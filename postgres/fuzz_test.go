@@ -1,19 +1,38 @@
 package postgres
 
 import (
+	"crypto/tls"
 	"errors"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/internal/testcerts"
 )
 
 // FuzzParseURL: the postgres:// URL parser never panics and refuses what
 // it cannot use with ErrInvalidURL; what it accepts carries the
-// lock_conns and op_timeout it was given, and options that apply.
+// lock_conns and op_timeout it was given, and options that apply. A URL
+// with TLS parameters that it accepts connects to every TCP host over
+// TLS only, verifying the server: no plain-text fallback, no skipped
+// verification.
 func FuzzParseURL(f *testing.F) {
+	c := testcerts.New(f)
+	for _, q := range []string{
+		"ca_file=" + c.CA, "ca_file=" + c.CA + "&server_name=db.example.com", "ca_file=" + c.OtherCA + "&sslmode=verify-full",
+		"cert_file=" + c.ClientCert + "&key_file=" + c.ClientKey, "cert_file=" + c.ClientCert, "key_file=" + c.ClientKey,
+		"ca_file=" + c.CA + "&sslmode=disable", "ca_file=" + c.CA + "&sslmode=prefer", "ca_file=" + c.CA + "&sslmode=require",
+		"ca_file=" + c.ClientKey, "server_name=a:b", "server_name=localhost&sslrootcert=" + c.CA, "ca_file=" + c.CA + "&ssl=true",
+		"sslmode=verify-full&sslrootcert=" + c.CA, "password_file=" + c.CA, "ca_file=" + c.CA + "&lock_conns=2",
+	} {
+		f.Add("postgres://u@h1,h2:5433/db?" + q)
+		f.Add("postgres://u@h/db?" + q)
+	}
 	for _, s := range []string{
 		"postgres://u:p@127.0.0.1:5432/db", "postgresql://u@h/db?lock_conns=8&op_timeout=1s&sslmode=disable",
 		"postgres://u@[::1]:5432/db", "postgres://u@h/db?lock_conns=0", "postgres://u@h/db?lock_conns=2000",
@@ -37,6 +56,34 @@ func FuzzParseURL(f *testing.F) {
 		if connCfg == nil {
 			t.Fatalf("parseURL(%q): no connection config and no error", raw)
 		}
+		if q := u.Query(); q.Has("ca_file") || q.Has("cert_file") || q.Has("key_file") || q.Has("server_name") {
+			if p := connCfg.RuntimeParams; p["sslmode"] != "" || p["ca_file"] != "" {
+				t.Fatalf("parseURL(%q): TLS parameters passed on to the server: %v", raw, p)
+			}
+			hosts := []string{connCfg.Host}
+			tlsOn := []bool{connCfg.TLSConfig != nil}
+			for _, fb := range connCfg.Fallbacks {
+				hosts = append(hosts, fb.Host)
+				tlsOn = append(tlsOn, fb.TLSConfig != nil)
+			}
+			for i, h := range hosts {
+				unix := strings.HasPrefix(h, "/")
+				if tlsOn[i] == unix {
+					t.Fatalf("parseURL(%q): host %q with TLS %v", raw, h, tlsOn[i])
+				}
+			}
+			for _, tc := range append([]*pgconnTLS{{connCfg.Host, connCfg.TLSConfig}}, fallbackTLS(connCfg)...) {
+				if tc.cfg == nil {
+					continue
+				}
+				if tc.cfg.InsecureSkipVerify || tc.cfg.ServerName == "" {
+					t.Fatalf("parseURL(%q): host %q not verified (server name %q)", raw, tc.host, tc.cfg.ServerName)
+				}
+				if sn := q.Get("server_name"); sn != "" && tc.cfg.ServerName != sn {
+					t.Fatalf("parseURL(%q): server name %q, want %q", raw, tc.cfg.ServerName, sn)
+				}
+			}
+		}
 		c := defaultConfig()
 		if err := c.apply(opts); err != nil {
 			t.Fatalf("parseURL(%q) accepted options that fail: %v", raw, err)
@@ -53,4 +100,17 @@ func FuzzParseURL(f *testing.F) {
 			}
 		}
 	})
+}
+
+type pgconnTLS struct {
+	host string
+	cfg  *tls.Config
+}
+
+func fallbackTLS(c *pgx.ConnConfig) []*pgconnTLS {
+	var out []*pgconnTLS
+	for _, f := range c.Fallbacks {
+		out = append(out, &pgconnTLS{f.Host, f.TLSConfig})
+	}
+	return out
 }

@@ -71,13 +71,13 @@ func (b *Backend) Inspect(ctx context.Context, key string) (driver.LockState, er
 	defer s.unlock()
 	conn, qctx, cancel, err := s.session()
 	if err != nil {
-		return driver.LockState{}, fmt.Errorf("%s: %w", b.name, err)
+		return driver.LockState{}, fmt.Errorf("%s: %w", b.name, permission(err))
 	}
 	defer cancel()
 	st, err := readState(qctx, conn, inspectSQL, key)
 	if err != nil {
 		s.failed()
-		return driver.LockState{}, fmt.Errorf("%s: inspect %q: %w", b.name, key, err)
+		return driver.LockState{}, fmt.Errorf("%s: inspect %q: %w", b.name, key, permission(err))
 	}
 	return st, nil
 }
@@ -128,7 +128,7 @@ func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.
 	defer s.unlock()
 	conn, qctx, cancel, err := s.session()
 	if err != nil {
-		return nil, false, fmt.Errorf("%s: %w", b.name, err)
+		return nil, false, fmt.Errorf("%s: %w", b.name, permission(err))
 	}
 	defer cancel()
 	var rows pgx.Rows
@@ -139,7 +139,7 @@ func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.
 	}
 	if err != nil {
 		s.failed()
-		return nil, false, fmt.Errorf("%s: list %q: %w", b.name, prefix, err)
+		return nil, false, fmt.Errorf("%s: list %q: %w", b.name, prefix, permission(err))
 	}
 	var out []driver.LockState
 	for rows.Next() {
@@ -150,7 +150,7 @@ func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.
 		)
 		if err := rows.Scan(&key, &owner, &token, &left); err != nil {
 			rows.Close()
-			return nil, false, fmt.Errorf("%s: list %q: %w", b.name, prefix, err)
+			return nil, false, fmt.Errorf("%s: list %q: %w", b.name, prefix, permission(err))
 		}
 		out = append(out, driver.LockState{
 			Key: key, Held: true, Token: uint64(token), Waiters: -1,
@@ -159,7 +159,7 @@ func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.
 	}
 	if err := rows.Err(); err != nil {
 		s.failed()
-		return nil, false, fmt.Errorf("%s: list %q: %w", b.name, prefix, err)
+		return nil, false, fmt.Errorf("%s: list %q: %w", b.name, prefix, permission(err))
 	}
 	if len(out) > limit {
 		return out[:limit], true, nil
@@ -212,13 +212,13 @@ func (b *Backend) ForceRelease(ctx context.Context, key string) (driver.LockStat
 	defer s.unlock()
 	conn, qctx, cancel, err := s.session()
 	if err != nil {
-		return driver.LockState{}, fmt.Errorf("%s: %w", b.name, err)
+		return driver.LockState{}, fmt.Errorf("%s: %w", b.name, permission(err))
 	}
 	defer cancel()
 	st, err := forceRelease(qctx, conn, key)
 	if err != nil {
 		s.failed()
-		return driver.LockState{}, fmt.Errorf("%s: force release %q: %w", b.name, key, err)
+		return driver.LockState{}, fmt.Errorf("%s: force release %q: %w", b.name, key, permission(err))
 	}
 	if h := s.held[key]; h != nil {
 		h.timer.Stop()

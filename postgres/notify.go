@@ -46,7 +46,7 @@ func (b *Backend) Released(ctx context.Context, key string) (<-chan struct{}, fu
 	if !l.running {
 		conn, err := b.dialListener(ctx)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: listen: %w", b.name, err)
+			return nil, nil, fmt.Errorf("%s: listen: %w", b.name, permission(err))
 		}
 		lctx, cancel := context.WithCancel(context.Background())
 		l.running, l.cancel = true, cancel

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"crypto/tls"
+	"fmt"
 	"net/url"
 
 	"github.com/jackc/pgx/v5"
@@ -10,12 +12,20 @@ import (
 
 // urlForm is the form of the URLs that turnstile.Open takes:
 //
-//	postgres://[user[:password]@]host[:port][/db][?lock_conns=4&op_timeout=5s&<libpq parameters>]
+//	postgres://[user[:password]@]host[:port][/db][?lock_conns=4&op_timeout=5s&<TLS parameters>&<libpq parameters>]
 //
-// and postgresql://. Parameters other than lock_conns and op_timeout go
-// to pgx as libpq connection parameters (sslmode, connect_timeout,
-// application_name, ...).
+// and postgresql://. The TLS parameters are those every scheme shares
+// (ca_file, cert_file, key_file, server_name; see storeurl.TLS): any of
+// them turns on TLS with the server's certificate and name verified
+// (sslmode=verify-full, the default then, and the only sslmode they go
+// with). password_file names a file holding the password. Parameters
+// other than these go to pgx as libpq connection parameters (sslmode,
+// sslrootcert, connect_timeout, application_name, ...).
 var urlForm = storeurl.Form{Schemes: []string{"postgres", "postgresql"}, Shape: "host:port/db", Invalid: turnstile.ErrInvalidURL}
+
+// libpqTLSParams are libpq's parameters that say what the TLS parameters
+// say: a URL gives one set or the other.
+var libpqTLSParams = []string{"ssl", "sslrootcert", "sslcert", "sslkey", "sslpassword", "sslsni"}
 
 func init() {
 	open := storeurl.Opener(parseURL, Dial)
@@ -34,18 +44,74 @@ func parseURL(u *url.URL) (connCfg *pgx.ConnConfig, opts []Option, err error) {
 				return err
 			}
 		}
-		q, err := r.OwnParams(map[string]storeurl.Param{
+		var tl storeurl.TLS
+		q, err := r.OwnParams(tl.Params(map[string]storeurl.Param{
 			"lock_conns": storeurl.Append(&opts, storeurl.IntIn(1, 1024), WithConns),
 			"op_timeout": storeurl.Append(&opts, storeurl.PositiveDuration, WithOpTimeout),
-		})
+		}))
 		if err != nil {
 			return err
 		}
-		rest := *u
+		if tl.Given() {
+			if len(q["sslmode"]) > 1 {
+				return fmt.Errorf("query parameter %q given %d times", "sslmode", len(q["sslmode"]))
+			}
+			switch mode := q.Get("sslmode"); mode {
+			case "", "verify-full":
+				q.Set("sslmode", "verify-full")
+			case "disable", "allow", "prefer":
+				// allow and prefer fall back to plain text: never with
+				// the TLS parameters.
+				return fmt.Errorf("sslmode=%s contradicts the TLS parameters: %w", mode, tl.RefuseWithout("sslmode=verify-full or leave sslmode out"))
+			default:
+				return fmt.Errorf("sslmode=%q with the TLS parameters (ca_file, cert_file, key_file, server_name), which always verify the server's certificate and name: use sslmode=verify-full or leave sslmode out", mode)
+			}
+			for _, p := range libpqTLSParams {
+				if q.Has(p) {
+					return fmt.Errorf("%s with ca_file, cert_file, key_file or server_name: give libpq's TLS parameters or turnstile's, not both", p)
+				}
+			}
+		}
+		rest := *r.URL
 		rest.Scheme = "postgres"
 		rest.RawQuery = q.Encode()
 		connCfg, err = pgx.ParseConfig(rest.String())
-		return err
+		if err != nil {
+			return err
+		}
+		if r.Password != "" {
+			connCfg.Password = r.Password // also from password_file
+		}
+		if tl.Given() {
+			return useTLS(connCfg, &tl)
+		}
+		return nil
 	})
 	return connCfg, opts, err
+}
+
+// useTLS makes every host of connCfg (pgx tries them in turn) connect
+// with tl's TLS configuration, verified under server_name or the host's
+// own name. Hosts that are Unix sockets take no TLS, as in libpq.
+func useTLS(connCfg *pgx.ConnConfig, tl *storeurl.TLS) error {
+	base, err := tl.Config()
+	if err != nil {
+		return err
+	}
+	forHost := func(host string) *tls.Config {
+		c := base.Clone()
+		if c.ServerName == "" {
+			c.ServerName = host
+		}
+		return c
+	}
+	if connCfg.TLSConfig != nil {
+		connCfg.TLSConfig = forHost(connCfg.Host)
+	}
+	for _, f := range connCfg.Fallbacks {
+		if f.TLSConfig != nil {
+			f.TLSConfig = forHost(f.Host)
+		}
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile/internal/proc"
+	"github.com/turnstilelock/turnstile/internal/testcerts"
 )
 
 // InstallHint is the command that installs PostgreSQL on Debian.
@@ -33,8 +35,10 @@ var searchDirs = []string{"/usr/local/bin", "/usr/local/pgsql/bin", "/usr/lib/po
 // Server is a running postgres process with a database "postgres" that
 // user "postgres" may use without a password.
 type Server struct {
-	dir  string
-	port int
+	dir   string
+	port  int
+	opts  Options
+	certs *testcerts.Set
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -53,11 +57,32 @@ func lookPath(name string) (string, error) {
 	return "", ErrNotInstalled
 }
 
+// Options say how StartWith sets the server up. The zero value is what
+// Start does: no TLS, every local user trusted.
+type Options struct {
+	// TLS turns TLS on (ssl=on) with the certificates of a fresh
+	// testcerts.Set (see Certs): the server presents its certificate for
+	// 127.0.0.1 and localhost, and trusts the set's authority for client
+	// certificates.
+	TLS bool
+	// HostSSLOnly (with TLS) accepts TCP connections over TLS only
+	// (hostssl lines in pg_hba.conf): user "client" authenticates with its
+	// client certificate (cert), user "postgres" with none (trust), every
+	// other user with a SCRAM password (scram-sha-256).
+	HostSSLOnly bool
+}
+
 // Start creates a cluster in a new temporary directory and runs postgres
 // on a free loopback port, with fsync off. initdb refuses to run as root,
 // so as root the server runs as the unprivileged user "postgres" (created
 // by Debian's package). Stop it with Kill, which also removes the files.
-func Start() (*Server, error) {
+func Start() (*Server, error) { return StartWith(Options{}) }
+
+// StartWith is Start with TLS and client authentication as o says.
+func StartWith(o Options) (*Server, error) {
+	if o.HostSSLOnly && !o.TLS {
+		return nil, errors.New("pgproc: HostSSLOnly needs TLS")
+	}
 	initdb, err := lookPath("initdb")
 	if err != nil {
 		return nil, err
@@ -83,7 +108,13 @@ func Start() (*Server, error) {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %v: %s", err, strings.TrimSpace(string(out)))
 	}
-	s := &Server{dir: dir}
+	s := &Server{dir: dir, opts: o}
+	if o.TLS {
+		if err := s.setUpTLS(data, cred); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	var lastErr error
 	for range 5 {
 		if s.port, lastErr = proc.FreePort(); lastErr != nil {
@@ -132,6 +163,14 @@ func (s *Server) start(bin, data string, cred *syscall.Credential) error {
 		"-c", "max_connections=300",
 		"-c", "max_locks_per_transaction=256", // sizes the shared lock table that advisory locks live in
 	)
+	if s.certs != nil {
+		cmd.Args = append(cmd.Args,
+			"-c", "ssl=on",
+			"-c", "ssl_cert_file="+s.certs.ServerCert,
+			"-c", "ssl_key_file="+s.certs.ServerKey,
+			"-c", "ssl_ca_file="+s.certs.CA,
+		)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	proc.DieWithParent(cmd)
@@ -144,6 +183,47 @@ func (s *Server) start(bin, data string, cred *syscall.Credential) error {
 	s.mu.Unlock()
 	return nil
 }
+
+// setUpTLS writes the certificates where the server's user owns them
+// (postgres wants its key file private to it: mode 0600, its owner) and,
+// for HostSSLOnly, a pg_hba.conf that takes TCP connections over TLS only.
+func (s *Server) setUpTLS(data string, cred *syscall.Credential) error {
+	certDir := filepath.Join(s.dir, "certs")
+	if err := os.Mkdir(certDir, 0o700); err != nil {
+		return err
+	}
+	certs, err := testcerts.Write(certDir)
+	if err != nil {
+		return fmt.Errorf("pgproc: certificates: %w", err)
+	}
+	if cred != nil {
+		for _, p := range []string{certDir, certs.CA, certs.CAKey, certs.ServerCert, certs.ServerKey, certs.ClientCert, certs.ClientKey, certs.OtherCA} {
+			if err := os.Chown(p, int(cred.Uid), int(cred.Gid)); err != nil {
+				return err
+			}
+		}
+	}
+	s.certs = certs
+	if !s.opts.HostSSLOnly {
+		return nil
+	}
+	hba := "local all all trust\n" +
+		"hostssl all client 127.0.0.1/32 cert\n" +
+		"hostssl all postgres 127.0.0.1/32 trust\n" +
+		"hostssl all all 127.0.0.1/32 scram-sha-256\n"
+	path := filepath.Join(data, "pg_hba.conf")
+	if err := os.WriteFile(path, []byte(hba), 0o600); err != nil {
+		return err
+	}
+	if cred != nil {
+		return os.Chown(path, int(cred.Uid), int(cred.Gid))
+	}
+	return nil
+}
+
+// Certs are the certificates of a server started with TLS (the files
+// stay until Kill), nil without.
+func (s *Server) Certs() *testcerts.Set { return s.certs }
 
 // ready reports whether the server accepts connections.
 func (s *Server) ready() bool {
@@ -161,8 +241,14 @@ func (s *Server) ready() bool {
 // Addr is the server's host:port.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
-// URL is the server's turnstile URL.
-func (s *Server) URL() string { return "postgres://postgres@" + s.Addr() + "/postgres?sslmode=disable" }
+// URL is the server's turnstile URL: without TLS for a server started
+// without; verified against the server's authority for one with.
+func (s *Server) URL() string {
+	if s.certs != nil {
+		return "postgres://postgres@" + s.Addr() + "/postgres?ca_file=" + url.QueryEscape(s.certs.CA)
+	}
+	return "postgres://postgres@" + s.Addr() + "/postgres?sslmode=disable"
+}
 
 // Kill stops the server with SIGKILL and removes its files.
 func (s *Server) Kill() {

@@ -23,3 +23,16 @@ func StartPostgres(t testing.TB) *Postgres {
 	t.Cleanup(s.Kill)
 	return &Postgres{Server: s}
 }
+
+// StartPostgresWith is StartPostgres with the TLS and client
+// authentication that o asks for (see pgproc.Options); the server's
+// certificates are in its Certs.
+func StartPostgresWith(t testing.TB, o pgproc.Options) *Postgres {
+	t.Helper()
+	s, err := pgproc.StartWith(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Kill)
+	return &Postgres{Server: s}
+}

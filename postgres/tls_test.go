@@ -1,0 +1,277 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/internal/pgproc"
+	"github.com/turnstilelock/turnstile/internal/testcerts"
+	"github.com/turnstilelock/turnstile/internal/testserver"
+)
+
+// appPassword is the password of role app on the TLS server: no error may
+// show it.
+const appPassword = "app-Secret-7f3a91"
+
+// startTLS starts a server that takes TCP connections over TLS only
+// (ssl=on with ssl_cert_file, ssl_key_file and ssl_ca_file of a fresh
+// certificate set; hostssl lines only in pg_hba.conf), with the roles of
+// the least-privilege recipe:
+//
+//   - app: a password (scram-sha-256) and a schema of its own, app, where
+//     turnstile creates its table and functions; no other privilege;
+//   - client: authenticated by its client certificate (cert), with a
+//     schema of its own too;
+//   - stranger: a password and nothing else.
+func startTLS(t *testing.T) *testserver.Postgres {
+	t.Helper()
+	s := testserver.StartPostgresWith(t, pgproc.Options{TLS: true, HostSSLOnly: true})
+	admin(t, s,
+		"CREATE ROLE app LOGIN PASSWORD '"+appPassword+"'",
+		"CREATE SCHEMA app AUTHORIZATION app",
+		"CREATE ROLE client LOGIN",
+		"CREATE SCHEMA client AUTHORIZATION client",
+		"CREATE ROLE stranger LOGIN PASSWORD 'stranger-pw'",
+	)
+	return s
+}
+
+// admin runs statements as the superuser, over TLS with libpq's own
+// parameters (pgx's, here).
+func admin(t *testing.T, s *testserver.Postgres, stmts ...string) {
+	t.Helper()
+	ctx := ctxFor(t, 20*time.Second)
+	c, err := pgx.Connect(ctx, "postgres://postgres@"+s.Addr()+"/postgres?sslmode=verify-full&sslrootcert="+url.QueryEscape(s.Certs().CA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	for _, q := range stmts {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// tlsURL is a URL of user on s with the query q.
+func tlsURL(s *testserver.Postgres, user, q string) string {
+	return "postgres://" + user + "@" + s.Addr() + "/postgres?" + q
+}
+
+// qfile is a file path as a query value.
+func qfile(p string) string { return url.QueryEscape(p) }
+
+// lockOnce opens u, takes a lock and checks its token, and closes.
+func lockOnce(t *testing.T, u, key string) {
+	t.Helper()
+	ctx := ctxFor(t, 20*time.Second)
+	c, err := turnstile.Open(ctx, u)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer c.Close()
+	l, err := c.TryAcquire(ctx, key)
+	if err != nil {
+		t.Fatalf("TryAcquire: %v", err)
+	}
+	if l.Token() == 0 {
+		t.Fatal("lease with token 0")
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+}
+
+// TestTLSVerifyFull: over TLS with the server's certificate verified —
+// by ca_file (sslmode verify-full by default), under server_name, by
+// libpq's own sslmode=verify-full&sslrootcert, with a client certificate
+// as the only credential, and with a SCRAM password from password_file —
+// locks are taken with fencing tokens.
+func TestTLSVerifyFull(t *testing.T) {
+	s := startTLS(t)
+	c := s.Certs()
+	pwFile := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pwFile, []byte(appPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, u := range map[string]string{
+		"ca_file":              tlsURL(s, "postgres", "ca_file="+qfile(c.CA)),
+		"server_name":          tlsURL(s, "postgres", "ca_file="+qfile(c.CA)+"&server_name=localhost"),
+		"explicit verify-full": tlsURL(s, "postgres", "ca_file="+qfile(c.CA)+"&sslmode=verify-full"),
+		"libpq":                tlsURL(s, "postgres", "sslmode=verify-full&sslrootcert="+qfile(c.CA)),
+		"client certificate":   tlsURL(s, "client", "ca_file="+qfile(c.CA)+"&cert_file="+qfile(c.ClientCert)+"&key_file="+qfile(c.ClientKey)),
+		"password_file":        tlsURL(s, "app", "ca_file="+qfile(c.CA)+"&password_file="+qfile(pwFile)),
+	} {
+		t.Run(name, func(t *testing.T) { lockOnce(t, u, "tls-"+name) })
+	}
+}
+
+// TestTLSRefused: a server whose certificate the client cannot verify is
+// refused with an error that names the problem, and so is a wrong
+// server_name; a client certificate is the only way in for user client.
+func TestTLSRefused(t *testing.T) {
+	s := startTLS(t)
+	c := s.Certs()
+	for _, tc := range []struct{ name, url, want string }{
+		{"other CA", tlsURL(s, "postgres", "ca_file="+qfile(c.OtherCA)), "certificate signed by unknown authority"},
+		{"system roots", tlsURL(s, "postgres", "sslmode=verify-full"), "certificate signed by unknown authority"},
+		{"wrong server_name", tlsURL(s, "postgres", "ca_file="+qfile(c.CA)+"&server_name=db.example.com"), "not db.example.com"},
+		{"no client certificate", tlsURL(s, "client", "ca_file="+qfile(c.CA)), "connection requires a valid client certificate"},
+		{"plain text to a TLS-only server", tlsURL(s, "postgres", "sslmode=disable"), "no encryption"},
+		{"wrong password", "postgres://app:not-" + appPassword + "@" + s.Addr() + "/postgres?ca_file=" + qfile(c.CA), "password authentication failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := turnstile.Open(ctxFor(t, 20*time.Second), tc.url)
+			if err == nil {
+				t.Fatal("Open succeeded")
+			}
+			t.Log(err)
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Open: %v; want an error saying %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), appPassword) {
+				t.Fatalf("the error shows the password: %v", err)
+			}
+			if errors.Is(err, turnstile.ErrInvalidURL) || errors.Is(err, turnstile.ErrPermission) {
+				t.Fatalf("Open: %v; want a connection error", err)
+			}
+		})
+	}
+}
+
+// TestTLSToPlainServer: TLS asked of a server that has none is an error
+// that says so, never a plain-text session.
+func TestTLSToPlainServer(t *testing.T) {
+	c := testcerts.New(t)
+	for _, q := range []string{"ca_file=" + qfile(c.CA), "sslmode=verify-full&sslrootcert=" + qfile(c.CA)} {
+		_, err := turnstile.Open(ctxFor(t, 20*time.Second), "postgres://postgres@"+srv.Addr()+"/postgres?"+q)
+		if err == nil || !strings.Contains(err.Error(), "server refused TLS") {
+			t.Fatalf("Open(%s) against a server without TLS: %v; want \"server refused TLS\"", q, err)
+		}
+	}
+}
+
+// TestTLSParamsInvalid: a bad TLS or password parameter is an invalid
+// URL at once, before any connection (the host does not exist), and the
+// error shows no password.
+func TestTLSParamsInvalid(t *testing.T) {
+	c := testcerts.New(t)
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "not.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.pem")
+	const secret = "hunter2-Secret-Pw"
+	base := "postgres://u:" + secret + "@db.invalid:5432/db?"
+	for _, tc := range []struct{ q, want string }{
+		{"ca_file=" + qfile(missing), "ca_file"},
+		{"ca_file=" + qfile(notPEM), "no PEM certificate"},
+		{"ca_file=", "ca_file"},
+		{"cert_file=" + qfile(c.ClientCert), "cert_file without key_file"},
+		{"key_file=" + qfile(c.ClientKey), "key_file without cert_file"},
+		{"cert_file=" + qfile(c.ClientCert) + "&key_file=" + qfile(c.ServerKey), "cert_file"},
+		{"server_name=a%20b", "server_name"},
+		{"ca_file=" + qfile(c.CA) + "&sslmode=disable", "sslmode=disable contradicts"},
+		{"ca_file=" + qfile(c.CA) + "&sslmode=prefer", "sslmode=prefer contradicts"},
+		{"ca_file=" + qfile(c.CA) + "&sslmode=allow", "sslmode=allow contradicts"},
+		{"ca_file=" + qfile(c.CA) + "&sslmode=require", "sslmode=verify-full"},
+		{"ca_file=" + qfile(c.CA) + "&sslmode=verify-full&sslmode=disable", "given 2 times"},
+		{"ca_file=" + qfile(c.CA) + "&sslrootcert=" + qfile(c.CA), "not both"},
+		{"server_name=localhost&sslcert=" + qfile(c.ClientCert), "not both"},
+		{"ca_file=" + qfile(c.CA) + "&ca_file=" + qfile(c.CA), "given 2 times"},
+	} {
+		t.Run(tc.q, func(t *testing.T) {
+			_, err := turnstile.Open(ctxFor(t, 10*time.Second), base+tc.q)
+			t.Log(err)
+			if !errors.Is(err, turnstile.ErrInvalidURL) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Open(…?%s) = %v; want ErrInvalidURL saying %q", tc.q, err, tc.want)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Fatalf("the error shows the password: %v", err)
+			}
+		})
+	}
+	// A password both in the URL and in password_file, or a file that is
+	// not there.
+	pw := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pw, []byte(secret+"-from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{base + "password_file=" + qfile(pw), "postgres://u@db.invalid/db?password_file=" + qfile(missing)} {
+		_, err := turnstile.Open(ctxFor(t, 10*time.Second), u)
+		if !errors.Is(err, turnstile.ErrInvalidURL) || !strings.Contains(err.Error(), "password_file") {
+			t.Fatalf("Open = %v; want ErrInvalidURL naming password_file", err)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Fatalf("the error shows the password: %v", err)
+		}
+	}
+}
+
+// TestLeastPrivilege: the recipe's role — its own schema, nothing else —
+// runs turnstile (the TLS tests above lock with it); a role without
+// CREATE on a schema to put turnstile's objects in, and a role that lost
+// UPDATE on turnstile_locks, get turnstile.ErrPermission naming what was
+// refused.
+func TestLeastPrivilege(t *testing.T) {
+	s := startTLS(t)
+	ca := qfile(s.Certs().CA)
+	ctx := ctxFor(t, 30*time.Second)
+
+	// The recipe: everything turnstile does, operator calls included.
+	app := "postgres://app:" + appPassword + "@" + s.Addr() + "/postgres?ca_file=" + ca
+	c, err := turnstile.Open(ctx, app)
+	if err != nil {
+		t.Fatalf("Open as app: %v", err)
+	}
+	l, err := c.TryAcquire(ctx, "lp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Extend(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Inspect(ctx, "lp"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.List(ctx, "", 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ForceRelease(ctx, "lp"); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Release(ctx)
+	_ = c.Close()
+
+	// No schema to create turnstile's objects in.
+	_, err = turnstile.Open(ctx, "postgres://stranger:stranger-pw@"+s.Addr()+"/postgres?ca_file="+ca)
+	if !errors.Is(err, turnstile.ErrPermission) || !strings.Contains(err.Error(), "permission denied for schema public") {
+		t.Fatalf("Open as a role without a schema: %v; want ErrPermission naming schema public", err)
+	}
+
+	// The table without UPDATE.
+	admin(t, s, "REVOKE UPDATE ON app.turnstile_locks FROM app")
+	c, err = turnstile.Open(ctx, app)
+	if err != nil {
+		t.Fatalf("Open as app: %v", err)
+	}
+	defer c.Close()
+	_, err = c.TryAcquire(ctx, "lp")
+	t.Log(err)
+	if !errors.Is(err, turnstile.ErrPermission) || !strings.Contains(err.Error(), "permission denied for table turnstile_locks") {
+		t.Fatalf("TryAcquire without UPDATE: %v; want ErrPermission naming table turnstile_locks", err)
+	}
+	if strings.Contains(err.Error(), appPassword) {
+		t.Fatalf("the error shows the password: %v", err)
+	}
+}
