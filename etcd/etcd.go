@@ -71,6 +71,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/turnstilelock/turnstile/driver"
 )
@@ -103,7 +104,10 @@ func New(cli *clientv3.Client, opts ...Option) (*Backend, error) {
 
 // Dial connects a client of the backend's own with cfg and returns a
 // backend over it; Close closes that client. With cfg.DialTimeout set it
-// waits until a connection is up; ctx bounds that wait too.
+// waits until a connection is up (and, with cfg.Username, logged in);
+// ctx bounds that wait too. Its error then says why the connection
+// failed, such as a certificate that does not verify, with a hint when
+// the members may expect TLS or a client certificate.
 func Dial(ctx context.Context, cfg clientv3.Config, opts ...Option) (*Backend, error) {
 	c := defaultConfig()
 	if err := c.apply(opts); err != nil {
@@ -118,8 +122,21 @@ func Dial(ctx context.Context, cfg clientv3.Config, opts ...Option) (*Backend, e
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if cfg.DialTimeout > 0 {
+		// Wait for the connection, and say why it failed rather than only
+		// that the time ran out: a certificate refused, TLS expected.
+		// clientv3 dials with grpc.DialContext, which supports both.
+		//lint:ignore SA1019 deprecated only for grpc.NewClient, which clientv3 does not use
+		cfg.DialOptions = append([]grpc.DialOption{grpc.WithBlock(), grpc.WithReturnConnectionError()}, cfg.DialOptions...)
+	}
+	if cfg.TLS != nil && cfg.TLS.ServerName != "" {
+		// gRPC checks the member's certificate against the host dialled
+		// unless the authority says otherwise.
+		cfg.DialOptions = append(cfg.DialOptions, grpc.WithAuthority(cfg.TLS.ServerName))
+	}
 	cli, err := clientv3.New(cfg)
 	if err != nil {
+		err = dialErr(cfg, err)
 		if ctx.Err() != nil {
 			return nil, errors.Join(ctx.Err(), err)
 		}

@@ -266,7 +266,7 @@ func TestBadURLs(t *testing.T) {
 		"etcd://127.0.0.1:2379?dial_timeout=-1s",
 		"etcd://127.0.0.1:2379?prefix=",
 		"etcd://127.0.0.1:2379?prefix=a&prefix=b",
-		"etcd://127.0.0.1:2379?tls=1",
+		"etcd://127.0.0.1:2379?tls=maybe",
 	} {
 		t.Run(u, func(t *testing.T) {
 			c, err := turnstile.Open(ctx, u)

@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/url"
@@ -14,13 +15,17 @@ import (
 
 // FuzzParseURL: the etcd:// URL parser never panics and refuses what it
 // cannot use with ErrInvalidURL; what it accepts is one usable
-// http://host:port endpoint per host, and the URL written back from the
-// settings it read parses to the same settings.
+// http://host:port endpoint per host (https:// with TLS, which always
+// verifies the server), and the URL written back from the settings it
+// read parses to the same settings.
 func FuzzParseURL(f *testing.F) {
 	for _, s := range []string{
 		"etcd://127.0.0.1:2379", "etcd://u:p@h1,h2:2?prefix=/app/&dial_timeout=1s", "etcd://[::1]:2379",
 		"etcd://", "etcd://h1,,h2", "etcd://h:", "etcd://h:0", "etcd://h/x", "etcd://h/", "etcd://h?prefix=",
 		"etcd://h?dial_timeout=0s", "etcd://h?x=1", "etcd:opaque", "etcd://h#f", "etcd://a]:1", "etcd://::1",
+		"etcd://h?tls=on", "etcd://h?tls=off", "etcd://h?tls=1&server_name=localhost", "etcd://h?tls=off&server_name=x",
+		"etcd://h?ca_file=/nonexistent", "etcd://h?cert_file=a", "etcd://h?key_file=b", "etcd://h?server_name=a%20b",
+		"etcd://u@h?password_file=/nonexistent", "etcd://u@h", "etcd://:p@h", "etcd://h?tls=",
 	} {
 		f.Add(s)
 	}
@@ -41,8 +46,15 @@ func FuzzParseURL(f *testing.F) {
 			t.Fatalf("parseURL(%q) accepted options that fail: %v", raw, err)
 		}
 		var hosts []string
+		scheme := "http://"
+		if cfg.TLS != nil {
+			scheme = "https://"
+			if cfg.TLS.InsecureSkipVerify || cfg.TLS.MinVersion < tls.VersionTLS12 {
+				t.Fatalf("parseURL(%q): TLS without verification or below 1.2", raw)
+			}
+		}
 		for _, ep := range cfg.Endpoints {
-			hp, ok := strings.CutPrefix(ep, "http://")
+			hp, ok := strings.CutPrefix(ep, scheme)
 			host, port, err := net.SplitHostPort(hp)
 			if !ok || err != nil || host == "" || strings.ContainsAny(host, "[]") {
 				t.Fatalf("parseURL(%q): endpoint %q is not http://host:port (%v)", raw, ep, err)
@@ -56,7 +68,15 @@ func FuzzParseURL(f *testing.F) {
 		if cfg.Username != "" || cfg.Password != "" {
 			back.User = url.UserPassword(cfg.Username, cfg.Password)
 		}
-		back.RawQuery = url.Values{"dial_timeout": {cfg.DialTimeout.String()}, "prefix": {c.prefix}}.Encode()
+		q := url.Values{"dial_timeout": {cfg.DialTimeout.String()}, "prefix": {c.prefix}}
+		if cfg.TLS != nil {
+			// The files were read; what they held is not written back.
+			q.Set("tls", "on")
+			if cfg.TLS.ServerName != "" {
+				q.Set("server_name", cfg.TLS.ServerName)
+			}
+		}
+		back.RawQuery = q.Encode()
 		cfg2, opts2, err := parseURL(&back)
 		if err != nil {
 			t.Fatalf("parseURL(%q) read settings that %q writes back, which it refuses: %v", raw, back.String(), err)
@@ -66,7 +86,8 @@ func FuzzParseURL(f *testing.F) {
 			t.Fatal(err)
 		}
 		if !slices.Equal(cfg.Endpoints, cfg2.Endpoints) || cfg.Username != cfg2.Username || cfg.Password != cfg2.Password ||
-			cfg.DialTimeout != cfg2.DialTimeout || c.prefix != c2.prefix {
+			cfg.DialTimeout != cfg2.DialTimeout || c.prefix != c2.prefix || (cfg.TLS == nil) != (cfg2.TLS == nil) ||
+			cfg.TLS != nil && cfg.TLS.ServerName != cfg2.TLS.ServerName {
 			t.Fatalf("%q and its settings written back as %q parse differently", raw, back.String())
 		}
 	})

@@ -34,7 +34,8 @@ const listLeases = 16
 // Extend beyond the lease's TTL), which rewrites the key; a free key
 // reports token 0, since etcd keeps no trace of a deleted key's
 // revisions once compacted.
-func (b *Backend) Inspect(ctx context.Context, key string) (driver.LockState, error) {
+func (b *Backend) Inspect(ctx context.Context, key string) (_ driver.LockState, err error) {
+	defer func() { err = permission(err, "read the lock "+b.LockKey(key)) }()
 	lk := b.LockKey(key)
 	resp, err := b.cli.Txn(ctx).Then(
 		clientv3.OpGet(lk),
@@ -87,7 +88,8 @@ func (b *Backend) leaseLeft(ctx context.Context, id clientv3.LeaseID) (time.Dura
 // length of each listed key's queue (listBatch keys per transaction). It
 // reads only keys under prefix and at most limit of them: its cost grows
 // with limit, not with the number of locks in the store.
-func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
+func (b *Backend) List(ctx context.Context, prefix string, limit int) (_ []driver.LockState, _ bool, err error) {
+	defer func() { err = permission(err, "list the locks under "+b.LockKey(prefix)) }()
 	if limit <= 0 {
 		return nil, false, fmt.Errorf("%w: etcd: list limit %d must be positive", turnstile.ErrInvalidOption, limit)
 	}
@@ -164,7 +166,8 @@ func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.
 // grow with every write to the cluster. The returned Token is the
 // revision of the transaction, at least the removed holder's token and
 // less than every token issued after it.
-func (b *Backend) ForceRelease(ctx context.Context, key string) (driver.LockState, error) {
+func (b *Backend) ForceRelease(ctx context.Context, key string) (_ driver.LockState, err error) {
+	defer func() { err = permission(err, "remove the lock "+b.LockKey(key)) }()
 	lk := b.LockKey(key)
 	resp, err := b.cli.Txn(ctx).Then(
 		clientv3.OpDelete(lk, clientv3.WithPrevKV()),

@@ -13,7 +13,8 @@ import (
 // up to whole seconds) and writes the lock key under it if the key does
 // not exist, or if owner already holds it. A failed attempt revokes the
 // lease.
-func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (_ uint64, _ bool, err error) {
+	defer func() { err = permission(err, "take the lock "+b.LockKey(key)) }()
 	lease, err := b.cli.Grant(ctx, leaseSeconds(ttl))
 	if err != nil {
 		return 0, false, err
@@ -64,7 +65,8 @@ func (b *Backend) take(ctx context.Context, lk, owner string, id clientv3.LeaseI
 // Extend implements driver.Backend. It checks that owner holds key, then
 // renews the key's lease. When ttl needs more seconds than the lease was
 // granted, the key moves to a new lease with the longer TTL.
-func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Duration) (_ bool, err error) {
+	defer func() { err = permission(err, "renew the lock "+b.LockKey(key)) }()
 	lk := b.LockKey(key)
 	isOwner := clientv3.Compare(clientv3.Value(lk), "=", owner)
 	resp, err := b.cli.Txn(ctx).If(isOwner).Then(clientv3.OpGet(lk)).Commit()
@@ -118,7 +120,8 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 // Each lease belongs to one grant of one lock, so revoking it can never
 // remove a lock someone else took meanwhile; and the read costs no write
 // to etcd's log, the revoke one.
-func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
+func (b *Backend) Release(ctx context.Context, key, owner string) (_ bool, err error) {
+	defer func() { err = permission(err, "release the lock "+b.LockKey(key)) }()
 	lk := b.LockKey(key)
 	resp, err := b.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.Value(lk), "=", owner)).

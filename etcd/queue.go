@@ -22,7 +22,8 @@ var errWatchClosed = errors.New("etcd: watch closed")
 // did not queue, holds it). The waiter key and the lock key share one
 // lease with ttl, renewed while waiting; leaving the queue revokes it,
 // which also releases the lock if it was granted meanwhile.
-func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (uint64, error) {
+func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (_ uint64, err error) {
+	defer func() { err = permission(err, "queue for the lock "+b.LockKey(key)) }()
 	lease, err := b.cli.Grant(ctx, leaseSeconds(ttl))
 	if err != nil {
 		return 0, err

@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"time"
@@ -17,12 +18,22 @@ const DefaultDialTimeout = 5 * time.Second
 // urlForm is the form of the URLs that turnstile.Open takes:
 //
 //	etcd://[user:password@]host[:port][,host[:port]...][?prefix=/turnstile/&dial_timeout=5s]
+//	etcd://[user:password@]host[:port][,...]?ca_file=ca.pem[&cert_file=client.pem&key_file=client-key.pem][&server_name=etcd.example.com]
+//	etcd://host[:port][,...]?tls=on
 //
 // The port defaults to 2379. Several hosts are members of one cluster.
-// The client speaks plain HTTP/2 (no TLS); for TLS build a clientv3.Config
-// and call Dial. IPv6 members are bracketed ([::1]:2379), alone or in
-// a list.
-var urlForm = storeurl.Form{Schemes: []string{"etcd"}, Shape: "host:port", Invalid: turnstile.ErrInvalidURL}
+// IPv6 members are bracketed ([::1]:2379), alone or in a list.
+//
+// Without TLS parameters the client speaks plain HTTP/2. Any of
+// ca_file, cert_file, key_file and server_name (storeurl.TLS), or tls=on
+// (the system's roots), makes it speak TLS to every member, verifying
+// the member's certificate; tls=off with a TLS parameter is refused.
+// The files are read when the URL is.
+//
+// A user (password in the URL or in password_file) logs in to etcd's
+// authentication; the user needs a role that may read and write the
+// keys under the prefix.
+var urlForm = storeurl.Form{Schemes: []string{"etcd"}, Shape: "[user:password@]host:port", Invalid: turnstile.ErrInvalidURL}
 
 func init() {
 	turnstile.Register("etcd", storeurl.Opener(parseURL, Dial))
@@ -35,22 +46,48 @@ func parseURL(u *url.URL) (cfg clientv3.Config, opts []Option, err error) {
 		if u.Path != "" && u.Path != "/" {
 			return fmt.Errorf("unexpected path %q (set the key prefix with ?prefix=)", u.Path)
 		}
-		// Members are dialled as http://host:port; an empty host is
-		// localhost.
+		// An empty host is localhost.
 		addrs, err := r.Hosts("2379", "localhost")
 		if err != nil {
 			return err
 		}
-		for _, a := range addrs {
-			cfg.Endpoints = append(cfg.Endpoints, "http://"+a)
+		if r.Password != "" && r.Username == "" {
+			return errors.New("a password without a user name: want etcd://user:password@host")
+		}
+		if r.Username != "" && r.Password == "" {
+			return fmt.Errorf("user %q without a password: give it in the URL or in %s", r.Username, storeurl.PasswordFileParam)
 		}
 		cfg.Username, cfg.Password = r.Username, r.Password
 		cfg.DialTimeout = DefaultDialTimeout
-		if err := r.Params(map[string]storeurl.Param{
+		var tl storeurl.TLS
+		var tlsOn, tlsSet bool
+		if err := r.Params(tl.Params(map[string]storeurl.Param{
 			"prefix":       storeurl.Append(&opts, storeurl.String, WithPrefix),
 			"dial_timeout": storeurl.Store(&cfg.DialTimeout, storeurl.PositiveDuration),
-		}); err != nil {
+			"tls": func(v string) (err error) {
+				tlsOn, err = storeurl.OnOff(v)
+				tlsSet = true
+				return err
+			},
+		})); err != nil {
 			return err
+		}
+		if tlsSet && !tlsOn {
+			if err := tl.RefuseWithout("tls=on, or leave tls out"); err != nil {
+				return fmt.Errorf("tls=off, but %w", err)
+			}
+		}
+		// Members are dialled as http://host:port, or https://host:port
+		// with TLS.
+		scheme := "http://"
+		if tlsOn || tl.Given() {
+			if cfg.TLS, err = tl.Config(); err != nil {
+				return err
+			}
+			scheme = "https://"
+		}
+		for _, a := range addrs {
+			cfg.Endpoints = append(cfg.Endpoints, scheme+a)
 		}
 		c := defaultConfig()
 		return c.apply(opts)

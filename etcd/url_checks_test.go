@@ -1,9 +1,16 @@
 package etcd
 
 import (
+	"errors"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/internal/etcdproc"
+	"github.com/turnstilelock/turnstile/internal/testcerts"
 
 	"github.com/turnstilelock/turnstile/internal/redact/redacttest"
 	"github.com/turnstilelock/turnstile/internal/storeurl/storeurltest"
@@ -11,10 +18,7 @@ import (
 
 // redactChecks: no error of the parser (FuzzParseURLRedacts) or of Open,
 // the driver's included (TestOpenRedacts), shows a secret of the URL.
-var redactChecks = redacttest.Backend{Schemes: urlForm.Schemes, Parse: redacttest.ParseErr(parseURL),
-	// Without user information the client connects lazily.
-	Lazy: true,
-}
+var redactChecks = redacttest.Backend{Schemes: urlForm.Schemes, Parse: redacttest.ParseErr(parseURL)}
 
 // hostChecks: hosts named by IPv6 literals, alone and in lists, are
 // dialled at their addresses; malformed ones make an invalid URL.
@@ -31,7 +35,90 @@ func urlAddrs(u *url.URL) ([]string, error) {
 	var addrs []string
 	cfg, _, err := parseURL(u)
 	for _, ep := range cfg.Endpoints {
-		addrs = append(addrs, strings.TrimPrefix(ep, "http://"))
+		ep = strings.TrimPrefix(ep, "http://")
+		addrs = append(addrs, strings.TrimPrefix(ep, "https://"))
 	}
 	return addrs, err
+}
+
+// FuzzPasswordFileRedacts: a password read from password_file becomes
+// the client's password, and no error of the parser shows it, whatever
+// else the URL gets wrong (extra is the rest of the query).
+func FuzzPasswordFileRedacts(f *testing.F) {
+	for i, extra := range []string{"", "ca_file=/nonexistent", "tls=off&server_name=localhost", "cert_file=x", "tls=maybe",
+		"prefix=", "x=1", "dial_timeout=0s"} {
+		f.Add([]byte("s3cr3tPW"), []byte("batterystaple"), uint8(i), extra)
+	}
+	f.Fuzz(func(t *testing.T, x, y []byte, sepIdx uint8, extra string) {
+		secret, never := redacttest.Secret(x, y, redacttest.Separators[int(sepIdx)%len(redacttest.Separators)])
+		if redacttest.Leak(extra, never) != "" {
+			return // the URL itself names the secret
+		}
+		path := filepath.Join(t.TempDir(), "pw")
+		if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		raw := "etcd://user@127.0.0.1:1?password_file=" + url.QueryEscape(path)
+		if extra != "" {
+			raw += "&" + extra
+		}
+		u, err := url.Parse(raw)
+		if err != nil {
+			return
+		}
+		cfg, _, err := parseURL(u)
+		if err != nil {
+			if leak := redacttest.ErrorLeak(err, never); leak != "" {
+				t.Fatalf("parseURL(%q): error %q shows the password %q", raw, err, leak)
+			}
+			if !errors.Is(err, turnstile.ErrInvalidURL) {
+				t.Fatalf("parseURL(%q) = %v, want ErrInvalidURL", raw, err)
+			}
+			return
+		}
+		if cfg.Username != "user" || cfg.Password != secret {
+			t.Fatalf("parseURL(%q): user %q, password from the file read as %q", raw, cfg.Username, cfg.Password)
+		}
+	})
+}
+
+// TestTLSParams: the TLS parameters and tls=on make https:// endpoints
+// with a TLS configuration that names what they say; without them, or
+// with tls=off, http:// and none.
+func TestTLSParams(t *testing.T) {
+	certs := testcerts.New(t)
+	for raw, want := range map[string]string{
+		"etcd://h":                                   "http://",
+		"etcd://h?tls=off":                           "http://",
+		"etcd://h?tls=on":                            "https://",
+		"etcd://h?tls=TRUE":                          "https://",
+		"etcd://h?ca_file=" + certs.CA:               "https://",
+		"etcd://h?server_name=localhost":             "https://",
+		"etcd://h?ca_file=" + certs.CA + "&tls=true": "https://",
+		"etcd://h?" + etcdproc.TLSQuery(certs):       "https://",
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, _, err := parseURL(u)
+		if err != nil {
+			t.Fatalf("parseURL(%q): %v", raw, err)
+		}
+		if !strings.HasPrefix(cfg.Endpoints[0], want) || (want == "https://") != (cfg.TLS != nil) {
+			t.Fatalf("parseURL(%q): endpoint %q, TLS %v; want %s", raw, cfg.Endpoints[0], cfg.TLS != nil, want)
+		}
+		q := u.Query()
+		switch {
+		case cfg.TLS == nil:
+		case q.Has("ca_file") != (cfg.TLS.RootCAs != nil):
+			t.Fatalf("parseURL(%q): ca_file and the roots disagree", raw)
+		case q.Has("cert_file") != (len(cfg.TLS.Certificates) == 1):
+			t.Fatalf("parseURL(%q): cert_file and the client certificate disagree", raw)
+		case cfg.TLS.ServerName != q.Get("server_name"):
+			t.Fatalf("parseURL(%q): server name %q", raw, cfg.TLS.ServerName)
+		case cfg.TLS.InsecureSkipVerify:
+			t.Fatalf("parseURL(%q) skips verification", raw)
+		}
+	}
 }

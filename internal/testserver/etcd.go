@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/turnstilelock/turnstile/internal/etcdproc"
+	"github.com/turnstilelock/turnstile/internal/testcerts"
 )
 
 // Etcd is a single-member etcd process started for a test.
@@ -37,4 +38,19 @@ func etcdDataDir(t testing.TB) string {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	return dir
+}
+
+// StartEtcdTLS starts etcd as StartEtcd does, serving clients over TLS
+// only with certs' server certificate and requiring client certificates
+// signed by certs' authority (--cert-file, --key-file, --trusted-ca-file,
+// --client-cert-auth). Its URL names the authority and the client
+// certificate.
+func StartEtcdTLS(t testing.TB, certs *testcerts.Set) *Etcd {
+	t.Helper()
+	s, err := etcdproc.StartTLS(etcdDataDir(t), certs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Kill)
+	return &Etcd{Server: s}
 }
