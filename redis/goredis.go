@@ -51,7 +51,8 @@ type goredisConn struct {
 }
 
 func (g *goredisConn) eval(ctx context.Context, s script, c call) (int64, error) {
-	return goredisScripts[s].Run(ctx, g.c, c.keys, anys(c.args)...).Int64()
+	n, err := goredisScripts[s].Run(ctx, g.c, c.keys, anys(c.args)...).Int64()
+	return n, storeError(err, sources[s], c, "")
 }
 
 // evalMulti sends every call in one pipeline of EVALSHA. If the server
@@ -79,12 +80,15 @@ func (g *goredisConn) evalMulti(ctx context.Context, s script, cs []call) []repl
 		if len(again) > 0 {
 			if err := goredisScripts[s].Load(ctx, g.c).Err(); err != nil {
 				for _, i := range again {
-					out[i].err = err
+					out[i].err = err // storeError below
 				}
 				again = nil
 			}
 		}
 		pending = again
+	}
+	for i := range out {
+		out[i].err = storeError(out[i].err, sources[s], cs[i], "")
 	}
 	return out
 }
@@ -102,7 +106,8 @@ func anys(ss []string) []any {
 // slot. A server older than Redis 7.0 refuses SSUBSCRIBE as an unknown
 // command, and its release script publishes with PUBLISH, so Released
 // then falls back to SUBSCRIBE.
-func (g *goredisConn) subscribe(ctx context.Context, channel string, ready, message func()) error {
+func (g *goredisConn) subscribe(ctx context.Context, channel string, ready, message func()) (err error) {
+	defer func() { err = storeError(err, "", call{}, channel) }()
 	for attempt := 0; ; attempt++ {
 		err := g.receive(ctx, g.c.SSubscribe(ctx, channel), "sunsubscribe", ready, message)
 		var re goredis.Error

@@ -331,7 +331,7 @@ func (b *Backend) scan(ctx context.Context, pattern string, found func([]string)
 			if cn.c.Mode() == rueidis.ClientModeCluster {
 				role, err := nc.Do(ctx, nc.B().Role().Build()).ToArray()
 				if err != nil {
-					return fmt.Errorf("redis: scan: ROLE: %w", err)
+					return fmt.Errorf("redis: scan: ROLE: %w", storeError(err, "", call{}, ""))
 				}
 				if r, _ := role[0].ToString(); r != "master" {
 					continue // a replica: its primary is scanned
@@ -341,7 +341,7 @@ func (b *Backend) scan(ctx context.Context, pattern string, found func([]string)
 			for {
 				e, err := nc.Do(ctx, nc.B().Scan().Cursor(cursor).Match(pattern).Count(scanCount).Build()).AsScanEntry()
 				if err != nil {
-					return fmt.Errorf("redis: scan: %w", err)
+					return fmt.Errorf("redis: scan: %w", storeError(err, "", call{}, ""))
 				}
 				if err := found(e.Elements); err != nil {
 					return err
@@ -358,7 +358,7 @@ func (b *Backend) scan(ctx context.Context, pattern string, found func([]string)
 			for {
 				keys, next, err := c.Scan(ctx, cursor, pattern, scanCount).Result()
 				if err != nil {
-					return fmt.Errorf("redis: scan: %w", err)
+					return fmt.Errorf("redis: scan: %w", storeError(err, "", call{}, ""))
 				}
 				if err := found(keys); err != nil {
 					return err
@@ -393,14 +393,16 @@ func (b *Backend) scan(ctx context.Context, pattern string, found func([]string)
 }
 
 // runStrings executes s once and returns its reply, an array of strings.
-func (b *Backend) runStrings(ctx context.Context, s *kindScript, c call) ([]string, error) {
+func (b *Backend) runStrings(ctx context.Context, s *kindScript, c call) (r []string, err error) {
 	switch cn := b.conn.(type) {
 	case *rueidisConn:
-		return s.r.Exec(ctx, cn.c, c.keys, c.args).AsStrSlice()
+		r, err = s.r.Exec(ctx, cn.c, c.keys, c.args).AsStrSlice()
 	case *goredisConn:
-		return s.g.Run(ctx, cn.c, c.keys, anys(c.args)...).StringSlice()
+		r, err = s.g.Run(ctx, cn.c, c.keys, anys(c.args)...).StringSlice()
+	default:
+		return nil, fmt.Errorf("redis: inspecting locks is not supported over client %T", b.conn)
 	}
-	return nil, fmt.Errorf("redis: inspecting locks is not supported over client %T", b.conn)
+	return r, storeError(err, s.src, c, "")
 }
 
 // runStringsMulti executes s once per call in one pipelined batch.
@@ -419,7 +421,7 @@ func (b *Backend) runStringsMulti(ctx context.Context, s *kindScript, cs []call)
 	case *goredisConn:
 		if err := s.g.Load(ctx, cn.c).Err(); err != nil {
 			for i := range errs {
-				errs[i] = err
+				errs[i] = storeError(err, "", cs[i], "")
 			}
 			return out, errs
 		}
@@ -436,6 +438,9 @@ func (b *Backend) runStringsMulti(ctx context.Context, s *kindScript, cs []call)
 		for i := range errs {
 			errs[i] = fmt.Errorf("redis: inspecting locks is not supported over client %T", b.conn)
 		}
+	}
+	for i := range errs {
+		errs[i] = storeError(errs[i], s.src, cs[i], "")
 	}
 	return out, errs
 }

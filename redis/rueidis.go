@@ -42,7 +42,7 @@ func (r *rueidisConn) eval(ctx context.Context, s script, c call) (int64, error)
 		// the same owner, and release, are owner-checked.
 		n, err = rueidisScripts[s].Exec(ctx, r.c, c.keys, c.args).AsInt64()
 	}
-	return n, err
+	return n, storeError(err, sources[s], c, "")
 }
 
 // evalMulti: ExecMulti first loads the script on every node (one more
@@ -57,6 +57,7 @@ func (r *rueidisConn) evalMulti(ctx context.Context, s script, cs []call) []repl
 	out := make([]reply, len(cs))
 	for i := range out {
 		out[i].n, out[i].err = res[i].AsInt64()
+		out[i].err = storeError(out[i].err, sources[s], cs[i], "")
 	}
 	return out
 }
@@ -72,7 +73,7 @@ func (r *rueidisConn) subscribe(ctx context.Context, channel string, ready, mess
 	if re, ok := rueidis.IsRedisErr(err); ok && unknownCommand(re.Error()) {
 		err = r.receive(ctx, channel, false, ready, message)
 	}
-	return err
+	return storeError(err, "", call{}, channel)
 }
 
 // receive runs one subscription until ctx ends, the client is closed, or

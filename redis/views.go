@@ -21,23 +21,26 @@ import (
 // kindScript is one Lua script of a lock kind, prepared for both client
 // libraries: EVALSHA, with EVAL when the server lost its script cache.
 type kindScript struct {
-	r *rueidis.Lua
-	g *goredis.Script
+	r   *rueidis.Lua
+	g   *goredis.Script
+	src string // for the line an error names (storeError)
 }
 
 func newKindScript(src string) *kindScript {
-	return &kindScript{r: rueidis.NewLuaScript(src), g: goredis.NewScript(src)}
+	return &kindScript{r: rueidis.NewLuaScript(src), g: goredis.NewScript(src), src: src}
 }
 
 // run executes s once and returns its integer reply.
-func (b *Backend) run(ctx context.Context, s *kindScript, c call) (int64, error) {
+func (b *Backend) run(ctx context.Context, s *kindScript, c call) (n int64, err error) {
 	switch cn := b.conn.(type) {
 	case *rueidisConn:
-		return s.r.Exec(ctx, cn.c, c.keys, c.args).AsInt64()
+		n, err = s.r.Exec(ctx, cn.c, c.keys, c.args).AsInt64()
 	case *goredisConn:
-		return s.g.Run(ctx, cn.c, c.keys, anys(c.args)...).Int64()
+		n, err = s.g.Run(ctx, cn.c, c.keys, anys(c.args)...).Int64()
+	default:
+		return 0, fmt.Errorf("redis: lock kinds do not support client %T", b.conn)
 	}
-	return 0, fmt.Errorf("redis: lock kinds do not support client %T", b.conn)
+	return n, storeError(err, s.src, c, "")
 }
 
 // runMulti executes s once per call in one pipelined batch.
@@ -56,7 +59,7 @@ func (b *Backend) runMulti(ctx context.Context, s *kindScript, cs []call) []repl
 		// Load first, so that no call of the pipeline meets NOSCRIPT.
 		if err := s.g.Load(ctx, cn.c).Err(); err != nil {
 			for i := range out {
-				out[i].err = err
+				out[i].err = storeError(err, "", cs[i], "")
 			}
 			return out
 		}
@@ -73,6 +76,9 @@ func (b *Backend) runMulti(ctx context.Context, s *kindScript, cs []call) []repl
 		for i := range out {
 			out[i].err = fmt.Errorf("redis: lock kinds do not support client %T", b.conn)
 		}
+	}
+	for i := range out {
+		out[i].err = storeError(out[i].err, s.src, cs[i], "")
 	}
 	return out
 }
