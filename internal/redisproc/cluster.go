@@ -23,6 +23,7 @@ const clusterBusOffset = 10000
 // process each, on loopback.
 type Cluster struct {
 	nodes []*Server
+	tls   *TLS // nil: plain text
 }
 
 // StartCluster starts masters cluster-enabled redis-server processes with
@@ -31,6 +32,19 @@ type Cluster struct {
 // reports the cluster healthy with all 16384 slots served. Stop it with
 // Kill.
 func StartCluster(dir string, masters int) (*Cluster, error) {
+	return startCluster(dir, masters, nil)
+}
+
+// StartClusterTLS starts a cluster as StartCluster does, whose nodes
+// speak TLS only, to clients and to each other: each node runs with
+// --port 0 --tls-port P --tls-cluster yes --tls-replication yes and the
+// certificates of t, the client certificate for their connections to
+// each other (--tls-client-cert-file, --tls-client-key-file).
+func StartClusterTLS(dir string, masters int, t TLS) (*Cluster, error) {
+	return startCluster(dir, masters, &t)
+}
+
+func startCluster(dir string, masters int, t *TLS) (*Cluster, error) {
 	if masters < 3 {
 		return nil, fmt.Errorf("start redis cluster: %d masters, Redis Cluster needs at least 3", masters)
 	}
@@ -42,9 +56,9 @@ func StartCluster(dir string, masters int) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redis-cli not found on PATH; install it with: %s", InstallHint)
 	}
-	c := &Cluster{}
+	c := &Cluster{tls: t}
 	for i := range masters {
-		s, err := startClusterNode(bin, filepath.Join(dir, "node"+strconv.Itoa(i)))
+		s, err := startClusterNode(bin, filepath.Join(dir, "node"+strconv.Itoa(i)), t)
 		if err != nil {
 			c.Kill()
 			return nil, err
@@ -61,7 +75,7 @@ func StartCluster(dir string, masters int) (*Cluster, error) {
 // startClusterNode starts one node in a directory of its own. A port that
 // was free when picked may be taken by the time the server binds it (and
 // the bus port with it), so a failed start is retried on other ports.
-func startClusterNode(bin, dir string) (*Server, error) {
+func startClusterNode(bin, dir string, t *TLS) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -76,6 +90,15 @@ func startClusterNode(bin, dir string) (*Server, error) {
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
 		}}
+		if t != nil {
+			if err := s.setTLS(*t); err != nil {
+				return nil, fmt.Errorf("start cluster node: %w", err)
+			}
+			// Nodes dial each other with the client certificate: the
+			// server's is for servers only.
+			s.extra = append(s.extra, "--tls-cluster", "yes", "--tls-replication", "yes",
+				"--tls-client-cert-file", t.ClientCert, "--tls-client-key-file", t.ClientKey)
+		}
 		// A failed attempt may have written a node id; a fresh node needs none.
 		_ = os.Remove(filepath.Join(dir, "nodes.conf"))
 		if lastErr = s.start(); lastErr == nil {
@@ -113,7 +136,12 @@ func freeClusterPort() (int, error) {
 func (c *Cluster) create(cli string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	args := append([]string{"--cluster", "create"}, c.Addrs()...)
+	var args []string
+	if c.tls != nil {
+		args = []string{"--tls", "--cacert", c.tls.CA, "--cert", c.tls.ClientCert, "--key", c.tls.ClientKey}
+	}
+	args = append(args, "--cluster", "create")
+	args = append(args, c.Addrs()...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
 	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
 	if err != nil {
@@ -164,7 +192,13 @@ func (c *Cluster) Addrs() []string {
 }
 
 // URL is the cluster's turnstile URL, redis://host1:port1,host2:port2,...
-func (c *Cluster) URL() string { return "redis://" + strings.Join(c.Addrs(), ",") }
+// or for a cluster that speaks TLS rediss://host1:port1,...?ca_file=...&cert_file=...&key_file=...
+func (c *Cluster) URL() string {
+	if c.tls == nil {
+		return "redis://" + strings.Join(c.Addrs(), ",")
+	}
+	return "rediss://" + strings.Join(c.Addrs(), ",") + "?" + c.tls.Query()
+}
 
 // Do sends one command to the first node, as Server.Do does: for commands
 // any node answers alike, such as CLUSTER KEYSLOT or CLUSTER INFO. Key
@@ -177,3 +211,6 @@ func (c *Cluster) Kill() {
 		s.Kill()
 	}
 }
+
+// Nodes are the cluster's servers, for commands to one node.
+func (c *Cluster) Nodes() []*Server { return c.nodes }

@@ -5,6 +5,7 @@ package redisproc
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +32,8 @@ type Server struct {
 	dir   string
 	port  int
 	extra []string // more redis-server arguments, e.g. cluster mode
+	tls   *TLS     // nil: plain text on port
+	dial  *tls.Config
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -62,15 +65,53 @@ func Start(dir string) (*Server, error) {
 	return nil, fmt.Errorf("start redis-server: %w", lastErr)
 }
 
+// StartTLS runs redis-server as Start does, speaking TLS only: its
+// port is a TLS port (--port 0 --tls-port P), with the certificates of
+// t. Server.Do speaks TLS to it with t's client certificate.
+func StartTLS(dir string, t TLS) (*Server, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, ErrNotInstalled
+	}
+	s := &Server{bin: bin, dir: dir}
+	if err := s.setTLS(t); err != nil {
+		return nil, fmt.Errorf("start redis-server: %w", err)
+	}
+	var lastErr error
+	for range 5 {
+		if s.port, lastErr = proc.FreePort(); lastErr != nil {
+			continue
+		}
+		if lastErr = s.start(); lastErr == nil {
+			return s, nil
+		}
+	}
+	return nil, fmt.Errorf("start redis-server: %w", lastErr)
+}
+
 // Addr is the server's host:port.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
-// URL is the server's turnstile URL, redis://host:port.
-func (s *Server) URL() string { return "redis://" + s.Addr() }
+// URL is the server's turnstile URL: redis://host:port, or for a server
+// that speaks TLS rediss://host:port?ca_file=...&cert_file=...&key_file=...
+// with the files of its TLS.
+func (s *Server) URL() string {
+	if s.tls == nil {
+		return "redis://" + s.Addr()
+	}
+	return "rediss://" + s.Addr() + "?" + s.tls.Query()
+}
+
+// TLS is the TLS of the server, or nil for plain text.
+func (s *Server) TLS() *TLS { return s.tls }
 
 func (s *Server) start() error {
-	cmd := exec.Command(s.bin,
-		"--port", strconv.Itoa(s.port),
+	port := []string{"--port", strconv.Itoa(s.port)}
+	if s.tls != nil {
+		port = append([]string{"--port", "0", "--tls-port", strconv.Itoa(s.port)}, s.tls.args()...)
+	}
+	cmd := exec.Command(s.bin, port...)
+	cmd.Args = append(cmd.Args,
 		"--bind", "127.0.0.1",
 		"--dir", s.dir,
 		"--save", "",
@@ -95,7 +136,13 @@ func (s *Server) start() error {
 // type byte (for example "PONG" or "1"), or the whole bulk string. A Redis
 // error reply becomes an error. It is for set-up and inspection, not load.
 func (s *Server) Do(args ...string) (string, error) {
-	conn, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	var conn net.Conn
+	var err error
+	if s.dial != nil {
+		conn, err = tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", s.Addr(), s.dial)
+	} else {
+		conn, err = net.DialTimeout("tcp", s.Addr(), time.Second)
+	}
 	if err != nil {
 		return "", err
 	}

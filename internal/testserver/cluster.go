@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/turnstilelock/turnstile/internal/redisproc"
+	"github.com/turnstilelock/turnstile/internal/testcerts"
 )
 
 // ClusterMasters is how many masters StartRedisCluster starts: the fewest
@@ -21,6 +22,20 @@ type RedisCluster struct {
 func StartRedisCluster(t testing.TB) *RedisCluster {
 	t.Helper()
 	c, err := redisproc.StartCluster(t.TempDir(), ClusterMasters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Kill)
+	return &RedisCluster{Cluster: c}
+}
+
+// StartRedisClusterTLS starts a Redis Cluster as StartRedisCluster does,
+// whose nodes speak TLS only, to clients and to each other, with the
+// certificates of certs (see StartRedisTLS). Its URL is rediss:// with
+// ca_file, cert_file and key_file.
+func StartRedisClusterTLS(t testing.TB, certs *testcerts.Set, authClients bool) *RedisCluster {
+	t.Helper()
+	c, err := redisproc.StartClusterTLS(t.TempDir(), ClusterMasters, RedisTLS(certs, authClients))
 	if err != nil {
 		t.Fatal(err)
 	}

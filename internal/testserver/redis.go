@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/turnstilelock/turnstile/internal/redisproc"
+	"github.com/turnstilelock/turnstile/internal/testcerts"
 )
 
 // InstallHint is the command that installs every server the tests use.
@@ -36,5 +37,31 @@ func (r *Redis) Restart() {
 	r.t.Helper()
 	if err := r.Server.Restart(); err != nil {
 		r.t.Fatal(err)
+	}
+}
+
+// StartRedisTLS starts redis-server as StartRedis does, speaking TLS
+// only (--port 0 --tls-port P) with the server certificate of certs;
+// with authClients it refuses clients without a certificate signed by
+// certs' authority (--tls-auth-clients yes). Its URL is rediss:// with
+// ca_file, cert_file and key_file.
+func StartRedisTLS(t testing.TB, certs *testcerts.Set, authClients bool) *Redis {
+	t.Helper()
+	s, err := redisproc.StartTLS(t.TempDir(), RedisTLS(certs, authClients))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Kill)
+	return &Redis{Server: s, t: t}
+}
+
+// RedisTLS is the redis-server TLS of certs: its server certificate, its
+// authority, and its client certificate for the clients.
+func RedisTLS(certs *testcerts.Set, authClients bool) redisproc.TLS {
+	return redisproc.TLS{
+		CA:         certs.CA,
+		ServerCert: certs.ServerCert, ServerKey: certs.ServerKey,
+		ClientCert: certs.ClientCert, ClientKey: certs.ClientKey,
+		AuthClients: authClients,
 	}
 }
