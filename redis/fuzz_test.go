@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/url"
@@ -12,6 +13,8 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/clusterslot"
+	"github.com/turnstilelock/turnstile/internal/storeurl"
+	"github.com/turnstilelock/turnstile/internal/testcerts"
 )
 
 // FuzzParseURL: the redis:// and rediss:// URL parser never panics and
@@ -19,6 +22,17 @@ import (
 // usable addresses, and the URL written back from the settings it read
 // parses to the same settings.
 func FuzzParseURL(f *testing.F) {
+	certs := testcerts.New(f)
+	tlsQuery := "ca_file=" + url.QueryEscape(certs.CA) + "&cert_file=" + url.QueryEscape(certs.ClientCert) + "&key_file=" + url.QueryEscape(certs.ClientKey)
+	for _, s := range []string{
+		"rediss://u:p@h:1?" + tlsQuery, "redis://h1:1,h2:2?" + tlsQuery + "&server_name=localhost",
+		"rediss://h?ca_file=" + url.QueryEscape(certs.CA) + "&server_name=10.0.0.1", "rediss://h?server_name=a",
+		"redis://h?cert_file=" + url.QueryEscape(certs.ClientCert), "rediss://h?ca_file=" + url.QueryEscape(certs.ClientKey),
+		"redis://h?server_name=a%20b", "rediss://h?ca_file=", "redis://u@h?password_file=/nonexistent",
+		"rediss://[::1]:6380?server_name=::1&ca_file=" + url.QueryEscape(certs.CA),
+	} {
+		f.Add(s)
+	}
 	for _, s := range []string{
 		"redis://127.0.0.1:6379", "rediss://u:p@host:1/2?prefix=app:&fence_grace=1s",
 		"redis://[::1]:6379", "redis://h1:1,h2:2,[::1]:3", "redis://", "redis:///3",
@@ -50,7 +64,7 @@ func FuzzParseURL(f *testing.F) {
 		if err := cfg.apply(opts); err != nil {
 			t.Fatalf("parseURL(%q) accepted options that fail: %v", raw, err)
 		}
-		back := formatURL(scheme, opt, cfg)
+		back := formatURL(scheme, opt, cfg, u.Query())
 		u2, err := url.Parse(back)
 		if err != nil {
 			t.Fatalf("parseURL(%q) read settings that %q writes back, which does not parse: %v", raw, back, err)
@@ -73,6 +87,18 @@ func FuzzParseURL(f *testing.F) {
 		if opt.TLSConfig != nil && opt.TLSConfig.ServerName != opt2.TLSConfig.ServerName {
 			t.Fatalf("%q: TLS server name %q, written back as %q: %q", raw, opt.TLSConfig.ServerName, back, opt2.TLSConfig.ServerName)
 		}
+		if tl := opt.TLSConfig; tl != nil {
+			if tl.InsecureSkipVerify || tl.MinVersion < tls.VersionTLS12 || opt.DialCtxFn == nil {
+				t.Fatalf("%q: TLS without verification, below 1.2, or dialled without hints", raw)
+			}
+			if (tl.RootCAs == nil) != (opt2.TLSConfig.RootCAs == nil) || tl.RootCAs != nil && !tl.RootCAs.Equal(opt2.TLSConfig.RootCAs) ||
+				len(tl.Certificates) != len(opt2.TLSConfig.Certificates) {
+				t.Fatalf("%q and its settings written back as %q trust or present different certificates", raw, back)
+			}
+		}
+		if (scheme == "rediss") != (opt.TLSConfig != nil) && !tlsParamGiven(u.Query()) {
+			t.Fatalf("%q: TLS on is %v", raw, opt.TLSConfig != nil)
+		}
 	})
 }
 
@@ -94,8 +120,19 @@ func checkAddrs(t *testing.T, raw string, addrs []string) {
 	}
 }
 
-// formatURL writes the settings parseURL read as a URL.
-func formatURL(scheme string, opt rueidis.ClientOption, cfg config) string {
+// tlsParamGiven reports whether q sets one of the TLS parameters.
+func tlsParamGiven(q url.Values) bool {
+	for _, p := range storeurl.TLSParamNames {
+		if q.Has(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// formatURL writes the settings parseURL read as a URL, with the TLS
+// parameters of q, whose files opt does not name.
+func formatURL(scheme string, opt rueidis.ClientOption, cfg config, q0 url.Values) string {
 	u := url.URL{Scheme: scheme, Host: strings.Join(opt.InitAddress, ",")}
 	if opt.Username != "" || opt.Password != "" {
 		u.User = url.UserPassword(opt.Username, opt.Password)
@@ -113,6 +150,11 @@ func formatURL(scheme string, opt rueidis.ClientOption, cfg config) string {
 		q.Set("prefix", cfg.prefix)
 	}
 	q.Set("fence_grace", cfg.grace.String())
+	for _, p := range storeurl.TLSParamNames {
+		if q0.Has(p) {
+			q.Set(p, q0.Get(p))
+		}
+	}
 	u.RawQuery = q.Encode()
 	return u.String()
 }

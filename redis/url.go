@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/storeurl"
+	"github.com/turnstilelock/turnstile/internal/tlshint"
 )
 
 // urlForm is the form of the URLs that turnstile.Open takes:
@@ -18,6 +20,23 @@ import (
 //	redis://[user:password@]host1:port1,host2:port2,...[?...]
 //
 // and rediss:// for TLS. The port defaults to 6379, the database to 0.
+// The password may come from a file instead: password_file=PATH.
+//
+// TLS: rediss:// turns it on, verifying the server against the system's
+// roots; so does any of the TLS parameters, with redis:// too:
+//
+//	ca_file=PATH      the authorities that sign the servers' certificates
+//	cert_file=PATH    the client's certificate, for servers that verify
+//	key_file=PATH     clients (--tls-auth-clients yes), and its key
+//	server_name=NAME  the name the servers' certificates carry
+//
+// such as rediss://user:pass@h:6380?ca_file=/etc/ca.pem. The files are
+// read with the URL: a bad one is a bad URL. The server's certificate is
+// always verified. server_name defaults, for one host, to that host,
+// which every node of a cluster found from it is then checked against
+// too; for several hosts, to the host of each node dialled. Every node
+// of a cluster is connected to with the same TLS configuration.
+//
 // Several hosts name nodes of one Redis Cluster: the client learns the
 // whole cluster from whichever of them answers first, so the list need
 // not be complete, and a cluster has database 0 only. A single host may
@@ -28,7 +47,7 @@ var urlForm = storeurl.Form{Schemes: []string{"redis", "rediss"}, Shape: "host:p
 
 func init() {
 	for _, scheme := range urlForm.Schemes {
-		turnstile.Register(scheme, storeurl.Opener(parseURL, Dial))
+		turnstile.Register(scheme, storeurl.Opener(parseURL, dialURL))
 	}
 }
 
@@ -56,12 +75,6 @@ func parseURL(u *url.URL) (opt rueidis.ClientOption, opts []Option, err error) {
 			return err
 		}
 		opt.InitAddress = addrs
-		if r.Scheme == "rediss" {
-			opt.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-			if len(addrs) == 1 {
-				opt.TLSConfig.ServerName, _, _ = net.SplitHostPort(addrs[0])
-			} // else crypto/tls checks each node's certificate against the address dialled
-		}
 		opt.Username, opt.Password = r.Username, r.Password
 		if opt.SelectDB, err = r.Database(); err != nil {
 			return err
@@ -79,18 +92,50 @@ func parseURL(u *url.URL) (opt rueidis.ClientOption, opts []Option, err error) {
 		// connection even under RESP3 (some embedded Redis
 		// implementations); the default, 3, multiplexes them.
 		protocol := "3"
-		if err := r.Params(map[string]storeurl.Param{
+		var tl storeurl.TLS
+		if err := r.Params(tl.Params(map[string]storeurl.Param{
 			"dial_timeout": storeurl.Store(&opt.Dialer.Timeout, storeurl.PositiveDuration),
 			"flush_delay":  storeurl.Store(&opt.MaxFlushDelay, storeurl.DurationIn(0, MaxFlushDelay, "20us")),
 			"protocol":     storeurl.Store(&protocol, storeurl.OneOf("2", "3")),
 			"prefix":       storeurl.Append(&opts, storeurl.String, WithPrefix),
 			"fence_grace":  storeurl.Append(&opts, storeurl.Duration, WithFenceGrace),
-		}); err != nil {
+		})); err != nil {
 			return err
 		}
 		opt.AlwaysRESP2 = protocol == "2"
+		if r.Scheme == "rediss" || tl.Given() {
+			// Read the files now: a bad one is a bad URL, not an outage.
+			if opt.TLSConfig, err = tl.Config(); err != nil {
+				return err
+			}
+			if opt.TLSConfig.ServerName == "" && len(addrs) == 1 {
+				opt.TLSConfig.ServerName, _, _ = net.SplitHostPort(addrs[0])
+			} // else crypto/tls checks each node's certificate against the address dialled
+			opt.DialCtxFn = dialTLS
+		}
 		// Check the options here, so a bad prefix is reported as a bad URL.
 		return CheckOptions(opts...)
 	})
 	return opt, opts, err
+}
+
+// dialURL is Dial for turnstile.Open. A plain-text connection that the
+// server resets at once most likely reached a TLS port: its error says
+// so.
+func dialURL(ctx context.Context, opt rueidis.ClientOption, opts ...Option) (*Backend, error) {
+	b, err := Dial(ctx, opt, opts...)
+	if err != nil && opt.TLSConfig == nil {
+		err = tlshint.Plain(err, PlainHint)
+	}
+	return b, err
+}
+
+// PlainHint is what the error of a plain-text connection that the server
+// reset suggests.
+const PlainHint = "is the server expecting TLS? use rediss:// or the TLS parameters ca_file, cert_file, key_file"
+
+// dialTLS connects every node of a URL with TLS: its errors say what a
+// client certificate missing or a server speaking plain text look like.
+func dialTLS(ctx context.Context, dst string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
+	return tlshint.Dial(ctx, d, dst, cfg, "use redis:// without the TLS parameters ca_file, cert_file, key_file, server_name")
 }

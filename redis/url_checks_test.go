@@ -1,8 +1,17 @@
 package redis
 
 import (
+	"context"
+	"crypto/tls"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/internal/testcerts"
 
 	"github.com/turnstilelock/turnstile/internal/redact/redacttest"
 	"github.com/turnstilelock/turnstile/internal/storeurl/storeurltest"
@@ -26,4 +35,141 @@ func TestOpenRedacts(t *testing.T) { redactChecks.CheckOpen(t) }
 func urlAddrs(u *url.URL) ([]string, error) {
 	opt, _, err := parseURL(u)
 	return opt.InitAddress, err
+}
+
+// TestURLTLS: what the TLS parameters and the schemes turn on, and the
+// configuration they make: the server always verified, against ca_file
+// or the system's roots, under server_name or the host; the client
+// certificate presented when cert_file and key_file name one.
+func TestURLTLS(t *testing.T) {
+	certs := testcerts.New(t)
+	ca, cert, key := url.QueryEscape(certs.CA), url.QueryEscape(certs.ClientCert), url.QueryEscape(certs.ClientKey)
+	for _, c := range []struct {
+		raw        string
+		tls        bool
+		serverName string
+		ownCA      bool
+		clientCert bool
+	}{
+		{raw: "redis://h:1"},
+		{raw: "redis://h1:1,h2:2/0?prefix=x"},
+		{raw: "rediss://h:1", tls: true, serverName: "h"},
+		{raw: "REDISS://h:1", tls: true, serverName: "h"},
+		{raw: "rediss://h1:1,h2:2", tls: true},
+		{raw: "redis://h:1?ca_file=" + ca, tls: true, serverName: "h", ownCA: true},
+		{raw: "redis://h:1?server_name=other.example", tls: true, serverName: "other.example"},
+		{raw: "rediss://h1:1,h2:2?server_name=10.1.2.3", tls: true, serverName: "10.1.2.3"},
+		{raw: "rediss://[::1]:1?ca_file=" + ca, tls: true, serverName: "::1", ownCA: true},
+		{raw: "redis://h1:1,h2:2?cert_file=" + cert + "&key_file=" + key, tls: true, clientCert: true},
+		{raw: "rediss://u:p@h:1/2?ca_file=" + ca + "&cert_file=" + cert + "&key_file=" + key + "&server_name=localhost", tls: true, serverName: "localhost", ownCA: true, clientCert: true},
+	} {
+		u, err := url.Parse(c.raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt, _, err := parseURL(u)
+		if err != nil {
+			t.Errorf("parseURL(%s): %v", c.raw, err)
+			continue
+		}
+		cfg := opt.TLSConfig
+		if (cfg != nil) != c.tls || (opt.DialCtxFn != nil) != c.tls {
+			t.Errorf("parseURL(%s): TLS %v, dial hook %v; want TLS %v", c.raw, cfg != nil, opt.DialCtxFn != nil, c.tls)
+			continue
+		}
+		if cfg == nil {
+			continue
+		}
+		if cfg.InsecureSkipVerify || cfg.MinVersion != tls.VersionTLS12 {
+			t.Errorf("parseURL(%s): InsecureSkipVerify %v, MinVersion %x", c.raw, cfg.InsecureSkipVerify, cfg.MinVersion)
+		}
+		if cfg.ServerName != c.serverName {
+			t.Errorf("parseURL(%s): ServerName %q, want %q", c.raw, cfg.ServerName, c.serverName)
+		}
+		if (cfg.RootCAs != nil) != c.ownCA {
+			t.Errorf("parseURL(%s): own roots %v, want %v", c.raw, cfg.RootCAs != nil, c.ownCA)
+		}
+		if (len(cfg.Certificates) == 1) != c.clientCert {
+			t.Errorf("parseURL(%s): %d client certificates", c.raw, len(cfg.Certificates))
+		}
+	}
+}
+
+// TestURLPasswordFile: password_file gives the password, with the user
+// of the URL, and is no parameter of the backend's.
+func TestURLPasswordFile(t *testing.T) {
+	pw := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pw, []byte("s3cret pass\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []string{
+		"rediss://locker@h:1?password_file=" + url.QueryEscape(pw),
+		"redis://locker@h1:1,h2:2?prefix=p:&password_file=" + url.QueryEscape(pw),
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt, opts, err := parseURL(u)
+		if err != nil {
+			t.Fatalf("parseURL(%s): %v", raw, err)
+		}
+		if opt.Username != "locker" || opt.Password != "s3cret pass" {
+			t.Errorf("parseURL(%s): user %q, password %q", raw, opt.Username, opt.Password)
+		}
+		if strings.Contains(raw, "prefix") && len(opts) != 1 {
+			t.Errorf("parseURL(%s): %d options, want the prefix", raw, len(opts))
+		}
+	}
+}
+
+// FuzzPasswordFileRedacts: a password read from password_file shows in
+// no error of the parser nor of Open (the server refusing connections),
+// whatever else is wrong with the URL; nor does the content of a
+// password file that is refused.
+func FuzzPasswordFileRedacts(f *testing.F) {
+	certs := testcerts.New(f)
+	dir := f.TempDir()
+	f.Add([]byte("hunter2"), []byte("correcthorse"), uint8(0), uint8(0))
+	for i := range redacttest.Separators {
+		f.Add([]byte("s3cr3tPW"), []byte("batterystaple"), uint8(i), uint8(i))
+	}
+	rest := []string{
+		"", "&ca_file=" + url.QueryEscape(certs.OtherCA), "&ca_file=/nonexistent", "&ca_file=" + url.QueryEscape(certs.ClientKey),
+		"&cert_file=" + url.QueryEscape(certs.ClientCert), "&server_name=a%20b", "&x=1", "&prefix=%7B",
+		"&password_file=/etc/hostname", "&dial_timeout=1s&protocol=4",
+	}
+	f.Fuzz(func(t *testing.T, x, y []byte, sepIdx, restIdx uint8) {
+		secret, never := redacttest.Secret(x, y, redacttest.Separators[int(sepIdx)%len(redacttest.Separators)])
+		file := filepath.Join(dir, "pw")
+		// A one-line password, and a file of two lines that is refused.
+		for _, content := range []string{secret + "\n", secret + "\n" + secret + "\n"} {
+			if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, scheme := range urlForm.Schemes {
+				raw := scheme + "://locker@127.0.0.1:1/0?password_file=" + url.QueryEscape(file) + rest[int(restIdx)%len(rest)]
+				u, err := url.Parse(raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := parseURL(u); err != nil {
+					if leak := redacttest.ErrorLeak(err, never); leak != "" {
+						t.Fatalf("parseURL(%q): error %q shows the password %q", raw, err, leak)
+					}
+					continue
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				c, err := turnstile.Open(ctx, raw)
+				cancel()
+				if err == nil {
+					_ = c.Close()
+					continue // something listens on port 1
+				}
+				if leak := redacttest.ErrorLeak(err, never); leak != "" {
+					t.Fatalf("Open(%q): error %q shows the password %q", raw, err, leak)
+				}
+			}
+		}
+	})
 }
