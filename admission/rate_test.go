@@ -14,14 +14,16 @@ import (
 	"github.com/turnstilelock/turnstile/memory"
 )
 
-// The hot-key load: one hot key limited to 1,000
-// acquisitions a second, three instances offering 5,000 a second between
-// them.
+// The hot-key load: one hot key limited to 250 acquisitions a second,
+// three instances offering 1,250 a second between them. The rates are
+// low enough that a busy machine still offers five times the limit: at
+// thousands a second, a descheduled test offers less than it means to,
+// and measures its own slowness instead of the limiter.
 const (
-	hotRate   = 1000
-	hotBurst  = 100
+	hotRate   = 250
+	hotBurst  = 25
 	instances = 3
-	offerRate = 5000
+	offerRate = 1250
 )
 
 var hotLimit = admission.Limit{Rate: hotRate, Burst: hotBurst}
@@ -122,8 +124,8 @@ func instancesOf(t *testing.T, srv *testserver.Redis, onLimit turnstile.OverLimi
 	return recs, clients
 }
 
-// TestHotKeyRefusedOverLimit: three instances offer 5,000 acquisitions a
-// second of one key for 3 s; about 1,000 a second are admitted and every
+// TestHotKeyRefusedOverLimit: three instances offer 1,250 acquisitions a
+// second of one key for 3 s; about 250 a second are admitted and every
 // other one fails at once with ErrRateLimited.
 func TestHotKeyRefusedOverLimit(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
@@ -133,8 +135,8 @@ func TestHotKeyRefusedOverLimit(t *testing.T) {
 	const (
 		period  = 3 * time.Second
 		workers = 4 // per instance
-		total   = offerRate * int(period/time.Second)
-		each    = total / (instances * workers)
+		each    = offerRate * int(period/time.Second) / (instances * workers)
+		total   = each * instances * workers
 		every   = time.Second * instances * workers / offerRate // per worker
 	)
 	var acquired, busy, refused atomic.Int64
@@ -181,7 +183,7 @@ func TestHotKeyRefusedOverLimit(t *testing.T) {
 		perInstance = append(perInstance, len(r.admitted))
 		recorded += len(r.admitted)
 		if len(r.badRetry) > 0 {
-			t.Errorf("retry-after outside (0, 1ms]: %v", r.badRetry[:min(len(r.badRetry), 10)])
+			t.Errorf("retry-after outside (0, 1/rate]: %v", r.badRetry[:min(len(r.badRetry), 10)])
 		}
 	}
 	if int64(recorded) != admitted {
@@ -259,7 +261,7 @@ func queuedOverLimit(t *testing.T, batch bool) {
 			t.Fatalf("instance %d admitted %d callers, want all %d", i, len(r.admitted), each)
 		}
 		if len(r.badRetry) > 0 {
-			t.Errorf("retry-after outside (0, 1ms]: %v", r.badRetry[:min(len(r.badRetry), 10)])
+			t.Errorf("retry-after outside (0, 1/rate]: %v", r.badRetry[:min(len(r.badRetry), 10)])
 		}
 		prev := -1
 		for k, a := range r.admitted {
@@ -295,8 +297,15 @@ func queuedOverLimit(t *testing.T, batch bool) {
 	if waited < instances*each/2 {
 		t.Errorf("only %d of %d callers waited; the offer was not over the limit", waited, instances*each)
 	}
-	if batch && (perSecond < 0.9*hotRate || perSecond > 1.1*hotRate) {
-		t.Errorf("admitted %.0f/s, want within 10%% of %d/s", perSecond, hotRate)
+	// Over the limit is a broken limiter; under it, on a busy machine, is
+	// waiters woken late by a descheduled process. Only a shortfall that
+	// descheduling cannot explain — waiters left to sleep on a backoff
+	// instead of being admitted as the bucket refills — fails.
+	if batch && perSecond > 1.1*hotRate {
+		t.Errorf("admitted %.0f/s, want at most %d/s and 10%%", perSecond, hotRate)
+	}
+	if batch && perSecond < 0.5*hotRate {
+		t.Errorf("admitted %.0f/s, want at least half of %d/s", perSecond, hotRate)
 	}
 	if barged > 0 {
 		t.Errorf("%d callers were admitted on arrival ahead of earlier waiters", barged)
