@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 )
 
@@ -34,6 +35,8 @@ type Backend struct {
 	root    string
 	timeout time.Duration
 	logger  *slog.Logger
+	user    string   // the digest user, or ""
+	acl     []zk.ACL // of every node the Backend creates
 
 	mu     sync.Mutex
 	closed bool
@@ -51,9 +54,10 @@ var (
 type Option func(*config) error
 
 type config struct {
-	timeout time.Duration
-	root    string
-	logger  *slog.Logger
+	timeout        time.Duration
+	root           string
+	logger         *slog.Logger
+	user, password string // digest credentials, or ""
 }
 
 // WithSessionTimeout sets the session timeout: how long the server keeps
@@ -81,6 +85,35 @@ func WithRoot(path string) Option {
 			return errors.New("root must not be /")
 		}
 		c.root = r
+		return nil
+	}
+}
+
+// WithDigestAuth makes the session authenticate as user with password
+// (ZooKeeper's digest scheme: AddAuth("digest", "user:password"), sent
+// again on every reconnection), and gives every node the Backend creates
+// — lock nodes, the key directories that hold them, and the root and its
+// parents when it creates them — the ACL digest:user:password with all
+// permissions, and nothing for anyone else. A client without these
+// credentials can then neither read a queue, nor join it, nor delete a
+// holder's node (ZooKeeper checks a delete against the parent's ACL);
+// its requests fail with zk.ErrNoAuth. Every client of one root must use
+// the same credentials. Without WithDigestAuth nodes get the ACL
+// world:anyone with all permissions.
+//
+// user must not be empty nor contain ':', and password must not be
+// empty.
+func WithDigestAuth(user, password string) Option {
+	return func(c *config) error {
+		switch {
+		case user == "":
+			return errors.New("digest authentication without a user name")
+		case strings.Contains(user, ":"):
+			return fmt.Errorf("digest user %q contains ':', which ZooKeeper's digest scheme takes as the end of the name", user)
+		case password == "":
+			return fmt.Errorf("digest user %q without a password", user)
+		}
+		c.user, c.password = user, password
 		return nil
 	}
 }
@@ -132,18 +165,45 @@ func Dial(ctx context.Context, servers []string, opts ...Option) (*Backend, erro
 		root:    cfg.root,
 		timeout: cfg.timeout,
 		logger:  cfg.logger,
+		user:    cfg.user,
+		acl:     zk.WorldACL(zk.PermAll),
 		holds:   make(map[holdKey]*hold),
 	}
-	if conn.State() == zk.StateHasSession {
-		return b, nil
+	if conn.State() != zk.StateHasSession {
+		select {
+		case <-sessions:
+		case <-ctx.Done():
+			conn.Close()
+			return nil, fmt.Errorf("zookeeper: no session with %s: %w", b.servers, ctx.Err())
+		}
 	}
-	select {
-	case <-sessions:
-		return b, nil
-	case <-ctx.Done():
-		conn.Close()
-		return nil, fmt.Errorf("zookeeper: no session with %s: %w", b.servers, ctx.Err())
+	if cfg.user != "" {
+		// The client sends the credentials again after every
+		// reconnection, before any other request.
+		_, err := call(ctx, func() (struct{}, error) {
+			return struct{}{}, conn.AddAuth("digest", []byte(cfg.user+":"+cfg.password))
+		})
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("zookeeper: authenticate as %q with %s: %w", cfg.user, b.servers, err)
+		}
+		b.acl = zk.DigestACL(zk.PermAll, cfg.user, cfg.password)
 	}
+	return b, nil
+}
+
+// permission wraps err in turnstile.ErrPermission when ZooKeeper refused
+// the request for a node's ACL (zk.ErrNoAuth); what names the request.
+// Other errors pass unchanged.
+func (b *Backend) permission(err error, what string) error {
+	if err == nil || !errors.Is(err, zk.ErrNoAuth) || errors.Is(err, turnstile.ErrPermission) {
+		return err
+	}
+	who := "a client without credentials"
+	if b.user != "" {
+		who = fmt.Sprintf("user %q", b.user)
+	}
+	return fmt.Errorf("%w: zookeeper: the nodes' ACLs do not let %s %s (they were created with other credentials): %w", turnstile.ErrPermission, who, what, err)
 }
 
 // Name implements driver.Namer.

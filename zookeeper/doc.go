@@ -86,9 +86,24 @@
 //   - Clock jumps: neither the TTL (Go's monotonic clock) nor session
 //     expiry (the server's monotonic clock) reads wall clocks.
 //
+// # Authentication and node ACLs
+//
+// With credentials (WithDigestAuth; user:password@ in the URL, or the
+// password in password_file) the session authenticates with ZooKeeper's
+// digest scheme, again after every reconnection, and every node the
+// Backend creates — lock nodes, key directories, and the root and its
+// parents when it creates them — gets the ACL digest:user:password with
+// all permissions and nothing for anyone else. ZooKeeper checks a delete
+// against the parent's ACL, so a client without the credentials cannot
+// delete a holder's node, join a queue or list one; its requests fail
+// with zk.ErrNoAuth, which the Backend wraps in turnstile.ErrPermission.
+// Nodes that exist already keep their ACLs. Without credentials nodes
+// are open to everyone (world:anyone, all permissions). ZooKeeper is
+// reached without TLS.
+//
 // Open URLs have the form
 //
-//	zookeeper://host[:port][,host[:port]...][/chroot][?session_timeout=30s]
+//	zookeeper://[user:password@]host[:port][,host[:port]...][/chroot][?session_timeout=30s]
 //
 // Without session_timeout, the session timeout is the Client's lease TTL,
 // at least MinSessionTimeout (2 s). With it, a Client TTL longer than it

@@ -14,14 +14,17 @@ import (
 
 // FuzzParseURL: the zookeeper:// URL parser never panics and refuses what
 // it cannot use with ErrInvalidURL; what it accepts is one usable
-// host:port per server and options that Dial accepts, and the URL written
-// back from the settings it read parses to the same settings.
+// host:port per server and options that Dial accepts (digest credentials
+// with both a user and a password, or none), and the URL written back from
+// the settings it read parses to the same settings.
 func FuzzParseURL(f *testing.F) {
 	for _, s := range []string{
 		"zookeeper://127.0.0.1:2181", "zookeeper://h1,h2:2/app?session_timeout=10s", "zookeeper://[::1]:2181",
 		"zookeeper://", "zookeeper://h1,,h2", "zookeeper://:1", "zookeeper://h:0", "zookeeper://h/a/../b",
 		"zookeeper://h//", "zookeeper://h?session_timeout=1ns", "zookeeper://u:p@h", "zookeeper://h?x=1",
 		"zookeeper:opaque", "zookeeper://h#f", "zookeeper://a]:1", "zookeeper://[fe80::1%25eth0]:1",
+		"zookeeper://u:p@h/app", "zookeeper://:p@h", "zookeeper://u:@h", "zookeeper://a%3Ab:p@h", "zookeeper://u:p%40q@h",
+		"zookeeper://u@h?password_file=/nonexistent", "zookeeper://h?password_file=/nonexistent",
 	} {
 		f.Add(s)
 	}
@@ -55,7 +58,13 @@ func FuzzParseURL(f *testing.F) {
 		if r, err := cleanRoot(cfg.root); err != nil || r != cfg.root || !strings.HasSuffix(r, DefaultRoot) {
 			t.Fatalf("parseURL(%q): root %q is not a clean path ending in %s (%v)", raw, cfg.root, DefaultRoot, err)
 		}
+		if (cfg.user == "") != (cfg.password == "") || strings.Contains(cfg.user, ":") {
+			t.Fatalf("parseURL(%q): digest user %q with a password of %d bytes", raw, cfg.user, len(cfg.password))
+		}
 		back := url.URL{Scheme: "zookeeper", Host: strings.Join(servers, ","), Path: strings.TrimSuffix(cfg.root, DefaultRoot)}
+		if cfg.user != "" {
+			back.User = url.UserPassword(cfg.user, cfg.password)
+		}
 		back.RawQuery = url.Values{"session_timeout": {cfg.timeout.String()}}.Encode()
 		servers2, opts2, err := parseURL(&back)
 		if err != nil {
@@ -67,7 +76,8 @@ func FuzzParseURL(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		if !slices.Equal(servers, servers2) || cfg.root != cfg2.root || cfg.timeout != cfg2.timeout {
+		if !slices.Equal(servers, servers2) || cfg.root != cfg2.root || cfg.timeout != cfg2.timeout ||
+			cfg.user != cfg2.user || cfg.password != cfg2.password {
 			t.Fatalf("%q and its settings written back as %q parse differently", raw, back.String())
 		}
 	})

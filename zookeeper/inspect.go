@@ -35,7 +35,8 @@ var errRaced = errors.New("zookeeper: queue changed while it was read")
 // owners behind the holder. Token is the largest of the holder node's
 // zxid and the zxid of the key's last queue entry, at least the holder's
 // token; a free key whose directory ZooKeeper has removed reports 0.
-func (b *Backend) Inspect(ctx context.Context, key string) (driver.LockState, error) {
+func (b *Backend) Inspect(ctx context.Context, key string) (_ driver.LockState, err error) {
+	defer func() { err = b.permission(err, "read the lock in "+b.dir(key)) }()
 	if err := b.live(); err != nil {
 		return driver.LockState{}, err
 	}
@@ -114,7 +115,8 @@ func (b *Backend) inspect(ctx context.Context, key string) (driver.LockState, []
 // them in key order, listBatch at a time, until it has found limit held
 // locks and one more. So its cost is one listing of all keys plus two
 // reads per key under prefix it looks at.
-func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
+func (b *Backend) List(ctx context.Context, prefix string, limit int) (_ []driver.LockState, _ bool, err error) {
+	defer func() { err = b.permission(err, "list the locks under "+b.root) }()
 	if limit <= 0 {
 		return nil, false, fmt.Errorf("%w: zookeeper: list limit %d must be positive", turnstile.ErrInvalidOption, limit)
 	}
@@ -180,7 +182,8 @@ func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.
 // every write to the ensemble. The returned Token is the zxid of the
 // multi-op, larger than every token issued before it and smaller than
 // every later one.
-func (b *Backend) ForceRelease(ctx context.Context, key string) (driver.LockState, error) {
+func (b *Backend) ForceRelease(ctx context.Context, key string) (_ driver.LockState, err error) {
+	defer func() { err = b.permission(err, "remove the lock in "+b.dir(key)) }()
 	if err := b.live(); err != nil {
 		return driver.LockState{}, err
 	}

@@ -10,8 +10,6 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-var acl = zk.WorldACL(zk.PermAll)
-
 func (b *Backend) dir(key string) string { return b.root + "/" + escape(key) }
 
 // enqueue creates owner's node at the end of key's queue. zxid is that of
@@ -21,7 +19,7 @@ func (b *Backend) dir(key string) string { return b.root + "/" + escape(key) }
 func (b *Backend) enqueue(ctx context.Context, key, owner string) (string, int64, error) {
 	dir := b.dir(key)
 	ops := []any{
-		&zk.CreateRequest{Path: dir + "/" + escape(owner) + "-", Acl: acl, Flags: zk.FlagEphemeralSequential},
+		&zk.CreateRequest{Path: dir + "/" + escape(owner) + "-", Acl: b.acl, Flags: zk.FlagEphemeralSequential},
 		&zk.SetDataRequest{Path: dir, Version: -1},
 	}
 	for attempt := 0; ; attempt++ {
@@ -52,7 +50,7 @@ func (b *Backend) enqueue(ctx context.Context, key, owner string) (string, int64
 // mkdir creates dir as a container node — ZooKeeper deletes containers
 // once their last child is gone — and its parents as persistent nodes.
 func (b *Backend) mkdir(ctx context.Context, dir string) error {
-	_, err := call(ctx, func() (string, error) { return b.conn.CreateContainer(dir, nil, zk.FlagContainer, acl) })
+	_, err := call(ctx, func() (string, error) { return b.conn.CreateContainer(dir, nil, zk.FlagContainer, b.acl) })
 	if err == nil || errors.Is(err, zk.ErrNodeExists) {
 		return nil
 	}
@@ -64,12 +62,12 @@ func (b *Backend) mkdir(ctx context.Context, dir string) error {
 		parents = append([]string{p}, parents...)
 	}
 	for _, p := range parents {
-		_, err := call(ctx, func() (string, error) { return b.conn.Create(p, nil, zk.FlagPersistent, acl) })
+		_, err := call(ctx, func() (string, error) { return b.conn.Create(p, nil, zk.FlagPersistent, b.acl) })
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return fmt.Errorf("zookeeper: create %s: %w", p, err)
 		}
 	}
-	_, err = call(ctx, func() (string, error) { return b.conn.CreateContainer(dir, nil, zk.FlagContainer, acl) })
+	_, err = call(ctx, func() (string, error) { return b.conn.CreateContainer(dir, nil, zk.FlagContainer, b.acl) })
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("zookeeper: create %s: %w", dir, err)
 	}
@@ -102,7 +100,8 @@ func (b *Backend) remove(ctx context.Context, p string) error {
 // Acquire implements driver.Backend. It never queues: it creates a node,
 // keeps it if the node is first in the queue (or the owner's own node is),
 // and deletes it otherwise. Two to three round trips.
-func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (_ uint64, _ bool, err error) {
+	defer func() { err = b.permission(err, "take the lock in "+b.dir(key)) }()
 	if err := b.live(); err != nil {
 		return 0, false, err
 	}
@@ -159,7 +158,8 @@ func (b *Backend) cleanup(p string) {
 // first in the queue (one round trip) and restarts the TTL timer of a lock
 // this Backend took. While the connection is suspended it fails with
 // ErrSuspended; after the session expired it returns false.
-func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Duration) (_ bool, err error) {
+	defer func() { err = b.permission(err, "read the lock in "+b.dir(key)) }()
 	if err := b.live(); err != nil {
 		return false, err
 	}
@@ -183,7 +183,8 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 // by deleting its node (one round trip); otherwise Release deletes every
 // node of owner in key's queue and reports whether one of them held the
 // lock.
-func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
+func (b *Backend) Release(ctx context.Context, key, owner string) (_ bool, err error) {
+	defer func() { err = b.permission(err, "release the lock in "+b.dir(key)) }()
 	if err := b.live(); err != nil {
 		return false, err
 	}

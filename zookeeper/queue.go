@@ -21,7 +21,8 @@ var ErrNodeVanished = errors.New("zookeeper: lock node vanished while waiting")
 // is first. Each change wakes one waiter, so there is no herd. When ctx is
 // done the node leaves the queue (releasing the lock if it was granted
 // meanwhile) and the error matches ctx.Err().
-func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (uint64, error) {
+func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (_ uint64, err error) {
+	defer func() { err = b.permission(err, "queue for the lock in "+b.dir(key)) }()
 	if err := b.live(); err != nil {
 		return 0, err
 	}

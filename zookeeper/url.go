@@ -19,9 +19,12 @@ const MinSessionTimeout = 2 * time.Second
 
 // urlForm is the form of the URLs that turnstile.Open takes:
 //
-//	zookeeper://host[:port][,host[:port]...][/chroot][?session_timeout=30s]
+//	zookeeper://[user:password@]host[:port][,host[:port]...][/chroot][?session_timeout=30s]
 //
-// The port defaults to 2181. Lock nodes live under /chroot/turnstile/locks
+// The port defaults to 2181. A user and password (in the URL or in
+// password_file) authenticate the session with ZooKeeper's digest scheme
+// and restrict every node the client creates to those credentials
+// (WithDigestAuth). Lock nodes live under /chroot/turnstile/locks
 // (without a chroot, /turnstile/locks). IPv6 servers are bracketed
 // ([::1]:2181), alone or in a list.
 //
@@ -37,7 +40,7 @@ const MinSessionTimeout = 2 * time.Second
 // default tickTime of 2 s) to that minimum, and the lock of a crashed
 // holder then lasts that long; the server also expires sessions one tick
 // late at most.
-var urlForm = storeurl.Form{Schemes: []string{"zookeeper"}, Shape: "host:port", Users: storeurl.UserRefused, Invalid: turnstile.ErrInvalidURL}
+var urlForm = storeurl.Form{Schemes: []string{"zookeeper"}, Shape: "[user:password@]host:port/chroot", Users: storeurl.UserOptional, Invalid: turnstile.ErrInvalidURL}
 
 func init() {
 	turnstile.RegisterConfig("zookeeper", open)
@@ -92,6 +95,13 @@ func parseURL(u *url.URL) (servers []string, opts []Option, err error) {
 			return fmt.Errorf("chroot: %v", err)
 		}
 		opts = []Option{WithRoot(chroot + DefaultRoot)}
+		if r.Username != "" || r.Password != "" {
+			o := WithDigestAuth(r.Username, r.Password)
+			if err := o(&config{}); err != nil {
+				return fmt.Errorf("%v: want zookeeper://user:password@host (or the password in %s)", err, storeurl.PasswordFileParam)
+			}
+			opts = append(opts, o)
+		}
 		return r.Params(map[string]storeurl.Param{
 			"session_timeout": storeurl.Append(&opts, storeurl.DurationIn(time.Millisecond, 0, "30s"), WithSessionTimeout),
 		})
