@@ -75,7 +75,7 @@ func Dial(ctx context.Context, cfg *gomysql.Config, opts ...Option) (*Backend, e
 	db.SetMaxIdleConns(c.conns)
 	if _, err := db.ExecContext(ctx, sqlSchema); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("mysql: create table turnstile_locks: %w", err)
+		return nil, fmt.Errorf("mysql: create table turnstile_locks: %w", permission(loginHint(err, cfg)))
 	}
 	b := &Backend{
 		db:     db,

@@ -10,13 +10,24 @@ import (
 	"unicode/utf8"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/internal/testcerts"
 )
 
 // FuzzParseURL: the mysql:// URL parser never panics and refuses what it
 // cannot use with ErrInvalidURL; what it accepts has a usable address, a
 // user and one database, and the URL written back from the settings it
-// read parses to the same settings.
+// read parses to the same settings. A URL with TLS parameters that it
+// accepts verifies the server over TLS, with no plain-text fallback.
 func FuzzParseURL(f *testing.F) {
+	c := testcerts.New(f)
+	for _, q := range []string{
+		"ca_file=" + c.CA, "ca_file=" + c.CA + "&server_name=db.example.com&tls=true", "ca_file=" + c.OtherCA + "&tls=false",
+		"cert_file=" + c.ClientCert + "&key_file=" + c.ClientKey, "cert_file=" + c.ClientCert, "key_file=" + c.ClientKey,
+		"ca_file=" + c.CA + "&tls=skip-verify", "server_name=h&tls=preferred", "ca_file=" + c.ClientKey, "server_name=a:b",
+		"password_file=" + c.CA, "ca_file=" + c.CA + "&conns=2",
+	} {
+		f.Add("mysql://u@h:3307/db?" + q)
+	}
 	for _, s := range []string{
 		"mysql://u:p@127.0.0.1:3306/db", "mysql://u@h/db?conns=8&dial_timeout=1s&tls=skip-verify",
 		"mysql://u@[::1]:3306/db", "mysql://h/db", "mysql://u@h/", "mysql://u@h/a/b", "mysql://u@h:0/db",
@@ -36,6 +47,16 @@ func FuzzParseURL(f *testing.F) {
 				t.Fatalf("parseURL(%q) = %v; want ErrInvalidURL", raw, err)
 			}
 			return
+		}
+		if q := u.Query(); q.Has("ca_file") || q.Has("cert_file") || q.Has("key_file") || q.Has("server_name") {
+			switch {
+			case cfg.TLS == nil || cfg.TLSConfig != "" || cfg.AllowFallbackToPlaintext:
+				t.Fatalf("parseURL(%q): TLS %v, tls=%q, fallback %v", raw, cfg.TLS != nil, cfg.TLSConfig, cfg.AllowFallbackToPlaintext)
+			case cfg.TLS.InsecureSkipVerify || cfg.TLS.ServerName == "":
+				t.Fatalf("parseURL(%q): server not verified (name %q)", raw, cfg.TLS.ServerName)
+			case q.Get("server_name") != "" && cfg.TLS.ServerName != q.Get("server_name"):
+				t.Fatalf("parseURL(%q): server name %q", raw, cfg.TLS.ServerName)
+			}
 		}
 		c := defaultConfig()
 		if err := c.apply(opts); err != nil {

@@ -43,7 +43,7 @@ func (s *shard) fail(err error) error {
 	if isConnErr(err) {
 		s.discard()
 	}
-	return err
+	return permission(err)
 }
 
 // discard closes the connection for good rather than return it to the

@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 
@@ -13,10 +14,14 @@ import (
 
 // urlForm is the form of the URLs that turnstile.Open takes:
 //
-//	mysql://user[:password]@host[:port]/db[?conns=4&dial_timeout=5s&tls=true]
+//	mysql://user[:password]@host[:port]/db[?conns=4&dial_timeout=5s&tls=true&ca_file=…&cert_file=…&key_file=…&server_name=…&password_file=…]
 //
-// The port defaults to 3306. tls is true (verify the server), skip-verify,
-// preferred or false (the default), as in the driver's DSN.
+// The port defaults to 3306. tls is true (verify the server against the
+// system's roots), skip-verify, preferred or false (the default), as in
+// the driver's DSN. The TLS parameters every scheme shares (ca_file,
+// cert_file, key_file, server_name; see storeurl.TLS) turn TLS on with
+// the server verified, against ca_file's authorities if given: with them
+// tls may only be true. password_file names a file holding the password.
 var urlForm = storeurl.Form{
 	Schemes: []string{"mysql"},
 	Shape:   "user:password@host:port/db",
@@ -47,12 +52,32 @@ func parseURL(u *url.URL) (cfg *gomysql.Config, opts []Option, err error) {
 			return fmt.Errorf("path %q does not name one database", u.Path)
 		}
 		cfg.Timeout = DefaultDialTimeout
-		if err := r.Params(map[string]storeurl.Param{
+		var tl storeurl.TLS
+		if err := r.Params(tl.Params(map[string]storeurl.Param{
 			"conns":        storeurl.Append(&opts, storeurl.Int, WithConns),
 			"dial_timeout": storeurl.Store(&cfg.Timeout, storeurl.PositiveDuration),
 			"tls":          storeurl.Store(&cfg.TLSConfig, storeurl.OneOf("true", "false", "skip-verify", "preferred")),
-		}); err != nil {
+		})); err != nil {
 			return err
+		}
+		if tl.Given() {
+			switch cfg.TLSConfig {
+			case "", "true":
+			case "false":
+				return fmt.Errorf("tls=false contradicts the TLS parameters: %w", tl.RefuseWithout("tls=true or leave tls out"))
+			default:
+				// skip-verify does not verify the server; preferred falls
+				// back to plain text.
+				return fmt.Errorf("tls=%s with the TLS parameters (ca_file, cert_file, key_file, server_name), which always verify the server over TLS: use tls=true or leave tls out", cfg.TLSConfig)
+			}
+			tc, err := tl.Config()
+			if err != nil {
+				return err
+			}
+			if tc.ServerName == "" {
+				tc.ServerName, _, _ = net.SplitHostPort(cfg.Addr)
+			}
+			cfg.TLS, cfg.TLSConfig = tc, ""
 		}
 		c := defaultConfig()
 		if err := c.apply(opts); err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile/internal/proc"
+	"github.com/turnstilelock/turnstile/internal/testcerts"
 )
 
 // InstallHint is the command that installs MariaDB on Debian.
@@ -38,6 +39,7 @@ type Server struct {
 	sock   string // unix socket for the root set-up connection
 	port   int
 	bins   map[string]string
+	certs  *testcerts.Set
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited <-chan struct{}
@@ -67,12 +69,37 @@ func lookAll() (map[string]string, error) {
 	return bins, nil
 }
 
+// Options say how StartWith sets a server up. The zero value is what
+// Start does: no TLS.
+type Options struct {
+	// TLS turns TLS on (--ssl-cert, --ssl-key, --ssl-ca) with the
+	// certificates of a fresh testcerts.Set, written under dir (see
+	// Certs): the server presents its certificate for 127.0.0.1 and
+	// localhost and verifies client certificates against the set's
+	// authority, for accounts that REQUIRE X509. Accounts without a
+	// REQUIRE clause may still connect in plain text.
+	TLS bool
+}
+
 // Start initialises a data directory under dir, runs mariadbd on a free
 // loopback port and creates User and Database. Stop it with Kill.
-func Start(dir string) (*Server, error) {
+func Start(dir string) (*Server, error) { return StartWith(dir, Options{}) }
+
+// StartWith is Start with TLS as o says.
+func StartWith(dir string, o Options) (*Server, error) {
 	bins, err := lookAll()
 	if err != nil {
 		return nil, err
+	}
+	var certs *testcerts.Set
+	if o.TLS {
+		certDir := filepath.Join(dir, "certs")
+		if err := os.MkdirAll(certDir, 0o700); err != nil {
+			return nil, err
+		}
+		if certs, err = testcerts.Write(certDir); err != nil {
+			return nil, fmt.Errorf("mysqlproc: certificates: %w", err)
+		}
 	}
 	// Unix socket paths are limited to about 100 bytes; test temp dirs can
 	// be longer.
@@ -80,7 +107,7 @@ func Start(dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: filepath.Join(dir, "data"), sock: filepath.Join(sockDir, "sock"), bins: bins}
+	s := &Server{dir: filepath.Join(dir, "data"), sock: filepath.Join(sockDir, "sock"), bins: bins, certs: certs}
 	install := exec.Command(bins["mariadb-install-db"], "--no-defaults", "--datadir="+s.dir,
 		"--user=root", "--auth-root-authentication-method=normal", "--skip-test-db")
 	if out, err := install.CombinedOutput(); err != nil {
@@ -111,6 +138,9 @@ func Start(dir string) (*Server, error) {
 	return s, nil
 }
 
+// Certs are the certificates of a server started with TLS, nil without.
+func (s *Server) Certs() *testcerts.Set { return s.certs }
+
 // Addr is the server's host:port.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
@@ -135,6 +165,9 @@ func (s *Server) start() error {
 		"--max-connections=500",
 		"--log-error="+filepath.Join(s.dir, "error.log"),
 	)
+	if s.certs != nil {
+		cmd.Args = append(cmd.Args, "--ssl-cert="+s.certs.ServerCert, "--ssl-key="+s.certs.ServerKey, "--ssl-ca="+s.certs.CA)
+	}
 	proc.DieWithParent(cmd)
 	exited, err := proc.Start(cmd, "mariadbd", filepath.Join(s.dir, "error.log"), 30*time.Second, 50*time.Millisecond, func() bool { _, err := s.Exec("SELECT 1"); return err == nil })
 	if err != nil {

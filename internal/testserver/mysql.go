@@ -47,3 +47,15 @@ func dataDir(t testing.TB) string {
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	return dir
 }
+
+// StartMySQLWith is StartMySQL with TLS as o says (see
+// mysqlproc.Options); the server's certificates are in its Certs.
+func StartMySQLWith(t testing.TB, o mysqlproc.Options) *MySQL {
+	t.Helper()
+	s, err := mysqlproc.StartWith(dataDir(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Kill(); s.Remove() })
+	return &MySQL{Server: s, t: t}
+}

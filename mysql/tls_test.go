@@ -1,0 +1,250 @@
+package mysql_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/internal/mysqlproc"
+	"github.com/turnstilelock/turnstile/internal/testcerts"
+	"github.com/turnstilelock/turnstile/internal/testserver"
+)
+
+// tlsPassword is the password of the TLS tests' accounts: no error may
+// show it.
+const tlsPassword = "tls-Secret-4c2e81"
+
+// startTLS starts mariadbd with --ssl-cert, --ssl-key and --ssl-ca of a
+// fresh certificate set, and these accounts, all with tlsPassword:
+//
+//   - tls_user: REQUIRE SSL, every privilege on the database;
+//   - x509_user: REQUIRE X509 (a client certificate signed by the set's
+//     authority), every privilege on the database;
+//   - app: REQUIRE SSL, and the least-privilege grants: CREATE, SELECT,
+//     INSERT, UPDATE on table turnstile_locks only;
+//   - noinsert: REQUIRE SSL, the same grants without INSERT;
+//   - nogrant: no privilege at all.
+func startTLS(t *testing.T) *testserver.MySQL {
+	t.Helper()
+	s := testserver.StartMySQLWith(t, mysqlproc.Options{TLS: true})
+	db := mysqlproc.Database
+	mustExec(t, s, "CREATE USER 'tls_user'@'%' IDENTIFIED BY '"+tlsPassword+"' REQUIRE SSL; GRANT ALL ON "+db+".* TO 'tls_user'@'%';"+
+		"CREATE USER 'x509_user'@'%' IDENTIFIED BY '"+tlsPassword+"' REQUIRE X509; GRANT ALL ON "+db+".* TO 'x509_user'@'%';"+
+		"CREATE USER 'app'@'%' IDENTIFIED BY '"+tlsPassword+"' REQUIRE SSL; GRANT CREATE, SELECT, INSERT, UPDATE ON "+db+".turnstile_locks TO 'app'@'%';"+
+		"CREATE USER 'noinsert'@'%' IDENTIFIED BY '"+tlsPassword+"' REQUIRE SSL; GRANT CREATE, SELECT, UPDATE ON "+db+".turnstile_locks TO 'noinsert'@'%';"+
+		"CREATE USER 'nogrant'@'%' IDENTIFIED BY '"+tlsPassword+"';")
+	return s
+}
+
+func qfile(p string) string { return url.QueryEscape(p) }
+
+// tlsURL is a URL of user (with tlsPassword) on s with the query q.
+func tlsURL(s *testserver.MySQL, user, q string) string {
+	return "mysql://" + user + ":" + tlsPassword + "@" + s.Addr() + "/" + mysqlproc.Database + "?" + q
+}
+
+// lockOnce opens u, takes a lock and checks its token, and closes.
+func lockOnce(t *testing.T, u, key string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := turnstile.Open(ctx, u)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer c.Close()
+	l, err := c.TryAcquire(ctx, key)
+	if err != nil {
+		t.Fatalf("TryAcquire: %v", err)
+	}
+	if l.Token() == 0 {
+		t.Fatal("lease with token 0")
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+}
+
+// openErr opens u, which must fail, and returns the error, checked not to
+// show the password.
+func openErr(t *testing.T, u string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := turnstile.Open(ctx, u)
+	if err == nil {
+		_ = c.Close()
+		t.Fatalf("Open succeeded")
+	}
+	t.Log(err)
+	if strings.Contains(err.Error(), tlsPassword) {
+		t.Fatalf("the error shows the password: %v", err)
+	}
+	return err
+}
+
+// TestTLS: against a server with TLS on, the server verified against
+// ca_file (under its address or server_name), a client certificate for
+// a REQUIRE X509 account, the password from password_file; refused: a
+// server signed by another authority, a wrong server_name, a REQUIRE SSL
+// account in plain text (with a hint), a REQUIRE X509 account without a
+// client certificate.
+func TestTLS(t *testing.T) {
+	s := startTLS(t)
+	c := s.Certs()
+	ca := "ca_file=" + qfile(c.CA)
+	pw := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pw, []byte(tlsPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, u := range map[string]string{
+		"ca_file":            tlsURL(s, "tls_user", ca),
+		"tls=true":           tlsURL(s, "tls_user", ca+"&tls=true"),
+		"server_name":        tlsURL(s, "tls_user", ca+"&server_name=localhost"),
+		"client certificate": tlsURL(s, "x509_user", ca+"&cert_file="+qfile(c.ClientCert)+"&key_file="+qfile(c.ClientKey)),
+		"password_file":      "mysql://tls_user@" + s.Addr() + "/" + mysqlproc.Database + "?" + ca + "&password_file=" + qfile(pw),
+	} {
+		t.Run("ok/"+name, func(t *testing.T) { lockOnce(t, u, "tls-"+name) })
+	}
+	for _, tc := range []struct{ name, url, want string }{
+		{"other CA", tlsURL(s, "tls_user", "ca_file="+qfile(c.OtherCA)), "certificate signed by unknown authority"},
+		{"system roots", tlsURL(s, "tls_user", "tls=true"), "certificate signed by unknown authority"},
+		{"wrong server_name", tlsURL(s, "tls_user", ca+"&server_name=db.example.com"), "not db.example.com"},
+		{"plain text, REQUIRE SSL", tlsURL(s, "tls_user", ""), "if the account requires TLS, give ca_file or tls=true"},
+		{"no client certificate, REQUIRE X509", tlsURL(s, "x509_user", ca), "if the account requires a client certificate, give cert_file and key_file"},
+		{"wrong password", "mysql://tls_user:not-" + tlsPassword + "@" + s.Addr() + "/" + mysqlproc.Database + "?" + ca, "Access denied"},
+	} {
+		t.Run("refused/"+tc.name, func(t *testing.T) {
+			err := openErr(t, tc.url)
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Open: %v; want an error saying %q", err, tc.want)
+			}
+			if errors.Is(err, turnstile.ErrInvalidURL) || errors.Is(err, turnstile.ErrPermission) {
+				t.Fatalf("Open: %v; want a connection error", err)
+			}
+		})
+	}
+}
+
+// TestTLSToPlainServer: TLS asked of a server without it is an error that
+// says so, never a plain-text session.
+func TestTLSToPlainServer(t *testing.T) {
+	s := testserver.StartMySQL(t)
+	c := testcerts.New(t)
+	u := "mysql://" + mysqlproc.User + ":" + mysqlproc.Password + "@" + s.Addr() + "/" + mysqlproc.Database + "?ca_file=" + qfile(c.CA)
+	err := openErr(t, u)
+	if !strings.Contains(err.Error(), "server does not support TLS") {
+		t.Fatalf("Open: %v; want \"server does not support TLS\"", err)
+	}
+}
+
+// TestLeastPrivilege: an account with only CREATE, SELECT, INSERT and
+// UPDATE on turnstile_locks does everything turnstile does, operator
+// calls included; without INSERT, without CREATE, or with no privilege,
+// the server's
+// refusal is turnstile.ErrPermission and names what was refused.
+func TestLeastPrivilege(t *testing.T) {
+	s := startTLS(t)
+	ca := "ca_file=" + qfile(s.Certs().CA)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	c, err := turnstile.Open(ctx, tlsURL(s, "app", ca))
+	if err != nil {
+		t.Fatalf("Open as app: %v", err)
+	}
+	l, err := c.TryAcquire(ctx, "lp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Extend(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Inspect(ctx, "lp"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.List(ctx, "", 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ForceRelease(ctx, "lp"); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Release(ctx)
+	l, err = c.TryAcquire(ctx, "lp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+
+	c, err = turnstile.Open(ctx, tlsURL(s, "noinsert", ca))
+	if err != nil {
+		t.Fatalf("Open as noinsert: %v", err)
+	}
+	defer c.Close()
+	_, err = c.TryAcquire(ctx, "lp-new")
+	t.Log(err)
+	if !errors.Is(err, turnstile.ErrPermission) || !strings.Contains(err.Error(), "INSERT command denied") || !strings.Contains(err.Error(), "turnstile_locks") {
+		t.Fatalf("TryAcquire without INSERT: %v; want ErrPermission naming INSERT on turnstile_locks", err)
+	}
+
+	mustExec(t, s, "CREATE USER 'nocreate'@'%' IDENTIFIED BY '"+tlsPassword+"' REQUIRE SSL; GRANT SELECT, INSERT, UPDATE ON "+mysqlproc.Database+".turnstile_locks TO 'nocreate'@'%';")
+	// Dial creates the table if it is missing: CREATE is needed even once
+	// the table exists.
+	err = openErr(t, tlsURL(s, "nocreate", ca))
+	if !errors.Is(err, turnstile.ErrPermission) || !strings.Contains(err.Error(), "CREATE command denied") {
+		t.Fatalf("Open without CREATE: %v; want ErrPermission naming CREATE", err)
+	}
+	err = openErr(t, tlsURL(s, "nogrant", ""))
+	if !errors.Is(err, turnstile.ErrPermission) || !strings.Contains(err.Error(), "Access denied") || !strings.Contains(err.Error(), mysqlproc.Database) {
+		t.Fatalf("Open with no privilege: %v; want ErrPermission naming the database", err)
+	}
+}
+
+// TestTLSParamsInvalid: a bad TLS or password parameter is an invalid
+// URL at once, before any connection (the host does not exist), and the
+// error shows no password.
+func TestTLSParamsInvalid(t *testing.T) {
+	c := testcerts.New(t)
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "not.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.pem")
+	base := "mysql://u:" + tlsPassword + "@db.invalid:3306/db?"
+	for _, tc := range []struct{ q, want string }{
+		{"ca_file=" + qfile(missing), "ca_file"},
+		{"ca_file=" + qfile(notPEM), "no PEM certificate"},
+		{"ca_file=", "ca_file"},
+		{"cert_file=" + qfile(c.ClientCert), "cert_file without key_file"},
+		{"key_file=" + qfile(c.ClientKey), "key_file without cert_file"},
+		{"cert_file=" + qfile(c.ClientCert) + "&key_file=" + qfile(c.ServerKey), "cert_file"},
+		{"server_name=a%20b", "server_name"},
+		{"ca_file=" + qfile(c.CA) + "&tls=false", "tls=false contradicts"},
+		{"ca_file=" + qfile(c.CA) + "&tls=skip-verify", "use tls=true or leave tls out"},
+		{"server_name=localhost&tls=preferred", "use tls=true or leave tls out"},
+		{"ca_file=" + qfile(c.CA) + "&tls=bogus", "tls"},
+		{"ca_file=" + qfile(c.CA) + "&ca_file=" + qfile(c.CA), "given 2 times"},
+		{"password_file=" + qfile(notPEM), "a password both in the URL and in password_file"},
+	} {
+		t.Run(tc.q, func(t *testing.T) {
+			_, err := turnstile.Open(context.Background(), base+tc.q)
+			t.Log(err)
+			if !errors.Is(err, turnstile.ErrInvalidURL) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Open(…?%s) = %v; want ErrInvalidURL saying %q", tc.q, err, tc.want)
+			}
+			if strings.Contains(err.Error(), tlsPassword) {
+				t.Fatalf("the error shows the password: %v", err)
+			}
+		})
+	}
+}
