@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/url"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/redis/rueidis"
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/internal/storeurl"
+	"github.com/turnstilelock/turnstile/internal/testcerts"
 )
 
 // FuzzParseURL: the redlock:// URL parser never panics and refuses what it
@@ -18,6 +21,16 @@ import (
 // per node, and the URL written back from the settings it read parses to
 // the same settings.
 func FuzzParseURL(f *testing.F) {
+	certs := testcerts.New(f)
+	ca, cert, key := url.QueryEscape(certs.CA), url.QueryEscape(certs.ClientCert), url.QueryEscape(certs.ClientKey)
+	for _, s := range []string{
+		"redlock://u:p@h1,h2,h3?ca_file=" + ca + "&cert_file=" + cert + "&key_file=" + key,
+		"redlock://h1,h2?tls=on", "redlock://h1,h2?tls=off", "redlock://h1?tls=TRUE&server_name=localhost",
+		"redlock://h1?tls=off&ca_file=" + ca, "redlock://h1?tls=maybe", "redlock://h1?key_file=" + key,
+		"redlock://h1?server_name=a%20b", "redlock://h1?ca_file=" + key, "redlock://u@h1?password_file=/nonexistent",
+	} {
+		f.Add(s)
+	}
 	for _, s := range []string{
 		"redlock://h1:1,h2:2,h3:3", "redlock://[::1]:6379", "redlock://[::1]", "redlock://[fe80::1%25eth0]:7",
 		"redlock://u:p@h1,h2/3?node_timeout=50ms&quarantine=0s&fencing=off&prefix=app:&fence_grace=1s&dial_timeout=1s&flush_delay=0",
@@ -74,12 +87,41 @@ func FuzzParseURL(f *testing.F) {
 			cfg.quarantine != cfg2.quarantine || cfg.fencing != cfg2.fencing || len(cfg.nodeOpts) != len(cfg2.nodeOpts) {
 			t.Fatalf("%q and its settings written back as %q parse differently", raw, back)
 		}
+		q := u.Query()
+		// An accepted tls= is on or off.
+		wantTLS := tlsParamGiven(q) || q.Has("tls") && !isOff(q.Get("tls"))
+		if (opt.TLSConfig != nil) != wantTLS || (opt2.TLSConfig != nil) != wantTLS || (opt.DialCtxFn != nil) != wantTLS {
+			t.Fatalf("%q: TLS %v, written back as %q: %v; want %v", raw, opt.TLSConfig != nil, back, opt2.TLSConfig != nil, wantTLS)
+		}
+		if tl, tl2 := opt.TLSConfig, opt2.TLSConfig; tl != nil {
+			if tl.InsecureSkipVerify || tl.MinVersion < tls.VersionTLS12 || tl.ServerName != q.Get("server_name") ||
+				tl.ServerName != tl2.ServerName || (tl.RootCAs == nil) != (tl2.RootCAs == nil) ||
+				tl.RootCAs != nil && !tl.RootCAs.Equal(tl2.RootCAs) || len(tl.Certificates) != len(tl2.Certificates) {
+				t.Fatalf("%q and its settings written back as %q make different or unverified TLS", raw, back)
+			}
+		}
 	})
 }
 
+// tlsParamGiven reports whether q sets one of the TLS parameters.
+func tlsParamGiven(q url.Values) bool {
+	for _, p := range storeurl.TLSParamNames {
+		if q.Has(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// isOff reports whether v says off.
+func isOff(v string) bool {
+	on, err := storeurl.OnOff(v)
+	return err == nil && !on
+}
+
 // formatURL writes the settings parseURL read as a URL; the node options
-// (prefix, fence_grace), which are functions, are copied from the query
-// from.
+// (prefix, fence_grace), which are functions, and the TLS parameters,
+// whose files opt does not name, are copied from the query from.
 func formatURL(addrs []string, opt rueidis.ClientOption, cfg config, from url.Values) string {
 	u := url.URL{Scheme: "redlock", Host: strings.Join(addrs, ",")}
 	if opt.Username != "" || opt.Password != "" {
@@ -96,7 +138,10 @@ func formatURL(addrs []string, opt rueidis.ClientOption, cfg config, from url.Va
 	if !cfg.fencing {
 		q.Set("fencing", "off")
 	}
-	for _, k := range []string{"prefix", "fence_grace"} {
+	if opt.TLSConfig != nil {
+		q.Set("tls", "on")
+	}
+	for _, k := range append([]string{"prefix", "fence_grace"}, storeurl.TLSParamNames...) {
 		if v, ok := from[k]; ok {
 			q[k] = v
 		}

@@ -2,16 +2,17 @@ package redlock
 
 import (
 	"context"
-	"errors"
+	"crypto/tls"
 	"fmt"
+	"net"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/storeurl"
+	"github.com/turnstilelock/turnstile/internal/tlshint"
 	"github.com/turnstilelock/turnstile/redis"
 )
 
@@ -31,16 +32,47 @@ func init() {
 //	redlock://[user:password@]host1[:port1],host2[:port2],...[/db][?node_timeout=50ms&quarantine=35s&fencing=on&prefix=app:&fence_grace=10s&dial_timeout=5s&flush_delay=20us]
 //
 // Ports default to 6379, the database to 0; user, password and database
-// apply to every node. Hosts are names, IPv4 addresses or bracketed IPv6
+// apply to every node. The password may come from a file instead:
+// password_file=PATH. Hosts are names, IPv4 addresses or bracketed IPv6
 // addresses ([::1]:6379).
 // flush_delay is each node client's write batching, as for redis://
 // (default redis.DefaultFlushDelay, 0 off).
+//
+// TLS, to every node alike: tls=on turns it on, verifying the servers
+// against the system's roots; so does any of the TLS parameters, as for
+// rediss://:
+//
+//	ca_file=PATH      the authorities that sign the servers' certificates
+//	cert_file=PATH    the client's certificate, for servers that verify
+//	key_file=PATH     clients (--tls-auth-clients yes), and its key
+//	server_name=NAME  the name every server's certificate carries
+//	                  (default: the host of each node)
+//
+// such as redlock://user:pass@h1:6380,h2:6380,h3:6380?ca_file=/etc/ca.pem.
+// tls=off with a TLS parameter is refused. The files are read with the
+// URL: a bad one is a bad URL. The servers' certificates are always
+// verified.
 func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
 	addrs, opt, opts, err := parseURL(u)
 	if err != nil {
 		return nil, err
 	}
-	return Dial(ctx, addrs, opt, opts...)
+	b, err := Dial(ctx, addrs, opt, opts...)
+	if opt.TLSConfig == nil && tlshint.Closed(err) {
+		// After the nodes' errors, one to a line.
+		err = fmt.Errorf("%w\n(%s)", err, plainHint)
+	}
+	return b, err
+}
+
+// plainHint is what the error of plain-text connections that the
+// servers reset suggests.
+const plainHint = "are the servers expecting TLS? use tls=on or the TLS parameters ca_file, cert_file, key_file"
+
+// dialTLS connects each node with TLS: its errors say what a client
+// certificate missing or a server speaking plain text look like.
+func dialTLS(ctx context.Context, dst string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
+	return tlshint.Dial(ctx, d, dst, cfg, "drop tls=on and the TLS parameters ca_file, cert_file, key_file, server_name")
 }
 
 // parseURL reads u, or says what is wrong with it without showing any of
@@ -61,7 +93,9 @@ func parseURL(u *url.URL) (addrs []string, opt rueidis.ClientOption, opts []Opti
 		opt.MaxFlushDelay = redis.DefaultFlushDelay
 		var nodeOpts []redis.Option
 		fencing := true
-		if err := r.Params(map[string]storeurl.Param{
+		var tl storeurl.TLS
+		tlsOn := ""
+		if err := r.Params(tl.Params(map[string]storeurl.Param{
 			"node_timeout": storeurl.Append(&opts, storeurl.Duration, WithNodeTimeout),
 			"quarantine":   storeurl.Append(&opts, storeurl.Duration, WithRestartQuarantine),
 			"fencing":      storeurl.Store(&fencing, onOff),
@@ -69,8 +103,22 @@ func parseURL(u *url.URL) (addrs []string, opt rueidis.ClientOption, opts []Opti
 			"fence_grace":  storeurl.Append(&nodeOpts, storeurl.Duration, redis.WithFenceGrace),
 			"dial_timeout": storeurl.Store(&opt.Dialer.Timeout, storeurl.PositiveDuration),
 			"flush_delay":  storeurl.Store(&opt.MaxFlushDelay, storeurl.DurationIn(0, redis.MaxFlushDelay, "20us")),
-		}); err != nil {
+			"tls":          storeurl.Store(&tlsOn, onOffWord),
+		})); err != nil {
 			return err
+		}
+		switch {
+		case tlsOn == "off":
+			if err := tl.RefuseWithout("tls=on (or no tls parameter), not tls=off"); err != nil {
+				return err
+			}
+		case tlsOn == "on" || tl.Given():
+			// Read the files now: a bad one is a bad URL, not an outage.
+			// An empty ServerName is each node's own host.
+			if opt.TLSConfig, err = tl.Config(); err != nil {
+				return err
+			}
+			opt.DialCtxFn = dialTLS
 		}
 		if !fencing {
 			opts = append(opts, WithoutFencing())
@@ -90,12 +138,13 @@ func parseURL(u *url.URL) (addrs []string, opt rueidis.ClientOption, opts []Opti
 }
 
 // onOff reads fencing=on or off (also true, false, 1, 0, in any case).
-func onOff(v string) (bool, error) {
-	switch strings.ToLower(v) {
-	case "on", "true", "1":
-		return true, nil
-	case "off", "false", "0":
-		return false, nil
+func onOff(v string) (bool, error) { return storeurl.OnOff(v) }
+
+// onOffWord reads tls=on or off as onOff does, as "on" or "off".
+func onOffWord(v string) (string, error) {
+	on, err := storeurl.OnOff(v)
+	if err != nil {
+		return "", err
 	}
-	return false, errors.New("is not on or off")
+	return map[bool]string{true: "on", false: "off"}[on], nil
 }

@@ -1,8 +1,18 @@
 package redlock
 
 import (
+	"context"
+	"crypto/tls"
+	"errors"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/internal/testcerts"
 
 	"github.com/turnstilelock/turnstile/internal/redact/redacttest"
 	"github.com/turnstilelock/turnstile/internal/storeurl/storeurltest"
@@ -29,4 +39,137 @@ func TestOpenRedacts(t *testing.T) { redactChecks.CheckOpen(t) }
 func urlAddrs(u *url.URL) ([]string, error) {
 	addrs, _, _, err := parseURL(u)
 	return addrs, err
+}
+
+// TestURLTLS: what tls= and the TLS parameters turn on, for every node
+// alike: the servers always verified, against ca_file or the system's
+// roots, under server_name or each node's own host; the client
+// certificate presented when cert_file and key_file name one; tls=off
+// with a TLS parameter refused, naming it.
+func TestURLTLS(t *testing.T) {
+	certs := testcerts.New(t)
+	ca, cert, key := url.QueryEscape(certs.CA), url.QueryEscape(certs.ClientCert), url.QueryEscape(certs.ClientKey)
+	for _, c := range []struct {
+		raw        string
+		tls        bool
+		serverName string
+		ownCA      bool
+		clientCert bool
+	}{
+		{raw: "redlock://h1,h2,h3"},
+		{raw: "redlock://h1,h2,h3?tls=off"},
+		{raw: "redlock://h1,h2,h3?tls=on", tls: true},
+		{raw: "redlock://h1,h2,h3?tls=1", tls: true},
+		{raw: "redlock://h1?ca_file=" + ca, tls: true, ownCA: true},
+		{raw: "redlock://h1,h2?tls=on&server_name=redis.example", tls: true, serverName: "redis.example"},
+		{raw: "redlock://u:p@h1,h2,h3/1?ca_file=" + ca + "&cert_file=" + cert + "&key_file=" + key + "&tls=on", tls: true, ownCA: true, clientCert: true},
+	} {
+		u, err := url.Parse(c.raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, opt, _, err := parseURL(u)
+		if err != nil {
+			t.Errorf("parseURL(%s): %v", c.raw, err)
+			continue
+		}
+		cfg := opt.TLSConfig
+		if (cfg != nil) != c.tls || (opt.DialCtxFn != nil) != c.tls {
+			t.Errorf("parseURL(%s): TLS %v, dial hook %v; want TLS %v", c.raw, cfg != nil, opt.DialCtxFn != nil, c.tls)
+			continue
+		}
+		if cfg == nil {
+			continue
+		}
+		if cfg.InsecureSkipVerify || cfg.MinVersion != tls.VersionTLS12 || cfg.ServerName != c.serverName ||
+			(cfg.RootCAs != nil) != c.ownCA || (len(cfg.Certificates) == 1) != c.clientCert {
+			t.Errorf("parseURL(%s): InsecureSkipVerify %v, MinVersion %x, ServerName %q, own roots %v, %d client certificates",
+				c.raw, cfg.InsecureSkipVerify, cfg.MinVersion, cfg.ServerName, cfg.RootCAs != nil, len(cfg.Certificates))
+		}
+	}
+	for raw, want := range map[string]string{
+		"redlock://h1?tls=off&ca_file=" + ca:                  "ca_file needs TLS",
+		"redlock://h1?tls=0&server_name=x&cert_file=" + cert:  "cert_file, server_name need TLS",
+		"redlock://h1?tls=maybe":                              `tls="maybe" is not on or off`,
+		"redlock://h1?tls=on&tls=on":                          "tls",
+		"redlock://h1?cert_file=" + cert:                      "key_file",
+		"redlock://h1?ca_file=%2Fnonexistent":                 "ca_file",
+		"redlock://h1?ca_file=" + key:                         "ca_file",
+		"redlock://h1?server_name=a%2Fb":                      "server_name",
+		"redlock://u:QJZVWKQJZVWK@h1?tls=off&key_file=" + key: "key_file needs TLS",
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, _, err = parseURL(u)
+		if !errors.Is(err, turnstile.ErrInvalidURL) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "QJZVWK") {
+			t.Errorf("parseURL(%s) = %v; want ErrInvalidURL saying %q", raw, err, want)
+		}
+	}
+}
+
+// TestURLPasswordFile: password_file gives the password of every node.
+func TestURLPasswordFile(t *testing.T) {
+	pw := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pw, []byte("s3cret pass\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse("redlock://locker@h1,h2,h3?tls=on&password_file=" + url.QueryEscape(pw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, opt, _, err := parseURL(u)
+	if err != nil || opt.Username != "locker" || opt.Password != "s3cret pass" {
+		t.Errorf("parseURL(%s): user %q, password %q, %v", u, opt.Username, opt.Password, err)
+	}
+}
+
+// FuzzPasswordFileRedacts: a password read from password_file shows in
+// no error of the parser nor of Open (the servers refusing connections),
+// whatever else is wrong with the URL; nor does the content of a
+// password file that is refused.
+func FuzzPasswordFileRedacts(f *testing.F) {
+	certs := testcerts.New(f)
+	dir := f.TempDir()
+	f.Add([]byte("hunter2"), []byte("correcthorse"), uint8(0), uint8(0))
+	for i := range redacttest.Separators {
+		f.Add([]byte("s3cr3tPW"), []byte("batterystaple"), uint8(i), uint8(i))
+	}
+	rest := []string{
+		"", "&tls=on", "&ca_file=" + url.QueryEscape(certs.OtherCA), "&ca_file=/nonexistent", "&tls=off&ca_file=" + url.QueryEscape(certs.CA),
+		"&cert_file=" + url.QueryEscape(certs.ClientCert), "&server_name=a%20b", "&x=1", "&prefix=%7B",
+		"&password_file=/etc/hostname", "&node_timeout=1ns",
+	}
+	f.Fuzz(func(t *testing.T, x, y []byte, sepIdx, restIdx uint8) {
+		secret, never := redacttest.Secret(x, y, redacttest.Separators[int(sepIdx)%len(redacttest.Separators)])
+		file := filepath.Join(dir, "pw")
+		// A one-line password, and a file of two lines that is refused.
+		for _, content := range []string{secret + "\n", secret + "\n" + secret + "\n"} {
+			if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			raw := "redlock://locker@127.0.0.1:1,127.0.0.1:2/0?password_file=" + url.QueryEscape(file) + rest[int(restIdx)%len(rest)]
+			u, err := url.Parse(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, _, err := parseURL(u); err != nil {
+				if leak := redacttest.ErrorLeak(err, never); leak != "" {
+					t.Fatalf("parseURL(%q): error %q shows the password %q", raw, err, leak)
+				}
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			c, err := turnstile.Open(ctx, raw)
+			cancel()
+			if err == nil {
+				_ = c.Close()
+				continue // something listens on ports 1 and 2
+			}
+			if leak := redacttest.ErrorLeak(err, never); leak != "" {
+				t.Fatalf("Open(%q): error %q shows the password %q", raw, err, leak)
+			}
+		}
+	})
 }

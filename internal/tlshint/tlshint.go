@@ -135,6 +135,10 @@ func (c *noCertConn) hint(err error) error {
 	return fmt.Errorf("%w (%s)", err, noCertHint)
 }
 
+// Closed reports whether err, or one of the errors it joins, says that
+// the peer reset or closed the connection, or ended it with a TLS alert.
+func Closed(err error) bool { return err != nil && closed(err) }
+
 // Plain adds how to a connection error of a plain-text client when it
 // looks like the server expects TLS (it reset or closed the connection
 // at once), such as "is the server expecting TLS? use rediss://"; other

@@ -141,4 +141,7 @@ func TestPlain(t *testing.T) {
 	if Plain(nil, "x") != nil {
 		t.Error("Plain(nil) != nil")
 	}
+	if !Closed(errors.Join(other, reset)) || Closed(other) || Closed(nil) {
+		t.Error("Closed does not see a reset among joined errors, or sees one elsewhere")
+	}
 }
