@@ -131,6 +131,10 @@ func storeError(err error, src string, c call, channel string) error {
 	pe = &PermissionError{Err: err}
 	low := strings.ToLower(msg)
 	line := srcLine(src, msg)
+	if m := quotedCommand.FindStringSubmatch(msg); m != nil {
+		pe.Command = m[1] // "... run the 'evalsha' command"
+		return pe
+	}
 	switch {
 	case strings.Contains(low, "channel") || strings.Contains(low, "publish to"):
 		if channel != "" {
@@ -140,10 +144,8 @@ func storeError(err error, src string, c call, channel string) error {
 		}
 	case strings.Contains(low, " key"):
 		pe.Keys = callArgs(line, c, false)
-	default:
-		if m := quotedCommand.FindStringSubmatch(msg); m != nil {
-			pe.Command = m[1]
-		} else if m := luaCall.FindStringSubmatch(line); m != nil {
+	default: // Redis 7.0 inside a script: "can't run this command"
+		if m := luaCall.FindStringSubmatch(line); m != nil {
 			pe.Command = strings.ToLower(m[1])
 		}
 	}
