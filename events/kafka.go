@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,7 +30,8 @@ type Publisher interface {
 // and a Publisher (Publish waits for the acknowledgement).
 type Kafka struct {
 	cl    *kgo.Client
-	own   bool // Close closes cl
+	own   bool       // Close closes cl
+	conns *connWatch // of a client NewKafka created; nil for WithClient's
 	topic string
 	limit int64
 
@@ -80,6 +83,8 @@ func NewKafka(seeds []string, opts ...Option) (*Kafka, error) {
 		return nil, fmt.Errorf("%w: both seeds and WithClient given", turnstile.ErrInvalidOption)
 	case cfg.client != nil && len(cfg.kgoOpts) > 0:
 		return nil, fmt.Errorf("%w: WithClientOptions given with WithClient", turnstile.ErrInvalidOption)
+	case cfg.client != nil && (cfg.tls != nil || cfg.sasl != nil):
+		return nil, fmt.Errorf("%w: TLS or SASL options given with WithClient: set them on that client", turnstile.ErrInvalidOption)
 	case cfg.client != nil:
 		k.cl = cfg.client
 	case len(seeds) == 0:
@@ -90,7 +95,10 @@ func NewKafka(seeds []string, opts ...Option) (*Kafka, error) {
 			kgo.DefaultProduceTopic(cfg.topic),
 			kgo.RequiredAcks(kgo.AllISRAcks()), // idempotence needs it; also the default
 			kgo.MaxBufferedRecords(cfg.buffer + publishRoom),
-		}, cfg.kgoOpts...)
+		}, cfg.security()...)
+		k.conns = &connWatch{tls: cfg.tls != nil, sasl: cfg.sasl != nil}
+		kopts = append(kopts, kgo.WithHooks(k.conns))
+		kopts = append(kopts, cfg.kgoOpts...)
 		cl, err := kgo.NewClient(kopts...)
 		if err != nil {
 			return nil, fmt.Errorf("%w: kafka client: %w", turnstile.ErrInvalidOption, err)
@@ -220,7 +228,7 @@ func (k *Kafka) Publish(ctx context.Context, evs ...Event) error {
 		if errors.Is(err, kgo.ErrClientClosed) {
 			err = fmt.Errorf("%w: %w", ErrClosed, err)
 		}
-		return fmt.Errorf("turnstile/events: publish %d events to %s (%d acknowledged): %w", len(evs), k.topic, ok, err)
+		return fmt.Errorf("turnstile/events: publish %d events to %s (%d acknowledged): %w", len(evs), k.topic, ok, k.conns.cause(err))
 	}
 	return nil
 }
@@ -242,7 +250,7 @@ func (k *Kafka) Flush(ctx context.Context) error {
 		return ErrClosed
 	}
 	if err := k.cl.Flush(ctx); err != nil {
-		return fmt.Errorf("turnstile/events: flush: %w", err)
+		return fmt.Errorf("turnstile/events: flush: %w", k.conns.cause(err))
 	}
 	return nil
 }
@@ -281,4 +289,49 @@ func (k *Kafka) Close() error {
 		return fmt.Errorf("turnstile/events: close: events left unacknowledged after %v: %w", k.closeTimeout, err)
 	}
 	return nil
+}
+
+// connWatch remembers how the client's last connection to a broker
+// failed: the client retries a refused TLS handshake or SASL login until
+// the caller's context ends, and the context's error alone would not say
+// why nothing was delivered.
+type connWatch struct {
+	tls, sasl bool // the client dials with TLS, logs in with SASL
+
+	mu   sync.Mutex
+	last error // nil after a connection that succeeded
+}
+
+var _ kgo.HookBrokerConnect = (*connWatch)(nil)
+
+func (w *connWatch) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	w.mu.Lock()
+	w.last = err
+	w.mu.Unlock()
+}
+
+// cause adds to err how the last connection to a broker failed, if it
+// did. A broker that closes the connection at once says no more than
+// EOF: that is a hint of what it wants.
+func (w *connWatch) cause(err error) error {
+	if w == nil {
+		return err
+	}
+	w.mu.Lock()
+	last := w.last
+	w.mu.Unlock()
+	if last == nil || errors.Is(err, last) {
+		return err
+	}
+	var hint string
+	var first *kgo.ErrFirstReadEOF
+	switch {
+	case errors.As(last, &first): // franz-go's message says what it suspects
+	case !errors.Is(last, io.EOF):
+	case w.sasl:
+		hint = "; the broker closed the connection, as brokers do when they refuse a SASL login: check the user, password and mechanism"
+	case !w.tls:
+		hint = "; the broker closed the connection: is it expecting TLS? use WithTLS or WithTLSFiles"
+	}
+	return fmt.Errorf("%w (last connection to a broker: %w%s)", err, last, hint)
 }
