@@ -104,8 +104,7 @@ func (l *Local) allowN(key string, now time.Time, n int) (int, time.Duration) {
 	if lim.AllowN(now, 1) {
 		return 1, 0
 	}
-	missing := 1 - lim.TokensAt(now)
-	return 0, max(time.Duration(missing/l.limit.Rate*float64(time.Second)), 0)
+	return 0, l.wait(lim, now)
 }
 
 // allow takes a token of key's bucket at now, or says how long until one
@@ -115,8 +114,16 @@ func (l *Local) allow(key string, now time.Time) (bool, time.Duration) {
 	if lim.AllowN(now, 1) {
 		return true, 0
 	}
+	return false, l.wait(lim, now)
+}
+
+// wait is how long until lim, which just refused a token at now, holds
+// one: never 0, since a refusal that says "now" would be asked again at
+// once. (A concurrent caller of a later instant may have refilled the
+// bucket since the refusal; then the token is there already.)
+func (l *Local) wait(lim *rate.Limiter, now time.Time) time.Duration {
 	missing := 1 - lim.TokensAt(now)
-	return false, max(time.Duration(missing/l.limit.Rate*float64(time.Second)), 0)
+	return max(time.Duration(missing/l.limit.Rate*float64(time.Second)), time.Microsecond)
 }
 
 // bucket returns key's limiter, making it the most recently used, and
