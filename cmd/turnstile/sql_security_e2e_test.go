@@ -28,6 +28,7 @@ const sqlSecret = "sql-Secret-5be0d3"
 func checkRefused(t *testing.T, backend string, code int, want string, hint bool) {
 	t.Helper()
 	r := runTurnstile(t, nil, "run", "--backend", backend, "--key", "lock:sec", "--no-wait", "--", "true")
+	t.Logf("exit %d:\n%s", r.code, r.stderr)
 	if r.code != code || !strings.Contains(r.stderr, want) {
 		t.Fatalf("exit code %d, want %d with %q; stderr:\n%s", r.code, code, want, r.stderr)
 	}
@@ -42,8 +43,9 @@ func checkRefused(t *testing.T, backend string, code int, want string, hint bool
 // TestRunPostgresTLS: the CLI against PostgreSQL that takes TLS connections
 // only (ssl=on, hostssl lines only): locks over verify-full TLS, with a
 // password or a client certificate; a bad TLS parameter is a usage error
-// (64) at once; a wrong authority and a missing privilege are store
-// errors (69), the latter with the permission hint.
+// (64) at once; a wrong authority, and a role without a schema to
+// create in or without a privilege on the table, are store errors (69),
+// the latter two with the permission hint.
 func TestRunPostgresTLS(t *testing.T) {
 	srv := testserver.StartPostgresWith(t, pgproc.Options{TLS: true, HostSSLOnly: true})
 	c := srv.Certs()
@@ -58,6 +60,7 @@ func TestRunPostgresTLS(t *testing.T) {
 	for _, q := range []string{
 		"CREATE ROLE app LOGIN PASSWORD '" + sqlSecret + "'", "CREATE SCHEMA app AUTHORIZATION app",
 		"CREATE ROLE client LOGIN", "CREATE SCHEMA client AUTHORIZATION client",
+		"CREATE ROLE stranger LOGIN PASSWORD '" + sqlSecret + "'",
 	} {
 		if _, err := admin.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -79,6 +82,9 @@ func TestRunPostgresTLS(t *testing.T) {
 	})
 	t.Run("other CA", func(t *testing.T) {
 		checkRefused(t, "postgres://app:"+sqlSecret+"@"+srv.Addr()+"/postgres?ca_file="+url.QueryEscape(c.OtherCA), exitUnavailable, "certificate signed by unknown authority", false)
+	})
+	t.Run("no schema", func(t *testing.T) {
+		checkRefused(t, "postgres://stranger:"+sqlSecret+"@"+srv.Addr()+"/postgres?ca_file="+ca, exitUnavailable, "permission denied for schema public", true)
 	})
 	t.Run("missing privilege", func(t *testing.T) {
 		if _, err := admin.Exec(ctx, "REVOKE UPDATE ON app.turnstile_locks FROM app"); err != nil {
