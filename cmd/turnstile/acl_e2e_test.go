@@ -209,3 +209,33 @@ func TestOperatorRedisACL(t *testing.T) {
 	r = runTurnstile(t, env, "status", "ops:job")
 	checkPermissionExit(t, "status without +type", r, "TYPE")
 }
+
+// TestBenchRedisACL: turnstile bench --url as an ACL user needs INFO
+// besides the locking recipe: without it the run stops before any cell
+// with exit 69 and says so; with it a cell runs and exits 0. The
+// password shows nowhere.
+func TestBenchRedisACL(t *testing.T) {
+	t.Parallel()
+	srv := testserver.StartRedis(t)
+	url := "redis://turnstile:" + aclPassword + "@" + srv.Addr() + "?prefix=app:"
+	args := []string{"bench", "--url", url, "--duration", "1s", "--only", "uncontended/c=1$"}
+
+	setACLUser(t, srv, aclLocking)
+	r := runTurnstile(t, nil, args...)
+	if r.code != exitUnavailable || !strings.Contains(r.stderr, "+info") {
+		t.Errorf("bench without +info: exit %d, want %d and the advice +info; stderr:\n%s", r.code, exitUnavailable, r.stderr)
+	}
+	checkNoPassword(t, "bench without +info", r)
+
+	setACLUser(t, srv, append(append([]string{}, aclLocking...), "info"))
+	srv.MustDo(t, "ACL", "LOG", "RESET")
+	r = runTurnstile(t, nil, args...)
+	if r.code != exitOK {
+		t.Errorf("bench with the bench recipe: exit %d, want 0; stderr:\n%s", r.code, r.stderr)
+	}
+	checkNoPassword(t, "bench", r)
+	// Do returns the array's length.
+	if n := srv.MustDo(t, "ACL", "LOG"); n != "0" {
+		t.Errorf("the server refused the bench's user %s times", n)
+	}
+}
