@@ -79,6 +79,7 @@ func openErr(t *testing.T, u string) error {
 	if strings.Contains(err.Error(), tlsPass) || strings.Contains(err.Error(), "QJZVWK") {
 		t.Errorf("error shows the password: %v", err)
 	}
+	t.Logf("%v", err)
 	return err
 }
 
