@@ -25,8 +25,9 @@ const exitCodeHelp = `Exit status:
          than the URL's session_timeout, a lock kind the store does not
          have, a --metrics-addr that cannot be listened on, missing "--"
          or command
-  69     the lock store is unreachable or failing, or did not answer
-         within --wait
+  69     the lock store is unreachable or failing, refused the TLS
+         handshake or the credentials, refused a permission turnstile
+         needs (docs/security.md), or did not answer within --wait
   75     lock not acquired: another owner holds it (--no-wait), or --wait
          expired
   79     lease lost: the lock was lost while the command ran (the command

@@ -117,7 +117,8 @@ Exit status:
   0   the list was shown (an empty list too)
   64  usage error: bad flag, --limit not positive, bad backend URL, or a
       store that cannot list its locks
-  69  the lock store is unreachable or failing, or did not answer within
-      --timeout
+  69  the lock store is unreachable or failing, refused the TLS handshake,
+      the credentials or a permission (docs/security.md), or did not
+      answer within --timeout
 `
 }

@@ -101,7 +101,8 @@ Exit status:
   1   the lock is free (--held only)
   64  usage error: bad flag, missing or empty KEY, bad backend URL, or a
       store that cannot tell who holds a lock
-  69  the lock store is unreachable or failing, or did not answer within
-      --timeout
+  69  the lock store is unreachable or failing, refused the TLS handshake,
+      the credentials or a permission (docs/security.md), or did not
+      answer within --timeout
 `
 }

@@ -152,7 +152,8 @@ Exit status:
   64  usage error: bad flag, missing or empty KEY, no --force, no --yes with
       stdin not a terminal, bad backend URL, or a store that cannot remove
       a lock by force
-  69  the lock store is unreachable or failing, or did not answer within
-      --timeout
+  69  the lock store is unreachable or failing, refused the TLS handshake,
+      the credentials or a permission (docs/security.md), or did not
+      answer within --timeout
 `
 }

@@ -15,7 +15,8 @@ func BackendHelp(col int, store, deflt, alias string) string {
 	var b strings.Builder
 	HelpItem(&b, col, "--backend URL", "the lock store: "+store+". Default: $"+BackendEnv+", else "+deflt+
 		". Every local user can read a command line (ps): keep a URL with a password in $"+BackendEnv+
-		" or --backend-file. Output and errors show it with the password masked.")
+		" or --backend-file, or the password alone in a file named by password_file= in the URL. TLS: ca_file=, cert_file=,"+
+		" key_file= and server_name= in the URL (docs/security.md). Output and errors show it with the password masked.")
 	if alias != "" {
 		HelpItem(&b, col, "--"+alias+" URL", "the same as --backend (an older name, kept for scripts)")
 	}
