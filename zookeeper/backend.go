@@ -2,9 +2,11 @@ package zookeeper
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -57,7 +59,8 @@ type config struct {
 	timeout        time.Duration
 	root           string
 	logger         *slog.Logger
-	user, password string // digest credentials, or ""
+	user, password string      // digest credentials, or ""
+	tls            *tls.Config // reach the servers over TLS, or nil
 }
 
 // WithSessionTimeout sets the session timeout: how long the server keeps
@@ -118,18 +121,144 @@ func WithDigestAuth(user, password string) Option {
 	}
 }
 
+// WithTLS makes the client reach the servers over TLS with cfg — a
+// server's secureClientPort, which ZooKeeper serves with Netty — and
+// verify their certificates. cfg.ServerName, if empty, is the host
+// dialled. Dial gives up early when every attempt ends with a server
+// certificate that does not verify or a TLS alert from the server (a
+// client certificate it wants or refuses).
+func WithTLS(cfg *tls.Config) Option {
+	return func(c *config) error {
+		if cfg == nil {
+			return errors.New("nil TLS configuration")
+		}
+		c.tls = cfg
+		return nil
+	}
+}
+
 // WithLogger sends the ZooKeeper client's log lines to l at debug level.
 // Default: discarded.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error { c.logger = l; return nil }
 }
 
-type zkLogger struct{ l *slog.Logger }
+type zkLogger struct {
+	l *slog.Logger
+	t *connTracker
+}
 
 func (z zkLogger) Printf(format string, a ...any) {
+	if strings.HasPrefix(format, "authentication failed") || strings.HasPrefix(format, "failed to connect") {
+		// The server hung up on the connect request, or the dial failed.
+		msg := fmt.Sprintf(format, a...)
+		z.t.failed(errors.New(msg), tlsRefusal(msg))
+	}
 	if z.l != nil {
 		z.l.Debug(fmt.Sprintf(format, a...), "component", "zookeeper")
 	}
+}
+
+// refusalsToGiveUp is how many connection attempts in a row (and at
+// least one per server) must end in a TLS refusal for Dial to give up.
+const refusalsToGiveUp = 3
+
+// connTracker remembers why the client's connection attempts failed, so
+// that Dial can say why it has no session, and gives up when TLS refuses
+// every attempt: a certificate that does not verify will not start to.
+type connTracker struct {
+	servers int
+	mu      sync.Mutex
+	last    error // of the last failed attempt
+	refused int   // attempts in a row ended by a TLS refusal
+	giveUp  chan struct{}
+	closed  bool
+}
+
+func newConnTracker(servers int) *connTracker {
+	return &connTracker{servers: servers, giveUp: make(chan struct{})}
+}
+
+// failed records a failed attempt; refusal says TLS refused it.
+func (t *connTracker) failed(err error, refusal bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.last = err
+	if !refusal {
+		t.refused = 0
+		return
+	}
+	t.refused++
+	if t.refused >= max(refusalsToGiveUp, t.servers) && !t.closed {
+		t.closed = true
+		close(t.giveUp)
+	}
+}
+
+// connected forgets the failures: the client has a session.
+func (t *connTracker) connected() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.last, t.refused = nil, 0
+}
+
+func (t *connTracker) lastErr() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last
+}
+
+// dialer is the client's dialer: plain TCP for a nil cfg, else TLS with
+// cfg.
+func (t *connTracker) dialer(cfg *tls.Config) zk.Dialer {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		if cfg == nil {
+			return net.DialTimeout(network, address, timeout)
+		}
+		c := cfg.Clone()
+		if c.ServerName == "" {
+			if host, _, err := net.SplitHostPort(address); err == nil {
+				c.ServerName = host
+			}
+		}
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, address, c)
+		if err != nil && !strings.Contains(err.Error(), "tls: ") {
+			err = fmt.Errorf("TLS handshake: %w", err)
+		}
+		if err != nil {
+			return nil, err // the client logs it, and zkLogger records it
+		}
+		return conn, nil
+	}
+}
+
+// tlsRefusal says whether the message of a failed connection attempt is
+// a server certificate that does not verify or a TLS alert from the
+// server: neither goes away by trying again.
+func tlsRefusal(msg string) bool {
+	return strings.Contains(msg, "tls: failed to verify certificate") || strings.Contains(msg, "x509: ") ||
+		strings.Contains(msg, "remote error: tls:")
+}
+
+// noSession is the error of a Dial without a session: cause, then what
+// the last attempt said, with a hint at what TLS may need.
+func noSession(servers string, tlsCfg *tls.Config, cause, last error) error {
+	err := fmt.Errorf("zookeeper: no session with %s: %w", servers, cause)
+	if last == nil {
+		return err
+	}
+	msg := last.Error()
+	hungUp := strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset") || strings.Contains(msg, "broken pipe")
+	hint := ""
+	switch {
+	case tlsCfg == nil && hungUp:
+		hint = " (is ZooKeeper expecting TLS on this port? its secureClientPort takes TLS: add ca_file=… or tls=on to the URL)"
+	case tlsCfg != nil && len(tlsCfg.Certificates) == 0 && (strings.Contains(msg, "certificate required") || strings.Contains(msg, "bad certificate")):
+		hint = " (does ZooKeeper want a client certificate? add cert_file=… and key_file=… to the URL)"
+	case tlsCfg != nil && hungUp:
+		hint = " (is this ZooKeeper's secureClientPort? its plain clientPort does not speak TLS)"
+	}
+	return fmt.Errorf("%w; last connection error: %v%s", err, last, hint)
 }
 
 // Dial connects to the ensemble at servers (host:port each) and waits
@@ -145,11 +274,14 @@ func Dial(ctx context.Context, servers []string, opts ...Option) (*Backend, erro
 		return nil, errors.New("zookeeper: no servers")
 	}
 	sessions := make(chan struct{}, 1)
+	tracker := newConnTracker(len(servers))
 	conn, _, err := zk.Connect(servers, cfg.timeout,
-		zk.WithLogger(zkLogger{cfg.logger}),
+		zk.WithLogger(zkLogger{cfg.logger, tracker}),
 		zk.WithLogInfo(false),
+		zk.WithDialer(tracker.dialer(cfg.tls)),
 		zk.WithEventCallback(func(ev zk.Event) {
 			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
+				tracker.connected()
 				select {
 				case sessions <- struct{}{}:
 				default:
@@ -172,9 +304,12 @@ func Dial(ctx context.Context, servers []string, opts ...Option) (*Backend, erro
 	if conn.State() != zk.StateHasSession {
 		select {
 		case <-sessions:
+		case <-tracker.giveUp:
+			conn.Close()
+			return nil, noSession(b.servers, cfg.tls, errors.New("TLS refused every attempt"), tracker.lastErr())
 		case <-ctx.Done():
 			conn.Close()
-			return nil, fmt.Errorf("zookeeper: no session with %s: %w", b.servers, ctx.Err())
+			return nil, noSession(b.servers, cfg.tls, ctx.Err(), tracker.lastErr())
 		}
 	}
 	if cfg.user != "" {

@@ -98,14 +98,22 @@
 // delete a holder's node, join a queue or list one; its requests fail
 // with zk.ErrNoAuth, which the Backend wraps in turnstile.ErrPermission.
 // Nodes that exist already keep their ACLs. Without credentials nodes
-// are open to everyone (world:anyone, all permissions). ZooKeeper is
-// reached without TLS.
+// are open to everyone (world:anyone, all permissions).
+//
+// # TLS
+//
+// With WithTLS (ca_file, cert_file, key_file, server_name or tls=on in
+// the URL) the client reaches the servers' secureClientPort over TLS and
+// verifies their certificates; Dial gives up when every attempt is
+// refused for a certificate, and its errors say what the last attempt
+// met, with a hint when a port seems to expect TLS or not.
 //
 // Open URLs have the form
 //
 //	zookeeper://[user:password@]host[:port][,host[:port]...][/chroot][?session_timeout=30s]
 //
-// Without session_timeout, the session timeout is the Client's lease TTL,
+// plus the TLS parameters ca_file, cert_file, key_file, server_name and
+// tls=on|off. Without session_timeout, the session timeout is the Client's lease TTL,
 // at least MinSessionTimeout (2 s). With it, a Client TTL longer than it
 // is refused with turnstile.ErrInvalidTTL. The server raises a session
 // timeout below its minSessionTimeout (2 × tickTime, 4 s by default) to

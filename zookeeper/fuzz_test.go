@@ -1,6 +1,7 @@
 package zookeeper
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/url"
@@ -25,6 +26,8 @@ func FuzzParseURL(f *testing.F) {
 		"zookeeper:opaque", "zookeeper://h#f", "zookeeper://a]:1", "zookeeper://[fe80::1%25eth0]:1",
 		"zookeeper://u:p@h/app", "zookeeper://:p@h", "zookeeper://u:@h", "zookeeper://a%3Ab:p@h", "zookeeper://u:p%40q@h",
 		"zookeeper://u@h?password_file=/nonexistent", "zookeeper://h?password_file=/nonexistent",
+		"zookeeper://h?tls=on", "zookeeper://h?tls=off", "zookeeper://h?tls=1&server_name=localhost", "zookeeper://h?tls=off&server_name=x",
+		"zookeeper://h?ca_file=/nonexistent", "zookeeper://h?cert_file=a", "zookeeper://h?server_name=a%20b", "zookeeper://h?tls=",
 	} {
 		f.Add(s)
 	}
@@ -65,7 +68,18 @@ func FuzzParseURL(f *testing.F) {
 		if cfg.user != "" {
 			back.User = url.UserPassword(cfg.user, cfg.password)
 		}
-		back.RawQuery = url.Values{"session_timeout": {cfg.timeout.String()}}.Encode()
+		q := url.Values{"session_timeout": {cfg.timeout.String()}}
+		if cfg.tls != nil {
+			if cfg.tls.InsecureSkipVerify || cfg.tls.MinVersion < tls.VersionTLS12 {
+				t.Fatalf("parseURL(%q): TLS without verification or below 1.2", raw)
+			}
+			// The files were read; what they held is not written back.
+			q.Set("tls", "on")
+			if cfg.tls.ServerName != "" {
+				q.Set("server_name", cfg.tls.ServerName)
+			}
+		}
+		back.RawQuery = q.Encode()
 		servers2, opts2, err := parseURL(&back)
 		if err != nil {
 			t.Fatalf("parseURL(%q) read settings that %q writes back, which it refuses: %v", raw, back.String(), err)
@@ -77,7 +91,8 @@ func FuzzParseURL(f *testing.F) {
 			}
 		}
 		if !slices.Equal(servers, servers2) || cfg.root != cfg2.root || cfg.timeout != cfg2.timeout ||
-			cfg.user != cfg2.user || cfg.password != cfg2.password {
+			cfg.user != cfg2.user || cfg.password != cfg2.password || (cfg.tls == nil) != (cfg2.tls == nil) ||
+			cfg.tls != nil && cfg.tls.ServerName != cfg2.tls.ServerName {
 			t.Fatalf("%q and its settings written back as %q parse differently", raw, back.String())
 		}
 	})

@@ -20,11 +20,16 @@ const MinSessionTimeout = 2 * time.Second
 // urlForm is the form of the URLs that turnstile.Open takes:
 //
 //	zookeeper://[user:password@]host[:port][,host[:port]...][/chroot][?session_timeout=30s]
+//	zookeeper://host:secureport[,...][/chroot]?ca_file=ca.pem[&cert_file=client.pem&key_file=client-key.pem][&server_name=zk.example.com]
 //
 // The port defaults to 2181. A user and password (in the URL or in
 // password_file) authenticate the session with ZooKeeper's digest scheme
 // and restrict every node the client creates to those credentials
-// (WithDigestAuth). Lock nodes live under /chroot/turnstile/locks
+// (WithDigestAuth). Any of ca_file, cert_file, key_file and server_name
+// (storeurl.TLS), or tls=on (the system's roots), makes the client speak
+// TLS to the servers' secureClientPort, verifying their certificates
+// (WithTLS); tls=off with a TLS parameter is refused. The files are
+// read when the URL is. Lock nodes live under /chroot/turnstile/locks
 // (without a chroot, /turnstile/locks). IPv6 servers are bracketed
 // ([::1]:2181), alone or in a list.
 //
@@ -102,9 +107,31 @@ func parseURL(u *url.URL) (servers []string, opts []Option, err error) {
 			}
 			opts = append(opts, o)
 		}
-		return r.Params(map[string]storeurl.Param{
+		var tl storeurl.TLS
+		var tlsOn, tlsSet bool
+		if err := r.Params(tl.Params(map[string]storeurl.Param{
 			"session_timeout": storeurl.Append(&opts, storeurl.DurationIn(time.Millisecond, 0, "30s"), WithSessionTimeout),
-		})
+			"tls": func(v string) (err error) {
+				tlsOn, err = storeurl.OnOff(v)
+				tlsSet = true
+				return err
+			},
+		})); err != nil {
+			return err
+		}
+		if tlsSet && !tlsOn {
+			if err := tl.RefuseWithout("tls=on, or leave tls out"); err != nil {
+				return fmt.Errorf("tls=off, but %w", err)
+			}
+		}
+		if tlsOn || tl.Given() {
+			cfg, err := tl.Config()
+			if err != nil {
+				return err
+			}
+			opts = append(opts, WithTLS(cfg))
+		}
+		return nil
 	})
 	return servers, opts, err
 }

@@ -3,6 +3,7 @@ package testserver
 import (
 	"testing"
 
+	"github.com/turnstilelock/turnstile/internal/testcerts"
 	"github.com/turnstilelock/turnstile/internal/zkproc"
 )
 
@@ -18,6 +19,20 @@ type ZooKeeper struct {
 func StartZooKeeper(t testing.TB) *ZooKeeper {
 	t.Helper()
 	s, err := zkproc.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Kill)
+	return &ZooKeeper{Server: s}
+}
+
+// StartZooKeeperTLS starts a standalone ZooKeeper server as
+// StartZooKeeper does, with a second client port, TLSAddr, that speaks
+// TLS only with certs' server certificate and requires client
+// certificates signed by certs' authority.
+func StartZooKeeperTLS(t testing.TB, certs *testcerts.Set) *ZooKeeper {
+	t.Helper()
+	s, err := zkproc.StartTLS(t.TempDir(), certs)
 	if err != nil {
 		t.Fatal(err)
 	}

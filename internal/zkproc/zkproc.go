@@ -1,7 +1,9 @@
 // Package zkproc runs a standalone ZooKeeper server (Debian's zookeeper
-// package) on a free loopback port, for tests and benchmarks. It checks
-// that the server answers by completing ZooKeeper's connect handshake, so
-// it needs no ZooKeeper client.
+// package) on a free loopback port, for tests and benchmarks, optionally
+// with a second, TLS-only client port (secureClientPort, served by
+// Netty) that wants client certificates. It checks that the server
+// answers by completing ZooKeeper's connect handshake on the plain port,
+// so it needs no ZooKeeper client.
 package zkproc
 
 import (
@@ -19,6 +21,7 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile/internal/proc"
+	"github.com/turnstilelock/turnstile/internal/testcerts"
 )
 
 // InstallHint is the command that installs the ZooKeeper server on Debian.
@@ -37,9 +40,11 @@ const TickTime = 200 * time.Millisecond
 
 // Server is a running standalone ZooKeeper server.
 type Server struct {
-	java string
-	dir  string
-	port int
+	java    string
+	dir     string
+	port    int
+	tlsPort int            // secureClientPort, or 0
+	certs   *testcerts.Set // of the TLS port, or nil
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -56,7 +61,21 @@ func Available() bool {
 // Start runs a standalone ZooKeeper server on a free loopback port with
 // its data in dir, the admin server and four-letter words off. Stop it
 // with Kill.
-func Start(dir string) (*Server, error) {
+func Start(dir string) (*Server, error) { return start(dir, nil) }
+
+// StartTLS runs a standalone server as Start does, with a second client
+// port, TLSAddr, that speaks TLS only (secureClientPort, with Netty's
+// server connection factory on both ports), presenting certs' server
+// certificate and requiring client certificates signed by certs'
+// authority (ssl.clientAuth=need).
+func StartTLS(dir string, certs *testcerts.Set) (*Server, error) {
+	if certs == nil {
+		return nil, errors.New("zkproc: StartTLS without certificates")
+	}
+	return start(dir, certs)
+}
+
+func start(dir string, certs *testcerts.Set) (*Server, error) {
 	java, err := exec.LookPath("java")
 	if err != nil {
 		return nil, ErrNotInstalled
@@ -64,11 +83,16 @@ func Start(dir string) (*Server, error) {
 	if _, err := os.Stat(Jar); err != nil {
 		return nil, ErrNotInstalled
 	}
-	s := &Server{java: java, dir: dir}
+	s := &Server{java: java, dir: dir, certs: certs}
 	var lastErr error
 	for range 3 {
 		if s.port, lastErr = proc.FreePort(); lastErr != nil {
 			continue
+		}
+		if certs != nil {
+			if s.tlsPort, lastErr = proc.FreePort(); lastErr != nil || s.tlsPort == s.port {
+				continue
+			}
 		}
 		if lastErr = s.start(); lastErr == nil {
 			return s, nil
@@ -77,8 +101,41 @@ func Start(dir string) (*Server, error) {
 	return nil, fmt.Errorf("start zookeeper: %w", lastErr)
 }
 
-// Addr is the server's host:port.
+// Addr is the server's plain-text host:port.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// TLSAddr is the host:port of the TLS port of a server that StartTLS
+// started, or "".
+func (s *Server) TLSAddr() string {
+	if s.tlsPort == 0 {
+		return ""
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tlsPort))
+}
+
+// Certs are the certificates of a server that StartTLS started, or nil.
+func (s *Server) Certs() *testcerts.Set { return s.certs }
+
+// TLSConfig are the zoo.cfg lines of a secureClientPort on 127.0.0.1 at
+// port, with the server's key and certificate in keyStore (one PEM file)
+// and the authorities of its clients in trustStore (PEM), requiring
+// client certificates.
+func TLSConfig(port int, keyStore, trustStore string) []string {
+	return []string{
+		"serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+		"secureClientPort=" + strconv.Itoa(port),
+		"secureClientPortAddress=127.0.0.1",
+		"ssl.keyStore.location=" + keyStore,
+		"ssl.keyStore.type=PEM",
+		"ssl.trustStore.location=" + trustStore,
+		"ssl.trustStore.type=PEM",
+		"ssl.clientAuth=need",
+	}
+}
+
+// nettyJars are the Netty jars the server's TLS port needs besides those
+// zookeeper.jar's manifest names.
+var nettyJars = []string{"/usr/share/java/netty-codec.jar", "/usr/share/java/netty-resolver.jar", "/usr/share/java/netty-transport-native-unix-common.jar"}
 
 func (s *Server) start() error {
 	data := filepath.Join(s.dir, "data")
@@ -96,8 +153,29 @@ func (s *Server) start() error {
 		"admin.enableServer=false",
 		"4lw.commands.whitelist=",
 		"forceSync=no",
-		"",
-	}, "\n")
+	}, "\n") + "\n"
+	classpath := Jar
+	if s.certs != nil {
+		keyStore := filepath.Join(s.dir, "keystore.pem")
+		key, err := os.ReadFile(s.certs.ServerKey)
+		if err != nil {
+			return err
+		}
+		cert, err := os.ReadFile(s.certs.ServerCert)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(keyStore, append(key, cert...), 0o600); err != nil {
+			return err
+		}
+		conf += strings.Join(TLSConfig(s.tlsPort, keyStore, s.certs.CA), "\n") + "\n"
+		for _, j := range nettyJars {
+			if _, err := os.Stat(j); err != nil {
+				return fmt.Errorf("%s is missing for ZooKeeper's TLS port; install it with: apt-get install -y libnetty-java", j)
+			}
+		}
+		classpath += ":" + strings.Join(nettyJars, ":")
+	}
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		return err
 	}
@@ -109,7 +187,7 @@ func (s *Server) start() error {
 	cmd := exec.Command(s.java,
 		"-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dzookeeper.jmx.log4j.disable=true",
-		"-cp", Jar,
+		"-cp", classpath,
 		"org.apache.zookeeper.server.ZooKeeperServerMain", cfg)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	proc.DieWithParent(cmd)
