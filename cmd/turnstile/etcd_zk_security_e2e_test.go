@@ -79,12 +79,31 @@ func TestRunEtcdTLS(t *testing.T) {
 }
 
 // TestRunZooKeeperDigest runs the binary with ZooKeeper credentials: it
-// holds the lock, and a client without them cannot delete the holder's
-// node meanwhile.
+// holds the lock, and a client without them (or with others) can neither
+// take it nor remove it by force meanwhile; and over TLS, on the
+// server's TLS-only port.
 func TestRunZooKeeperDigest(t *testing.T) {
-	srv := testserver.StartZooKeeper(t)
+	certs := testcerts.New(t)
+	srv := testserver.StartZooKeeperTLS(t, certs)
 	u := "zookeeper://cli:QJZVWKzkQJZVWK@" + srv.Addr() + "/secure"
 	t.Run("runs under the lock", func(t *testing.T) { checkRunsUnderLock(t, u) })
+
+	t.Run("TLS", func(t *testing.T) {
+		q := url.Values{"ca_file": {certs.CA}, "cert_file": {certs.ClientCert}, "key_file": {certs.ClientKey}}
+		tlsURL := "zookeeper://cli:QJZVWKzkQJZVWK@" + srv.TLSAddr() + "/secure?"
+		if r := runTurnstile(t, nil, "run", "--backend", tlsURL+q.Encode(), "--key", "tls", "--no-wait", "--", "true"); r.code != 0 {
+			t.Fatalf("run over TLS: exit code %d, want 0; stderr:\n%s", r.code, r.stderr)
+		}
+		q.Set("ca_file", certs.OtherCA)
+		r := runTurnstile(t, nil, "run", "--backend", tlsURL+q.Encode(), "--key", "tls", "--no-wait", "--", "true")
+		if r.code != exitUnavailable || !strings.Contains(r.stderr, "x509: certificate signed by unknown authority") {
+			t.Fatalf("a CA that did not sign ZooKeeper's certificate: exit code %d, want %d naming the certificate problem; stderr:\n%s", r.code, exitUnavailable, r.stderr)
+		}
+		q.Set("ca_file", filepath.Join(t.TempDir(), "missing.pem"))
+		if r := runTurnstile(t, nil, "run", "--backend", tlsURL+q.Encode(), "--key", "tls", "--no-wait", "--", "true"); r.code != exitUsage || strings.Contains(r.stderr, "QJZVWK") {
+			t.Fatalf("a missing ca_file: exit code %d, want %d without the password; stderr:\n%s", r.code, exitUsage, r.stderr)
+		}
+	})
 
 	t.Run("holder's lock refused to others", func(t *testing.T) {
 		dir := t.TempDir()
