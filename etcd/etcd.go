@@ -45,6 +45,13 @@
 // and the transaction's revision, which it returns, is above the removed
 // holder's token and below every later one.
 //
+// Transport security and access. Dial speaks TLS when cfg.TLS is set
+// (URLs: ca_file, cert_file, key_file, server_name or tls=on) and logs in
+// with cfg.Username and cfg.Password when etcd's authentication is on.
+// The user's role needs readwrite on the prefix's key range and nothing
+// else; a request it does not cover fails with an error that matches
+// turnstile.ErrPermission and names the lock key.
+//
 // Guarantees and limits. The holder's deadline runs on its own monotonic
 // clock from before it asked; etcd counts a lease on the leader's
 // monotonic clock from when it granted or renewed it, so the store
