@@ -125,14 +125,14 @@ func parseURL(u *url.URL) (opt rueidis.ClientOption, opts []Option, err error) {
 func dialURL(ctx context.Context, opt rueidis.ClientOption, opts ...Option) (*Backend, error) {
 	b, err := Dial(ctx, opt, opts...)
 	if err != nil && opt.TLSConfig == nil {
-		err = tlshint.Plain(err, PlainHint)
+		err = tlshint.Plain(err, plainHint)
 	}
 	return b, err
 }
 
-// PlainHint is what the error of a plain-text connection that the server
+// plainHint is what the error of a plain-text connection that the server
 // reset suggests.
-const PlainHint = "is the server expecting TLS? use rediss:// or the TLS parameters ca_file, cert_file, key_file"
+const plainHint = "is the server expecting TLS? use rediss:// or the TLS parameters ca_file, cert_file, key_file"
 
 // dialTLS connects every node of a URL with TLS: its errors say what a
 // client certificate missing or a server speaking plain text look like.
