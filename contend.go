@@ -85,6 +85,11 @@ func (k *contender) try(ctx context.Context) (*Lease, error) {
 		if ctx.Err() != nil {
 			return nil, k.fail(errors.Join(context.Cause(ctx), err))
 		}
+		if errors.Is(err, ErrPermission) {
+			// The store refuses this user the lock: asking again gets
+			// the same answer until someone changes its permissions.
+			return nil, k.fail(err)
+		}
 		k.lastErr = err
 		c.cfg.logger.Debug("turnstile: acquire failed", "key", k.key, "backend", c.name, "attempt", k.tries, "err", err)
 	default:

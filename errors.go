@@ -64,6 +64,7 @@ var (
 	// user turnstile connects as (a Redis ACL, etcd's role permissions, a
 	// ZooKeeper node's ACL, a database grant). The error names what was
 	// refused; docs/security.md lists what each store's user needs.
+	// Acquire does not retry it: it ends the wait at once.
 	ErrPermission = errors.New("turnstile: permission denied by the lock store")
 
 	// ErrStaleToken: protected storage refused a write carrying a fencing
