@@ -1,4 +1,4 @@
 package redis
 
-// ParseURL exposes the URL parser to the external tests.
-var ParseURL = parseURL
+// ParseParsedURL exposes the URL parser of a parsed URL to the external tests.
+var ParseParsedURL = parseURL

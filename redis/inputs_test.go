@@ -108,7 +108,7 @@ func TestFlushDelay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		opt, _, err := redis.ParseURL(parsed)
+		opt, _, err := redis.ParseParsedURL(parsed)
 		if err != nil || opt.MaxFlushDelay != want {
 			t.Errorf("%s: flush delay %v (%v), want %v", u, opt.MaxFlushDelay, err, want)
 		}

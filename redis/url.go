@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/internal/redact"
 	"github.com/turnstilelock/turnstile/internal/storeurl"
 	"github.com/turnstilelock/turnstile/internal/tlshint"
 )
@@ -64,6 +66,24 @@ const DefaultFlushDelay = 20 * time.Microsecond
 // MaxFlushDelay bounds flush_delay: longer delays cost latency and save
 // no more system calls.
 const MaxFlushDelay = time.Millisecond
+
+// ParseURL reads a redis:// or rediss:// URL as turnstile.Open does, TLS
+// and password_file included, for a program that makes its rueidis
+// client itself: it returns the client's options and the backend's
+// (pass the client to New with them). Its errors wrap
+// turnstile.ErrInvalidURL and show none of the URL's secrets.
+func ParseURL(raw string) (rueidis.ClientOption, []Option, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Error repeats the URL, password and all: keep the cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return rueidis.ClientOption{}, nil, redact.Error(fmt.Errorf("%w: %s: %v", turnstile.ErrInvalidURL, redact.URL(raw), err), raw)
+	}
+	return parseURL(u)
+}
 
 // parseURL reads u, or says what is wrong with it without showing any of
 // its secrets (the other results then mean nothing).

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/turnstilelock/turnstile/internal/redact"
+	tsredis "github.com/turnstilelock/turnstile/redis"
 )
 
 // ErrRedis is a Redis error reply or a malformed reply to the
@@ -104,8 +105,9 @@ func NewCounter(addrs []string) (*Counter, error) {
 func counterOption(addr string) (rueidis.ClientOption, error) {
 	opt := rueidis.ClientOption{InitAddress: []string{addr}}
 	if strings.Contains(addr, "://") {
+		// Read as turnstile reads it: TLS and password_file included.
 		var err error
-		if opt, err = rueidis.ParseURL(addr); err != nil {
+		if opt, _, err = tsredis.ParseURL(addr); err != nil {
 			return opt, fmt.Errorf("%w: server %s: %v", ErrUsage, redact.URL(addr), err)
 		}
 	}

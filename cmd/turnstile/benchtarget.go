@@ -96,13 +96,7 @@ func readBenchURL(raw, from string) (benchTarget, error) {
 	}
 	// The single-node cells run on the first node as a plain Redis, with
 	// the settings that a redis:// URL knows.
-	q := url.Values{}
-	for _, k := range []string{"prefix", "fence_grace", "dial_timeout", "flush_delay"} {
-		if v, ok := u.Query()[k]; ok {
-			q[k] = v
-		}
-	}
-	t.single, t.singleAddrs = nodeURL(u, nodes[0], q), addrs[:1]
+	t.single, t.singleAddrs = nodeURL(u, nodes[0], pick(u.Query(), "prefix", "fence_grace", "dial_timeout", "flush_delay")), addrs[:1]
 	if len(nodes) >= 2 {
 		t.redlock, t.redlockAddrs = raw, addrs
 	}
@@ -111,13 +105,32 @@ func readBenchURL(raw, from string) (benchTarget, error) {
 
 // nodeURL is the URL of the node at hostport of u: u's user, password
 // and database, TLS where u is rediss://, and the query q.
+// The node's TLS and password file are u's too.
 func nodeURL(u *url.URL, hostport string, q url.Values) string {
 	scheme := "redis"
 	if strings.EqualFold(u.Scheme, "rediss") {
 		scheme = "rediss"
 	}
+	uq := u.Query()
+	if on, err := storeurl.OnOff(uq.Get("tls")); err == nil && on {
+		scheme = "rediss" // redlock://...?tls=on
+	}
+	for k, v := range pick(uq, append(storeurl.TLSParamNames, storeurl.PasswordFileParam)...) {
+		q[k] = v
+	}
 	n := url.URL{Scheme: scheme, User: u.User, Host: hostport, Path: u.Path, RawQuery: q.Encode()}
 	return n.String()
+}
+
+// pick returns the parameters of q named.
+func pick(q url.Values, names ...string) url.Values {
+	p := url.Values{}
+	for _, k := range names {
+		if v, ok := q[k]; ok {
+			p[k] = v
+		}
+	}
+	return p
 }
 
 // counterAddr is how a cell names the node at hostport of u to
@@ -125,7 +138,7 @@ func nodeURL(u *url.URL, hostport string, q url.Values) string {
 // connection of its own before and after the cell: a URL, so that the
 // password and TLS of u apply to it too.
 func counterAddr(u *url.URL, hostport string) string {
-	return nodeURL(u, hostport, nil)
+	return nodeURL(u, hostport, url.Values{})
 }
 
 // benchServers are the redis-servers "turnstile bench" runs on when no

@@ -193,9 +193,9 @@ func connectEnv(ctx context.Context, redisURL, pgURL string, stderr io.Writer) (
 }
 
 func dialRedis(rawURL string) (rueidis.Client, error) {
-	opt, err := rueidis.ParseURL(rawURL)
+	// Read as turnstile.Open reads it: TLS and password_file included.
+	opt, _, err := tsredis.ParseURL(rawURL)
 	if err != nil {
-		// rueidis repeats the URL it could not read.
 		return nil, redact.Error(fmt.Errorf("redis %s: %w", redact.URL(rawURL), err), rawURL)
 	}
 	// The scenarios read what other processes just wrote: no client-side
