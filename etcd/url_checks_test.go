@@ -1,14 +1,10 @@
 package etcd
 
 import (
-	"errors"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/etcdproc"
 	"github.com/turnstilelock/turnstile/internal/testcerts"
 
@@ -39,47 +35,6 @@ func urlAddrs(u *url.URL) ([]string, error) {
 		addrs = append(addrs, strings.TrimPrefix(ep, "https://"))
 	}
 	return addrs, err
-}
-
-// FuzzPasswordFileRedacts: a password read from password_file becomes
-// the client's password, and no error of the parser shows it, whatever
-// else the URL gets wrong (extra is the rest of the query).
-func FuzzPasswordFileRedacts(f *testing.F) {
-	for i, extra := range []string{"", "ca_file=/nonexistent", "tls=off&server_name=localhost", "cert_file=x", "tls=maybe",
-		"prefix=", "x=1", "dial_timeout=0s"} {
-		f.Add([]byte("s3cr3tPW"), []byte("batterystaple"), uint8(i), extra)
-	}
-	f.Fuzz(func(t *testing.T, x, y []byte, sepIdx uint8, extra string) {
-		secret, never := redacttest.Secret(x, y, redacttest.Separators[int(sepIdx)%len(redacttest.Separators)])
-		if redacttest.Leak(extra, never) != "" {
-			return // the URL itself names the secret
-		}
-		path := filepath.Join(t.TempDir(), "pw")
-		if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		raw := "etcd://user@127.0.0.1:1?password_file=" + url.QueryEscape(path)
-		if extra != "" {
-			raw += "&" + extra
-		}
-		u, err := url.Parse(raw)
-		if err != nil {
-			return
-		}
-		cfg, _, err := parseURL(u)
-		if err != nil {
-			if leak := redacttest.ErrorLeak(err, never); leak != "" {
-				t.Fatalf("parseURL(%q): error %q shows the password %q", raw, err, leak)
-			}
-			if !errors.Is(err, turnstile.ErrInvalidURL) {
-				t.Fatalf("parseURL(%q) = %v, want ErrInvalidURL", raw, err)
-			}
-			return
-		}
-		if cfg.Username != "user" || cfg.Password != secret {
-			t.Fatalf("parseURL(%q): user %q, password from the file read as %q", raw, cfg.Username, cfg.Password)
-		}
-	})
 }
 
 // TestTLSParams: the TLS parameters and tls=on make https:// endpoints
@@ -121,4 +76,22 @@ func TestTLSParams(t *testing.T) {
 			t.Fatalf("parseURL(%q) skips verification", raw)
 		}
 	}
+}
+
+// FuzzPasswordFileRedacts: a password read from password_file reaches
+// etcd's client, and no error of the parser shows it, whatever else the
+// URL gets wrong.
+func FuzzPasswordFileRedacts(f *testing.F) {
+	redactChecks.FuzzPasswordFile(f, passwordFile)
+}
+
+// TestPasswordFileOpenRedacts: nor does any error of Open.
+func TestPasswordFileOpenRedacts(t *testing.T) { redactChecks.CheckPasswordFileOpen(t, passwordFile) }
+
+var passwordFile = redacttest.PasswordFile{
+	Extras: []string{"ca_file=/nonexistent", "tls=off&server_name=localhost", "cert_file=x", "tls=maybe", "prefix=", "x=1", "dial_timeout=0s", "tls=on"},
+	Password: func(u *url.URL) (string, error) {
+		cfg, _, err := parseURL(u)
+		return cfg.Password, err
+	},
 }

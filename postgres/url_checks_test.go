@@ -1,19 +1,11 @@
 package postgres
 
 import (
-	"context"
-	"errors"
 	"net"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
-	"time"
-
-	"github.com/turnstilelock/turnstile"
-	"github.com/turnstilelock/turnstile/internal/testcerts"
 
 	"github.com/turnstilelock/turnstile/internal/redact/redacttest"
 	"github.com/turnstilelock/turnstile/internal/storeurl/storeurltest"
@@ -50,66 +42,26 @@ func urlAddrs(u *url.URL) ([]string, error) {
 	return addrs, nil
 }
 
-// FuzzPasswordFileRedacts: the password that password_file names reaches
-// pgx as it is in the file (one trailing newline dropped), and no error
-// of the parser shows it, whatever else the URL says; TLS parameters
-// among them.
+// FuzzPasswordFileRedacts: a password read from password_file reaches
+// pgx, and no error of the parser shows it, whatever else the URL gets
+// wrong.
 func FuzzPasswordFileRedacts(f *testing.F) {
-	c := testcerts.New(f)
-	for i, q := range []string{
-		"", "sslmode=disable", "ca_file=" + url.QueryEscape(c.CA), "ca_file=" + url.QueryEscape(c.OtherCA) + "&server_name=bad%20name",
-		"ca_file=/nonexistent", "cert_file=" + url.QueryEscape(c.ClientCert), "lock_conns=0", "password_file=/x", "sslmode=bogus",
-		"ca_file=" + url.QueryEscape(c.CA) + "&sslmode=prefer",
-	} {
-		f.Add([]byte("s3cr3tPW"), []byte("batterystaple"), uint8(i), q)
-	}
-	f.Fuzz(func(t *testing.T, a, b []byte, sepIdx uint8, query string) {
-		secret, never := redacttest.Secret(a, b, redacttest.Separators[int(sepIdx)%len(redacttest.Separators)])
-		pw := filepath.Join(t.TempDir(), "pw")
-		if err := os.WriteFile(pw, []byte(secret+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		raw := "postgres://u@127.0.0.1:1/db?password_file=" + url.QueryEscape(pw) + "&" + query
-		u, err := url.Parse(raw)
-		if err != nil {
-			return
-		}
-		cfg, _, err := parseURL(u)
-		if err != nil {
-			if leak := redacttest.ErrorLeak(err, never); leak != "" {
-				t.Fatalf("parseURL(%q): error %q shows the password %q", raw, err, leak)
-			}
-			if !errors.Is(err, turnstile.ErrInvalidURL) {
-				t.Fatalf("parseURL(%q) = %v, want ErrInvalidURL", raw, err)
-			}
-			return
-		}
-		if cfg.Password != secret {
-			t.Fatalf("parseURL(%q): pgx gets password %q, want the file's %q", raw, cfg.Password, secret)
-		}
-	})
+	redactChecks.FuzzPasswordFile(f, passwordFile)
 }
 
-// TestPasswordFileOpenRedacts: the driver's errors, with nothing
-// listening, do not show a password from password_file either.
-func TestPasswordFileOpenRedacts(t *testing.T) {
-	c := testcerts.New(t)
-	secret, never := redacttest.Secret([]byte("s3cr3tPW"), []byte("batterystaple"), "")
-	pw := filepath.Join(t.TempDir(), "pw")
-	if err := os.WriteFile(pw, []byte(secret), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"sslmode=disable", "ca_file=" + url.QueryEscape(c.CA)} {
-		raw := "postgres://u@127.0.0.1:1/db?password_file=" + url.QueryEscape(pw) + "&" + q
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		cl, err := turnstile.Open(ctx, raw)
-		cancel()
-		if err == nil {
-			_ = cl.Close()
-			t.Fatalf("Open(%q) succeeded with nothing listening", raw)
+// TestPasswordFileOpenRedacts: nor does any error of Open, the driver's
+// included.
+func TestPasswordFileOpenRedacts(t *testing.T) { redactChecks.CheckPasswordFileOpen(t, passwordFile) }
+
+var passwordFile = redacttest.PasswordFile{
+	URL: "postgres://u@127.0.0.1:1/db",
+	Extras: []string{"sslmode=disable", "ca_file=/nonexistent", "cert_file=x", "server_name=bad%20name", "lock_conns=0",
+		"password_file=/x", "sslmode=bogus", "ca_file=x&sslmode=prefer"},
+	Password: func(u *url.URL) (string, error) {
+		cfg, _, err := parseURL(u)
+		if err != nil {
+			return "", err
 		}
-		if leak := redacttest.ErrorLeak(err, never); leak != "" {
-			t.Fatalf("Open(%q): error %q shows the password %q", raw, err, leak)
-		}
-	}
+		return cfg.Password, nil
+	},
 }

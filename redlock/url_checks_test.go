@@ -1,7 +1,6 @@
 package redlock
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"net/url"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/testcerts"
@@ -125,51 +123,22 @@ func TestURLPasswordFile(t *testing.T) {
 	}
 }
 
-// FuzzPasswordFileRedacts: a password read from password_file shows in
-// no error of the parser nor of Open (the servers refusing connections),
-// whatever else is wrong with the URL; nor does the content of a
-// password file that is refused.
+// FuzzPasswordFileRedacts: a password read from password_file reaches
+// every node's client, and no error of the parser shows it, whatever
+// else the URL gets wrong.
 func FuzzPasswordFileRedacts(f *testing.F) {
-	certs := testcerts.New(f)
-	dir := f.TempDir()
-	f.Add([]byte("hunter2"), []byte("correcthorse"), uint8(0), uint8(0))
-	for i := range redacttest.Separators {
-		f.Add([]byte("s3cr3tPW"), []byte("batterystaple"), uint8(i), uint8(i))
-	}
-	rest := []string{
-		"", "&tls=on", "&ca_file=" + url.QueryEscape(certs.OtherCA), "&ca_file=/nonexistent", "&tls=off&ca_file=" + url.QueryEscape(certs.CA),
-		"&cert_file=" + url.QueryEscape(certs.ClientCert), "&server_name=a%20b", "&x=1", "&prefix=%7B",
-		"&password_file=/etc/hostname", "&node_timeout=1ns",
-	}
-	f.Fuzz(func(t *testing.T, x, y []byte, sepIdx, restIdx uint8) {
-		secret, never := redacttest.Secret(x, y, redacttest.Separators[int(sepIdx)%len(redacttest.Separators)])
-		file := filepath.Join(dir, "pw")
-		// A one-line password, and a file of two lines that is refused.
-		for _, content := range []string{secret + "\n", secret + "\n" + secret + "\n"} {
-			if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			raw := "redlock://locker@127.0.0.1:1,127.0.0.1:2/0?password_file=" + url.QueryEscape(file) + rest[int(restIdx)%len(rest)]
-			u, err := url.Parse(raw)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, _, _, err := parseURL(u); err != nil {
-				if leak := redacttest.ErrorLeak(err, never); leak != "" {
-					t.Fatalf("parseURL(%q): error %q shows the password %q", raw, err, leak)
-				}
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			c, err := turnstile.Open(ctx, raw)
-			cancel()
-			if err == nil {
-				_ = c.Close()
-				continue // something listens on ports 1 and 2
-			}
-			if leak := redacttest.ErrorLeak(err, never); leak != "" {
-				t.Fatalf("Open(%q): error %q shows the password %q", raw, err, leak)
-			}
-		}
-	})
+	redactChecks.FuzzPasswordFile(f, passwordFile)
+}
+
+// TestPasswordFileOpenRedacts: nor does any error of Open.
+func TestPasswordFileOpenRedacts(t *testing.T) { redactChecks.CheckPasswordFileOpen(t, passwordFile) }
+
+var passwordFile = redacttest.PasswordFile{
+	URL: "redlock://locker@127.0.0.1:1,127.0.0.1:2/0",
+	Extras: []string{"tls=on", "ca_file=/nonexistent", "tls=off&ca_file=x", "cert_file=x", "server_name=a%20b", "x=1",
+		"prefix=%7B", "password_file=/etc/hostname", "node_timeout=1ns"},
+	Password: func(u *url.URL) (string, error) {
+		_, opt, _, err := parseURL(u)
+		return opt.Password, err
+	},
 }

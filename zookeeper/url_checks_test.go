@@ -1,13 +1,8 @@
 package zookeeper
 
 import (
-	"errors"
 	"net/url"
-	"os"
-	"path/filepath"
 	"testing"
-
-	"github.com/turnstilelock/turnstile"
 
 	"github.com/turnstilelock/turnstile/internal/redact/redacttest"
 	"github.com/turnstilelock/turnstile/internal/storeurl/storeurltest"
@@ -35,48 +30,25 @@ func urlAddrs(u *url.URL) ([]string, error) {
 
 // FuzzPasswordFileRedacts: a password read from password_file becomes
 // the digest password, and no error of the parser shows it, whatever
-// else the URL gets wrong (extra is the rest of the query).
+// else the URL gets wrong.
 func FuzzPasswordFileRedacts(f *testing.F) {
-	for i, extra := range []string{"", "session_timeout=0s", "x=1", "session_timeout=1s&session_timeout=2s", "password_file=/x"} {
-		f.Add([]byte("s3cr3tPW"), []byte("batterystaple"), uint8(i), "alice", extra)
-	}
-	f.Add([]byte("s3cr3tPW"), []byte("batterystaple"), uint8(0), "a%3Ab", "")
-	f.Add([]byte("s3cr3tPW"), []byte("batterystaple"), uint8(0), "", "")
-	f.Fuzz(func(t *testing.T, x, y []byte, sepIdx uint8, user, extra string) {
-		secret, never := redacttest.Secret(x, y, redacttest.Separators[int(sepIdx)%len(redacttest.Separators)])
-		if redacttest.Leak(extra, never) != "" || redacttest.Leak(user, never) != "" {
-			return // the URL itself names the secret
-		}
-		path := filepath.Join(t.TempDir(), "pw")
-		if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		raw := "zookeeper://" + user + "@127.0.0.1:1/app?password_file=" + url.QueryEscape(path)
-		if extra != "" {
-			raw += "&" + extra
-		}
-		u, err := url.Parse(raw)
-		if err != nil {
-			return
-		}
+	redactChecks.FuzzPasswordFile(f, passwordFile)
+}
+
+// TestPasswordFileOpenRedacts: nor does any error of Open.
+func TestPasswordFileOpenRedacts(t *testing.T) { redactChecks.CheckPasswordFileOpen(t, passwordFile) }
+
+var passwordFile = redacttest.PasswordFile{
+	URL:    "zookeeper://alice@127.0.0.1:1/app",
+	Extras: []string{"session_timeout=0s", "x=1", "session_timeout=1s&session_timeout=2s", "password_file=/x", "ca_file=/nonexistent", "tls=on"},
+	Password: func(u *url.URL) (string, error) {
 		_, opts, err := parseURL(u)
-		if err != nil {
-			if leak := redacttest.ErrorLeak(err, never); leak != "" {
-				t.Fatalf("parseURL(%q): error %q shows the password %q", raw, err, leak)
-			}
-			if !errors.Is(err, turnstile.ErrInvalidURL) {
-				t.Fatalf("parseURL(%q) = %v, want ErrInvalidURL", raw, err)
-			}
-			return
-		}
 		var cfg config
 		for _, o := range opts {
-			if err := o(&cfg); err != nil {
-				t.Fatalf("parseURL(%q) accepted an option that Dial refuses: %v", raw, err)
+			if err == nil {
+				err = o(&cfg)
 			}
 		}
-		if cfg.user != u.User.Username() || cfg.password != secret {
-			t.Fatalf("parseURL(%q): user %q, password from the file read as %q", raw, cfg.user, cfg.password)
-		}
-	})
+		return cfg.password, err
+	},
 }

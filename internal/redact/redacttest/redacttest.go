@@ -8,6 +8,8 @@ import (
 	"errors"
 	"io"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -213,6 +215,107 @@ func (b Backend) CheckOpen(t *testing.T) {
 					t.Fatalf("Open(%q): error %q shows the secret %q", raw, err, leak)
 				}
 			}
+		}
+	}
+}
+
+// PasswordFile names what the password_file checks of one backend need
+// besides its Backend.
+type PasswordFile struct {
+	// URL is the URL before the query, with a user and no password, such
+	// as "redis://locker@127.0.0.1:1/0". Default: the first scheme's
+	// "user@" and Host.
+	URL string
+	// Extras are query parameters put after password_file, one string
+	// each ("ca_file=/nonexistent", "x=1&y=2"), as the fuzzer's seeds.
+	Extras []string
+	// Password parses the URL as the backend does and returns the
+	// password its driver gets.
+	Password func(*url.URL) (string, error)
+}
+
+// FuzzPasswordFile writes a password with a secret in every shape to a
+// file and reads URL?password_file=FILE&EXTRA, for the extras given and
+// those the fuzzer makes: no error of the parser shows the secret, and
+// every error wraps the backend's invalid-URL error; a URL that parses
+// gives the driver the password as it is in the file (one trailing
+// newline dropped), and a file of two lines is refused.
+func (b Backend) FuzzPasswordFile(f *testing.F, p PasswordFile) {
+	b = b.withDefaults()
+	if p.URL == "" {
+		p.URL = b.Schemes[0] + "://user@" + b.Host
+	}
+	f.Add([]byte("hunter2"), []byte("correcthorse"), uint8(0), "")
+	for i, extra := range p.Extras {
+		f.Add([]byte("s3cr3tPW"), []byte("batterystaple"), uint8(i), extra)
+	}
+	f.Fuzz(func(t *testing.T, x, y []byte, sepIdx uint8, extra string) {
+		secret, never := Secret(x, y, Separators[int(sepIdx)%len(Separators)])
+		if Leak(extra, never) != "" {
+			return // the URL itself names the secret
+		}
+		file := filepath.Join(t.TempDir(), "pw")
+		for _, lines := range []int{1, 2} {
+			if err := os.WriteFile(file, []byte(strings.Repeat(secret+"\n", lines)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			raw := p.URL + "?password_file=" + url.QueryEscape(file)
+			if extra != "" {
+				raw += "&" + extra
+			}
+			u, err := url.Parse(raw)
+			if err != nil {
+				return // refused by turnstile.Open before it gets here
+			}
+			got, err := p.Password(u)
+			switch {
+			case err != nil:
+				if leak := ErrorLeak(err, never); leak != "" {
+					t.Fatalf("parseURL(%q): error %q shows the password %q", raw, err, leak)
+				}
+				if !errors.Is(err, b.InvalidURL) {
+					t.Fatalf("parseURL(%q) = %v, want %v", raw, err, b.InvalidURL)
+				}
+			case lines > 1:
+				t.Fatalf("parseURL(%q) read a password file of two lines", raw)
+			case got != secret:
+				t.Fatalf("parseURL(%q): the driver gets password %q, want the file's %q", raw, got, secret)
+			}
+		}
+	})
+}
+
+// CheckPasswordFileOpen opens URL?password_file=FILE&EXTRA for each
+// extra, with nothing listening, and checks that no error, the driver's
+// included, shows the password from the file.
+func (b Backend) CheckPasswordFileOpen(t *testing.T, p PasswordFile) {
+	t.Helper()
+	b = b.withDefaults()
+	if p.URL == "" {
+		p.URL = b.Schemes[0] + "://user@" + b.Host
+	}
+	secret, never := Secret([]byte("s3cr3tPW"), []byte("batterystaple"), "")
+	file := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(file, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, extra := range append([]string{""}, p.Extras...) {
+		raw := p.URL + "?password_file=" + url.QueryEscape(file)
+		if extra != "" {
+			raw += "&" + extra
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		c, err := b.Open(ctx, raw)
+		cancel()
+		if err == nil {
+			_ = c.Close()
+			if b.Lazy {
+				continue
+			}
+			t.Fatalf("Open(%q) succeeded with nothing listening", raw)
+		}
+		if leak := ErrorLeak(err, never); leak != "" {
+			t.Fatalf("Open(%q): error %q shows the password %q", raw, err, leak)
 		}
 	}
 }
