@@ -257,14 +257,19 @@ func TestReleaseReachesEveryNode(t *testing.T) {
 // and at most the node timeout when every answer is awaited; a grant that
 // lands late is released with the lease.
 func TestSlowNodeDoesNotSlowAcquisition(t *testing.T) {
-	ctx := ctxFor(t, 10*time.Second)
-	const hang = 500 * time.Millisecond
+	ctx := ctxFor(t, 20*time.Second)
+	// The bounds sit halfway between what each outcome takes, so that a
+	// descheduled test cannot mistake one for the other: at the quorum
+	// (a loopback round trip) or at the node timeout (400 ms) without
+	// WithWaitAll; at the node timeout or at the end of the hang (1.2 s)
+	// with it.
+	const hang, nodeTimeout = 1200 * time.Millisecond, 400 * time.Millisecond
 	for _, waitAll := range []bool{false, true} {
-		var opts []redlock.Option
-		limit := 20 * time.Millisecond
+		opts := []redlock.Option{redlock.WithNodeTimeout(nodeTimeout)}
+		limit := nodeTimeout / 2
 		if waitAll {
 			opts = append(opts, redlock.WithWaitAll())
-			limit = redlock.DefaultNodeTimeout + 30*time.Millisecond
+			limit = (nodeTimeout + hang) / 2
 		}
 		b, nodes := cluster(t, 5, opts...)
 		nodes[4].set(func(f *flaky) { f.delay, f.deaf = hang, true })
