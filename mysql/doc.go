@@ -93,4 +93,12 @@
 //     strictly increasing per name, across restarts (see above), and
 //     comparable with the Redis and PostgreSQL backends' tokens, which are
 //     made the same way.
+//
+// TLS and least privilege. The TLS parameters every turnstile URL takes —
+// ca_file, cert_file, key_file, server_name — connect with TLS and the
+// server's certificate verified (tls=true alone verifies against the
+// system's roots); password_file reads the password from a file. The
+// user needs CREATE, SELECT, INSERT and UPDATE on turnstile_locks; a
+// refused privilege is turnstile.ErrPermission. docs/security/mysql.md
+// has the recipe.
 package mysql

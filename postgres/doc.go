@@ -68,4 +68,13 @@
 // finds the row freed, reports the lock lost, lets go and tells waiters —
 // or at its local deadline; a forced release through the holding Backend
 // drops it at once. Until then other Backends cannot take key.
+//
+// TLS and least privilege. The TLS parameters every turnstile URL takes —
+// ca_file, cert_file, key_file, server_name — turn on sslmode=verify-full
+// with that configuration for every host (libpq's sslrootcert, sslcert
+// and sslkey work too, not mixed with them); password_file reads the
+// password from a file. The role needs a schema of its own, which Dial
+// creates its table and functions in; a refused privilege (SQLSTATE
+// 42501) is turnstile.ErrPermission. docs/security/postgres.md has the
+// recipe.
 package postgres
