@@ -67,4 +67,12 @@
 // still grows across such a loss, so storage that checks tokens refuses
 // the late writes of the old holder. Use several independent servers with
 // package redlock to make losing a lock need a majority of failures.
+//
+// TLS and ACLs. rediss:// — or any of the TLS parameters every turnstile
+// URL takes, ca_file, cert_file, key_file and server_name — connects with
+// TLS and the server's certificate verified, to every node of a cluster
+// alike; user:password@ (or password_file) logs in as a Redis ACL user. A
+// command, key or channel the user may not touch is a PermissionError,
+// which is turnstile.ErrPermission. docs/security/redis-acl.md gives the
+// user exactly what turnstile sends, command by command.
 package redis

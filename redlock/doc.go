@@ -71,4 +71,12 @@
 // that can be promoted; a server clock that jumps, which expires locks
 // early; and, as with every lock, a holder paused past its lease. Only
 // storage that checks the fencing token protects against all of these.
+//
+// TLS and ACLs. tls=on, or any of the TLS parameters every turnstile URL
+// takes (ca_file, cert_file, key_file, server_name), connects to every
+// node with TLS and its certificate verified (under server_name, or the
+// node's own host); the user and password log in on every node. A node
+// that refuses the user a command fails its vote with
+// turnstile.ErrPermission. docs/security/redis-acl.md has the nodes'
+// recipe (the locking commands and INFO).
 package redlock
