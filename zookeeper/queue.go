@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -69,7 +70,13 @@ func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.D
 			}
 			dir := b.dir(key)
 			watch = func() (<-chan zk.Event, error) {
-				_, _, ch, err := b.conn.ChildrenW(dir)
+				kids, _, ch, err := b.conn.ChildrenW(dir)
+				if err == nil && !sameNodes(queue(kids), q) {
+					// The line changed between the listing and the
+					// watch, which only sees later changes: look again
+					// now instead of waiting for one.
+					return nil, zk.ErrNoNode
+				}
 				return ch, err
 			}
 		}
@@ -114,4 +121,9 @@ func (b *Backend) granted(ctx context.Context, key, owner, mine string, first no
 	}
 	b.arm(holdKey{key, owner}, held, ttl)
 	return uint64(st.Mzxid), nil
+}
+
+// sameNodes reports whether a and b are the same nodes in the same order.
+func sameNodes(a, b []node) bool {
+	return slices.EqualFunc(a, b, func(x, y node) bool { return x.name == y.name })
 }
