@@ -60,27 +60,20 @@ func parseURL(u *url.URL) (cfg clientv3.Config, opts []Option, err error) {
 		cfg.Username, cfg.Password = r.Username, r.Password
 		cfg.DialTimeout = DefaultDialTimeout
 		var tl storeurl.TLS
-		var tlsOn, tlsSet bool
-		if err := r.Params(tl.Params(map[string]storeurl.Param{
+		if err := r.Params(tl.SwitchParams(map[string]storeurl.Param{
 			"prefix":       storeurl.Append(&opts, storeurl.String, WithPrefix),
 			"dial_timeout": storeurl.Store(&cfg.DialTimeout, storeurl.PositiveDuration),
-			"tls": func(v string) (err error) {
-				tlsOn, err = storeurl.OnOff(v)
-				tlsSet = true
-				return err
-			},
 		})); err != nil {
 			return err
 		}
-		if tlsSet && !tlsOn {
-			if err := tl.RefuseWithout("tls=on, or leave tls out"); err != nil {
-				return fmt.Errorf("tls=off, but %w", err)
-			}
+		useTLS, err := tl.Enabled()
+		if err != nil {
+			return err
 		}
 		// Members are dialled as http://host:port, or https://host:port
 		// with TLS.
 		scheme := "http://"
-		if tlsOn || tl.Given() {
+		if useTLS {
 			if cfg.TLS, err = tl.Config(); err != nil {
 				return err
 			}

@@ -94,8 +94,7 @@ func parseURL(u *url.URL) (addrs []string, opt rueidis.ClientOption, opts []Opti
 		var nodeOpts []redis.Option
 		fencing := true
 		var tl storeurl.TLS
-		tlsOn := ""
-		if err := r.Params(tl.Params(map[string]storeurl.Param{
+		if err := r.Params(tl.SwitchParams(map[string]storeurl.Param{
 			"node_timeout": storeurl.Append(&opts, storeurl.Duration, WithNodeTimeout),
 			"quarantine":   storeurl.Append(&opts, storeurl.Duration, WithRestartQuarantine),
 			"fencing":      storeurl.Store(&fencing, onOff),
@@ -103,16 +102,14 @@ func parseURL(u *url.URL) (addrs []string, opt rueidis.ClientOption, opts []Opti
 			"fence_grace":  storeurl.Append(&nodeOpts, storeurl.Duration, redis.WithFenceGrace),
 			"dial_timeout": storeurl.Store(&opt.Dialer.Timeout, storeurl.PositiveDuration),
 			"flush_delay":  storeurl.Store(&opt.MaxFlushDelay, storeurl.DurationIn(0, redis.MaxFlushDelay, "20us")),
-			"tls":          storeurl.Store(&tlsOn, onOffWord),
 		})); err != nil {
 			return err
 		}
-		switch {
-		case tlsOn == "off":
-			if err := tl.RefuseWithout("tls=on (or no tls parameter), not tls=off"); err != nil {
-				return err
-			}
-		case tlsOn == "on" || tl.Given():
+		useTLS, err := tl.Enabled()
+		if err != nil {
+			return err
+		}
+		if useTLS {
 			// Read the files now: a bad one is a bad URL, not an outage.
 			// An empty ServerName is each node's own host.
 			if opt.TLSConfig, err = tl.Config(); err != nil {
@@ -139,12 +136,3 @@ func parseURL(u *url.URL) (addrs []string, opt rueidis.ClientOption, opts []Opti
 
 // onOff reads fencing=on or off (also true, false, 1, 0, in any case).
 func onOff(v string) (bool, error) { return storeurl.OnOff(v) }
-
-// onOffWord reads tls=on or off as onOff does, as "on" or "off".
-func onOffWord(v string) (string, error) {
-	on, err := storeurl.OnOff(v)
-	if err != nil {
-		return "", err
-	}
-	return map[bool]string{true: "on", false: "off"}[on], nil
-}

@@ -108,29 +108,19 @@ func parseURL(u *url.URL) (servers []string, opts []Option, err error) {
 			opts = append(opts, o)
 		}
 		var tl storeurl.TLS
-		var tlsOn, tlsSet bool
-		if err := r.Params(tl.Params(map[string]storeurl.Param{
+		if err := r.Params(tl.SwitchParams(map[string]storeurl.Param{
 			"session_timeout": storeurl.Append(&opts, storeurl.DurationIn(time.Millisecond, 0, "30s"), WithSessionTimeout),
-			"tls": func(v string) (err error) {
-				tlsOn, err = storeurl.OnOff(v)
-				tlsSet = true
-				return err
-			},
 		})); err != nil {
 			return err
 		}
-		if tlsSet && !tlsOn {
-			if err := tl.RefuseWithout("tls=on, or leave tls out"); err != nil {
-				return fmt.Errorf("tls=off, but %w", err)
-			}
+		if useTLS, err := tl.Enabled(); err != nil || !useTLS {
+			return err
 		}
-		if tlsOn || tl.Given() {
-			cfg, err := tl.Config()
-			if err != nil {
-				return err
-			}
-			opts = append(opts, WithTLS(cfg))
+		cfg, err := tl.Config()
+		if err != nil {
+			return err
 		}
+		opts = append(opts, WithTLS(cfg))
 		return nil
 	})
 	return servers, opts, err

@@ -28,6 +28,7 @@ import (
 // off.
 type TLS struct {
 	CAFile, CertFile, KeyFile, ServerName string
+	switched                              int // tls= (SwitchParams)
 }
 
 // TLSParamNames are the names of the TLS parameters, in order.
@@ -43,8 +44,44 @@ func (t *TLS) Params(known map[string]Param) map[string]Param {
 	return known
 }
 
+// SwitchParams adds the TLS parameters and the switch tls=on|off to
+// known, for a scheme whose name does not say whether it speaks TLS, and
+// returns known. tls=on turns TLS on with the system's roots; tls=off
+// with a TLS parameter is a contradiction, which Enabled reports.
+func (t *TLS) SwitchParams(known map[string]Param) map[string]Param {
+	known["tls"] = func(v string) error {
+		on, err := OnOff(v)
+		if err != nil {
+			return err
+		}
+		t.switched = map[bool]int{true: switchOn, false: switchOff}[on]
+		return nil
+	}
+	return t.Params(known)
+}
+
+// The values of TLS.switched: tls= not given, on, off.
+const (
+	switchUnset = iota
+	switchOn
+	switchOff
+)
+
+// Enabled reports whether the URL asked for TLS: tls=on or a TLS
+// parameter; with tls=off and a TLS parameter it says that they
+// contradict each other.
+func (t *TLS) Enabled() (bool, error) {
+	if t.switched == switchOff {
+		if err := t.RefuseWithout("tls=on, or leave tls out"); err != nil {
+			return false, fmt.Errorf("tls=off, but %w", err)
+		}
+		return false, nil
+	}
+	return t.switched == switchOn || t.Given(), nil
+}
+
 // Given reports whether the URL set any TLS parameter.
-func (t *TLS) Given() bool { return *t != TLS{} }
+func (t *TLS) Given() bool { return len(t.names()) > 0 }
 
 // names names the TLS parameters the URL set.
 func (t *TLS) names() []string {

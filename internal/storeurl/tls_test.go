@@ -159,3 +159,44 @@ func TestPasswordFile(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSSwitch: tls=on turns TLS on alone, a TLS parameter turns it on
+// without tls=, and tls=off with a TLS parameter is a contradiction.
+func TestTLSSwitch(t *testing.T) {
+	for _, c := range []struct {
+		query string
+		on    bool
+		err   string
+	}{
+		{"", false, ""},
+		{"tls=on", true, ""},
+		{"tls=1", true, ""},
+		{"tls=off", false, ""},
+		{"server_name=h", true, ""},
+		{"tls=on&server_name=h", true, ""},
+		{"tls=off&server_name=h", false, "tls=off, but server_name needs TLS: use tls=on, or leave tls out"},
+		{"tls=maybe", false, `tls="maybe" is not on or off`},
+	} {
+		u, err := url.Parse("x://h?" + c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var on bool
+		form := storeurl.Form{Schemes: []string{"x"}, Shape: "host", Invalid: errBad}
+		err = form.Read(u, func(r *storeurl.URL) error {
+			var tl storeurl.TLS
+			if err := r.Params(tl.SwitchParams(map[string]storeurl.Param{})); err != nil {
+				return err
+			}
+			var err error
+			on, err = tl.Enabled()
+			return err
+		})
+		switch {
+		case c.err == "" && (err != nil || on != c.on):
+			t.Errorf("%s: Enabled = %v, %v; want %v", c.query, on, err, c.on)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s: error %v, want %q", c.query, err, c.err)
+		}
+	}
+}
