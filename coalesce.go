@@ -31,7 +31,13 @@ type line struct {
 	// Handing over within the Client (handoff.go).
 	quietRun     int  // releases in a row without a notice
 	quietPending bool // a quiet release that no waiter of the line took yet
-	noWake       bool // the last release woke the head otherwise, or was aloud for fairness
+	noWake       bool // the last release woke the head otherwise (a handoff)
+	// aloud: the last release was aloud for fairness, and the head races
+	// the other processes on the store's notice. missed: a notice came
+	// while a lease of this line still held the lock, and the head set
+	// it aside (it may be the aloud release's own notice, which can
+	// arrive before the release's reply).
+	aloud, missed bool
 }
 
 func newLine() *line { return &line{local: make(chan struct{}, 1)} }
@@ -160,6 +166,7 @@ func (ln *line) leave(c *Client, w *waiter, won *Lease) {
 		case <-ln.local:
 		default:
 		}
+		ln.missed = false
 	}
 	// A handoff that reached w after it stopped waiting: give the lock
 	// back (unless it is the lease w won).
@@ -191,9 +198,14 @@ func (ln *line) leave(c *Client, w *waiter, won *Lease) {
 }
 
 // heldHere reports whether a lease won in this line still holds the lock.
-func (ln *line) heldHere() bool {
+// noticed says the head asks because a release notice came: it sets the
+// notice aside, and leaseEnded remembers that it did.
+func (ln *line) heldHere(noticed bool) bool {
 	ln.mu.Lock()
 	defer ln.mu.Unlock()
+	if ln.holding != nil && noticed {
+		ln.missed = true
+	}
 	return ln.holding != nil
 }
 
@@ -247,11 +259,18 @@ func (c *Client) leaseEnded(l *Lease) {
 	if ln.holding == l {
 		ln.holding = nil
 	}
-	noWake := ln.noWake
-	ln.noWake = false
+	wake := !ln.noWake // not if handed over: the handoff wakes the head
+	if ln.aloud {
+		// Released aloud for the other processes to race: the head
+		// races them on the store's notice, like them. If that notice
+		// came before this (the head set it aside while the lease still
+		// held the lock), or the line has no notices, this is the wake-up.
+		wake = ln.missed || ln.notice == nil
+	}
+	ln.noWake, ln.aloud, ln.missed = false, false, false
 	ln.mu.Unlock()
-	if noWake {
-		return // handed over, or released aloud for the other processes to race
+	if !wake {
+		return
 	}
 	select {
 	case ln.local <- struct{}{}:

@@ -114,8 +114,9 @@ type signals struct {
 	notice <-chan struct{} // release notices from the store
 	local  <-chan struct{} // releases by this Client (local line only)
 	// heldHere reports whether the lock is held by a lease of this
-	// Client; notices are ignored meanwhile (local line only).
-	heldHere func() bool
+	// Client; notices are set aside meanwhile (local line only). noticed
+	// says a notice is what woke the waiter.
+	heldHere func(noticed bool) bool
 	// slot takes handoffs from a releasing lease of this Client (local
 	// line only, driver.HandOff).
 	slot *handoffSlot
@@ -184,6 +185,7 @@ func (k *contender) contend(ctx context.Context, sig signals, first bool) (*Leas
 		if sig.slot != nil {
 			grant = sig.slot.w.grant
 		}
+		noticed := false
 		select {
 		case <-ctx.Done():
 			return nil, k.cancelled(ctx)
@@ -208,6 +210,7 @@ func (k *contender) contend(ctx context.Context, sig signals, first bool) (*Leas
 			timer.Stop() // no stale value after Stop (Go 1.23 timers)
 			armed = false
 			resets++
+			noticed = true
 		case <-sig.local:
 			timer.Stop()
 			armed = false
@@ -222,7 +225,7 @@ func (k *contender) contend(ctx context.Context, sig signals, first bool) (*Leas
 				continue // a handoff came and did not end the wait
 			}
 		}
-		if sig.heldHere != nil && sig.heldHere() {
+		if sig.heldHere != nil && sig.heldHere(noticed) {
 			continue // held by a lease of ours: its release wakes us locally
 		}
 		if l, err := k.try(ctx); l != nil || err != nil {

@@ -138,7 +138,7 @@ func (c *Client) releaseInStore(ctx context.Context, l *Lease) (bool, error) {
 			}
 		} else {
 			ln.quietRun = 0
-			ln.noWake = true
+			ln.aloud = true
 		}
 	}
 	var owner string

@@ -624,3 +624,66 @@ func TestDistinctKeysAttemptOnce(t *testing.T) {
 		t.Errorf("%d attempts and %d subscriptions for %d free keys, want %d and 0", a, s, workers*rounds, workers*rounds)
 	}
 }
+
+// eagerNotice releases like quietNotifying but delivers a release's notice
+// before the release returns, as a Redis server may: its push reaches the
+// subscriber's connection before the reply reaches the releaser's.
+type eagerNotice struct{ *quietNotifying }
+
+func (e eagerNotice) Release(ctx context.Context, key, owner string) (bool, error) {
+	e.releases.Add(1)
+	ok, err := e.Backend.Release(ctx, key, owner)
+	if ok && err == nil {
+		_ = e.Notify(ctx, key)
+		time.Sleep(time.Millisecond) // the reply comes later than the push
+	}
+	return ok, err
+}
+
+// TestAloudReleaseWakesOwnWaiter: every so often a Client releases aloud
+// so that other processes get their turn, and its own next waiter races
+// them on the store's notice. When that notice arrives before the release
+// returns, or the Client takes no notices, the waiter must still wake at
+// once: with a Backoff of an hour, sleeping on it ends only with the
+// context.
+func TestAloudReleaseWakesOwnWaiter(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []turnstile.Option
+	}{
+		{"notice before the release returns", nil},
+		{"without notifications", []turnstile.Option{turnstile.WithoutNotifications()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := eagerNotice{&quietNotifying{notifying: newNotifying()}}
+			c := newClient(t, e)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			hour := turnstile.WithBackoff(turnstile.Constant{Interval: time.Hour, MaxRetries: -1})
+			opts := append([]turnstile.Option{hour}, tc.opts...)
+			const workers, each = 8, 25
+			var wg sync.WaitGroup
+			for range workers {
+				wg.Go(func() {
+					for range each {
+						l, err := c.Acquire(ctx, "aloud", opts...)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						time.Sleep(100 * time.Microsecond) // the others line up
+						if err := l.Release(ctx); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			// The store saw aloud releases, or the case proves nothing.
+			if aloud := e.releases.Load() - e.quiet.Load(); aloud < 2 {
+				t.Fatalf("%d aloud releases of %d, want some", aloud, e.releases.Load())
+			}
+		})
+	}
+}
