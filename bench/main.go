@@ -42,9 +42,9 @@ func main() {
 	}
 }
 
-// libraries are turnstile and, with peers, the libraries it is compared
-// with; turnstile with its default backoff runs the herd cells only
-// (onlyHerd).
+// libraries are turnstile (with the shared backoff, and with its own
+// default backoff: how it runs when nobody tunes it) and, with peers, the
+// libraries it is compared with.
 func libraries(withPeers bool) []workload.Library {
 	libs := []workload.Library{workload.Turnstile(), workload.TurnstileDefaults()}
 	if withPeers {
@@ -52,11 +52,6 @@ func libraries(withPeers bool) []workload.Library {
 	}
 	return libs
 }
-
-// onlyHerd reports whether lib runs the herd cells only: turnstile with
-// its own backoff, to set beside turnstile with the shared one where the
-// pacing between release notices shows in the commands per acquisition.
-func onlyHerd(lib workload.Library) bool { return lib.Name == workload.TurnstileDefaults().Name }
 
 // benchmark starts the servers, runs the cells and writes the outputs.
 func benchmark(ctx context.Context, cfg config, stdout, log io.Writer) error {
@@ -151,7 +146,7 @@ func runCells(ctx context.Context, cfg config, wls []workload.Workload, env envi
 			}
 		}
 		for _, lib := range order {
-			if w.Nodes > 1 && !lib.MultiNode || onlyHerd(lib) && !(w.HotKeys == 1 && w.Hold > 0) {
+			if w.Nodes > 1 && !lib.MultiNode {
 				continue
 			}
 			if ctx.Err() != nil {
@@ -165,7 +160,7 @@ func runCells(ctx context.Context, cfg config, wls []workload.Workload, env envi
 			if w.Nodes > 1 {
 				addrs = env.nodes[:w.Nodes]
 			}
-			fmt.Fprintf(log, "%-26s %-12s ", w.ID(), lib.Name)
+			fmt.Fprintf(log, "%-26s %-18s ", w.ID(), lib.Name)
 			res, err := workload.Run(ctx, workload.Cell{Workload: w, Library: lib, Addrs: addrs, Duration: cfg.duration})
 			if err != nil {
 				fmt.Fprintln(log)

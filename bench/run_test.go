@@ -48,8 +48,8 @@ func TestQuickRun(t *testing.T) {
 	t.Logf("progress:\n%s", log.String())
 
 	want := map[string][]string{
-		"uncontended/c=2":   {"turnstile", "redsync", "redislock", "rueidislock"},
-		"redlock-3/c=2":     {"turnstile", "redsync"},
+		"uncontended/c=2":   {"turnstile", "turnstile-defaults", "redsync", "redislock", "rueidislock"},
+		"redlock-3/c=2":     {"turnstile", "turnstile-defaults", "redsync"},
 		"herd/c=20/procs=2": {"turnstile", "turnstile-defaults", "redsync", "redislock", "rueidislock"},
 	}
 	got := map[string][]string{}
