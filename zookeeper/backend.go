@@ -379,6 +379,15 @@ func (b *Backend) live() error {
 // ctx is done. The request itself ends when the server answers or the
 // connection is lost or closed.
 func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	return callUndo(ctx, f, nil)
+}
+
+// callUndo is call for a request that creates something on the server.
+// The request goes on after ctx ends, and may still succeed: then undo
+// (unless nil) runs with its result, so that nothing is left behind for
+// a caller who has gone — a queue node nobody waits on would hold up
+// every waiter behind it for as long as the session lives.
+func callUndo[T any](ctx context.Context, f func() (T, error), undo func(T)) (T, error) {
 	if err := ctx.Err(); err != nil {
 		var zero T
 		return zero, err
@@ -387,15 +396,36 @@ func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
 		v   T
 		err error
 	}
+	var (
+		mu        sync.Mutex
+		abandoned bool
+	)
 	done := make(chan result, 1)
 	go func() {
 		v, err := f()
+		mu.Lock()
+		if abandoned {
+			mu.Unlock()
+			if undo != nil && err == nil {
+				undo(v)
+			}
+			return
+		}
 		done <- result{v, err}
+		mu.Unlock()
 	}()
 	select {
 	case r := <-done:
 		return r.v, r.err
 	case <-ctx.Done():
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	select {
+	case r := <-done: // came as ctx ended: the caller's after all
+		return r.v, r.err
+	default:
+		abandoned = true
 		var zero T
 		return zero, ctx.Err()
 	}

@@ -23,7 +23,11 @@ func (b *Backend) enqueue(ctx context.Context, key, owner string) (string, int64
 		&zk.SetDataRequest{Path: dir, Version: -1},
 	}
 	for attempt := 0; ; attempt++ {
-		res, err := call(ctx, func() ([]zk.MultiResponse, error) { return b.conn.Multi(ops...) })
+		res, err := callUndo(ctx, func() ([]zk.MultiResponse, error) { return b.conn.Multi(ops...) }, func(res []zk.MultiResponse) {
+			if len(res) > 0 && res[0].Error == nil && res[0].String != "" {
+				b.cleanup(res[0].String) // created for a caller whose context ended
+			}
+		})
 		if err == nil && len(res) == 2 && res[0].Error == nil && res[1].Error == nil && res[1].Stat != nil {
 			return res[0].String, res[1].Stat.Mzxid, nil
 		}
