@@ -28,7 +28,7 @@ import (
 // off.
 type TLS struct {
 	CAFile, CertFile, KeyFile, ServerName string
-	switched                              int // tls= (SwitchParams)
+	on, off                               bool // tls=on, tls=off (SwitchParams)
 }
 
 // TLSParamNames are the names of the TLS parameters, in order.
@@ -49,35 +49,25 @@ func (t *TLS) Params(known map[string]Param) map[string]Param {
 // returns known. tls=on turns TLS on with the system's roots; tls=off
 // with a TLS parameter is a contradiction, which Enabled reports.
 func (t *TLS) SwitchParams(known map[string]Param) map[string]Param {
-	known["tls"] = func(v string) error {
-		on, err := OnOff(v)
-		if err != nil {
-			return err
-		}
-		t.switched = map[bool]int{true: switchOn, false: switchOff}[on]
-		return nil
+	known["tls"] = func(v string) (err error) {
+		t.on, err = OnOff(v)
+		t.off = err == nil && !t.on
+		return err
 	}
 	return t.Params(known)
 }
-
-// The values of TLS.switched: tls= not given, on, off.
-const (
-	switchUnset = iota
-	switchOn
-	switchOff
-)
 
 // Enabled reports whether the URL asked for TLS: tls=on or a TLS
 // parameter; with tls=off and a TLS parameter it says that they
 // contradict each other.
 func (t *TLS) Enabled() (bool, error) {
-	if t.switched == switchOff {
+	if t.off {
 		if err := t.RefuseWithout("tls=on, or leave tls out"); err != nil {
 			return false, fmt.Errorf("tls=off, but %w", err)
 		}
 		return false, nil
 	}
-	return t.switched == switchOn || t.Given(), nil
+	return t.on || t.Given(), nil
 }
 
 // Given reports whether the URL set any TLS parameter.
