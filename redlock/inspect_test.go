@@ -80,7 +80,9 @@ func TestInspectQuorum(t *testing.T) {
 func TestInspectNodesDown(t *testing.T) {
 	ctx := context.Background()
 	a, bn, c := memory.New(), memory.New(), memory.New()
-	one, err := redlock.New([]driver.Backend{a, bn, downNode{c}})
+	// WithWaitAll: every node saw the acquisition when it returns, since
+	// Inspect below reads only a and bn.
+	one, err := redlock.New([]driver.Backend{a, bn, downNode{c}}, redlock.WithWaitAll())
 	if err != nil {
 		t.Fatal(err)
 	}
