@@ -1,0 +1,4 @@
+package claim
+
+// CheckServerVersion exports checkServerVersion to the tests.
+var CheckServerVersion = checkServerVersion
