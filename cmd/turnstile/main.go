@@ -34,6 +34,7 @@ var commands = []command{
 	{"unlock", "remove a stuck lock by force, raising its fence first", unlockCmd},
 	{"demo", "run the incidents turnstile prevents, without and with it", demo.Main},
 	{"bench", "measure turnstile's locks on your Redis: throughput, latency, commands", benchCmd},
+	{"advise", "recommend a lock design for a load: store, phase preset, capacity, alerts", adviseCmd},
 	{"version", "print the version, the commit and the stores compiled in", versionCmd},
 	{"completion", "print a bash, zsh or fish script that completes turnstile's commands", completionCmd},
 }
