@@ -100,6 +100,7 @@ func Run(t *testing.T, h Harness) {
 		{"UseAfterClose", testUseAfterClose},
 		{"Inspect", testInspect},
 		{"ForceReleaseEndsLiveLease", testForceReleaseEndsLiveLease},
+		{"Election", testElection},
 	}
 	for _, c := range cases {
 		if c.name == "MutualExclusionProcesses" && h.URL == "" {
