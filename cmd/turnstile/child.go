@@ -51,6 +51,7 @@ func (o *runOptions) supervise(ctx context.Context, lease *turnstile.Lease, sigs
 	env := append(os.Environ(),
 		"TURNSTILE_KEY="+lease.Key(),
 		"TURNSTILE_TOKEN="+strconv.FormatUint(lease.Token(), 10))
+	env = append(env, o.env...)
 	tty, foreground := foregroundTerminal()
 	// A parent-death signal is tied to the thread that started the process
 	// (see groupAttr and startCommand): keep that thread until the command

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"time"
 
 	"github.com/turnstilelock/turnstile"
@@ -73,7 +74,14 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 	// command yet to pass it to.
 	actx, cancel := context.WithCancelCause(ctx)
 	stopWatch := cli.CancelOnSignal(sigs, cancel)
-	c, lease, code := o.acquire(actx, stderr)
+	var c *turnstile.Client
+	var lease *turnstile.Lease
+	var code int
+	if o.leader != "" {
+		c, lease, code = o.campaign(actx, stderr)
+	} else {
+		c, lease, code = o.acquire(actx, stderr)
+	}
 	stopWatch()
 	defer o.closeRest()
 	if c == nil {
@@ -111,4 +119,67 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 		return exitLeaseLost
 	}
 	return code
+}
+
+// campaign opens the backend and campaigns in the election --leader
+// names, as --wait and --no-wait say, announcing --value. It returns as
+// acquire does, with the lease that makes turnstile leader; the term and
+// value go to the command's environment.
+func (o *runOptions) campaign(ctx context.Context, stderr io.Writer) (*turnstile.Client, *turnstile.Lease, int) {
+	wctx := ctx
+	if o.wait > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeoutCause(ctx, o.wait, errWaitExpired)
+		defer cancel()
+	}
+	c, err := turnstile.Open(wctx, o.backend, append([]turnstile.Option{turnstile.WithTTL(o.ttl)}, o.clientOpts...)...)
+	if err != nil {
+		if errors.Is(context.Cause(wctx), errWaitExpired) {
+			fmt.Fprintf(stderr, "turnstile run: lock store unavailable: no answer within --wait %v: %s\n", o.wait, describe(err))
+			return nil, nil, exitUnavailable
+		}
+		return nil, nil, o.fail(wctx, stderr, err)
+	}
+	e, err := c.Election(o.leader)
+	if err != nil {
+		return c, nil, o.fail(wctx, stderr, err)
+	}
+	// One attempt first, as for a lock: a store that cannot be reached
+	// is reported at once instead of being retried for the whole wait.
+	l, err := e.TryCampaign(wctx, o.value)
+	if errors.Is(err, turnstile.ErrNotAcquired) && !o.noWait {
+		l, err = e.Campaign(wctx, o.value)
+	}
+	if err != nil {
+		return c, nil, o.notElected(wctx, stderr, e, err)
+	}
+	term := strconv.FormatUint(l.Term(), 10)
+	o.env = append(o.env, "TURNSTILE_LEADER="+o.leader, "TURNSTILE_TERM="+term, "TURNSTILE_VALUE="+l.Value())
+	return c, l.Lease(), exitOK
+}
+
+// leaderLookup bounds the look-up of who leads, for the message of a
+// candidate that was not elected.
+const leaderLookup = 2 * time.Second
+
+// notElected reports why turnstile did not become leader and returns the
+// exit code: as for a lock, with the leader named where the store says
+// who it is.
+func (o *runOptions) notElected(ctx context.Context, stderr io.Writer, e *turnstile.Election, err error) int {
+	waitExpired := errors.Is(context.Cause(ctx), errWaitExpired)
+	if !errors.Is(err, turnstile.ErrNotAcquired) && !waitExpired {
+		return o.fail(ctx, stderr, err)
+	}
+	led := ""
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaderLookup)
+	defer cancel()
+	if ldr, lerr := e.Leader(lctx); lerr == nil && ldr.Elected {
+		led = fmt.Sprintf(": %s leads in term %d", strconv.Quote(ldr.Value), ldr.Term)
+	}
+	if waitExpired {
+		fmt.Fprintf(stderr, "turnstile run: not elected leader of %q within --wait %v%s\n", o.leader, o.wait, led)
+	} else {
+		fmt.Fprintf(stderr, "turnstile run: %q has a leader already (--no-wait)%s\n", o.leader, led)
+	}
+	return exitNotAcquired
 }

@@ -43,6 +43,14 @@ type runOptions struct {
 	// closers close what acquire opened besides the Client it returns,
 	// last first.
 	closers []func() error
+	// leader is --leader's election name: run the command while leading
+	// it instead of holding the lock on --key.
+	leader string
+	// value is --value: what observers of the election see.
+	value string
+	// env is added to the command's environment (the leader's term and
+	// value).
+	env []string
 }
 
 // lockKind is the kind of lock "turnstile run" takes.
@@ -98,6 +106,8 @@ func newRunFlagSet(o *runOptions) (fs *flag.FlagSet, backend *cli.BackendFlags, 
 	fs.Bool("exclusive", false, "")
 	fs.Var(permitsFlag{&o.permits}, "semaphore", "")
 	fs.Bool("fair", false, "")
+	fs.StringVar(&o.leader, "leader", "", "")
+	fs.StringVar(&o.value, "value", "", "")
 	return fs, backend, ttl, wait, grace
 }
 
@@ -144,12 +154,49 @@ func parseRun(args []string) (*runOptions, error) {
 	}
 	o.argv = rest
 
-	waitSet := false
-	fs.Visit(func(f *flag.Flag) { waitSet = waitSet || f.Name == "wait" })
-	if err := o.check(waitSet); err != nil {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := o.checkLeader(kinds, set); err != nil {
+		return nil, err
+	}
+	if err := o.check(set["wait"]); err != nil {
 		return nil, err
 	}
 	return o, nil
+}
+
+// checkLeader checks --leader and --value. With --leader the election's
+// name is the key of the lock the leader holds, so o.key takes it and
+// the rest of the checks and messages apply to it.
+func (o *runOptions) checkLeader(kinds []string, set map[string]bool) error {
+	if o.leader == "" {
+		switch {
+		case set["leader"]:
+			return errors.New("--leader must not be empty")
+		case set["value"]:
+			return errors.New("--value is what observers of an election see: it needs --leader")
+		}
+		return nil
+	}
+	switch {
+	case len(o.leader) > turnstile.MaxKeyLen:
+		return fmt.Errorf("--leader is %d bytes long, the limit is %d", len(o.leader), turnstile.MaxKeyLen)
+	case set["key"]:
+		return errors.New("--key and --leader exclude each other: --leader NAME holds the lock on NAME while leading")
+	case len(kinds) > 0:
+		return fmt.Errorf("--leader and %s exclude each other: a leader holds the plain lock on its election", kinds[0])
+	case len(o.value) > turnstile.MaxLeaderValueLen:
+		return fmt.Errorf("--value is %d bytes long, the limit is %d", len(o.value), turnstile.MaxLeaderValueLen)
+	case set["value"] && o.value == "":
+		return errors.New("--value must not be empty (omit it to announce the host name and process id)")
+	}
+	for _, c := range []byte(o.value) {
+		if c < 0x20 || c == 0x7f {
+			return fmt.Errorf("--value %q contains a control character", o.value)
+		}
+	}
+	o.key = o.leader
+	return nil
 }
 
 // check rejects settings that cannot work before any connection is made,
@@ -206,7 +253,8 @@ func runUsage() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `Usage: turnstile run [flags] -- COMMAND [ARG...]
 
-Run COMMAND while holding the lock on --key; release the lock when it exits.
+Run COMMAND while holding the lock on --key (or while leading the election
+--leader names); release the lock when it exits.
 While COMMAND runs, the lease is renewed every TTL/3. If it is lost anyway
 (the store dropped the key, or no renewal was confirmed within the TTL),
 another holder may already be running: COMMAND's process group gets SIGTERM,
@@ -232,7 +280,8 @@ started, even one that left the group or is stopped, within milliseconds.
 On other systems they keep running after turnstile dies.
 
 Flags:
-%s  --key KEY      the lock to hold, e.g. lock:inventory:12345 (required)
+%s  --key KEY      the lock to hold, e.g. lock:inventory:12345 (required,
+                 unless --leader)
   --ttl D        lease TTL: how long the lock outlives a turnstile that
                  crashed or lost the store (default %v)
   --wait D       give up with exit 75 if the lock is not acquired within D
@@ -266,6 +315,27 @@ Lock kinds (one at most; default: the plain lock, held by one at a time):
 --fair one of those or etcd:// or zookeeper://; on another store they are a
 usage error (64).
 
+Leader election (instead of --key and a lock kind):
+  --leader NAME  campaign to lead the election NAME and run COMMAND while
+                 leading: the leader holds the plain lock on NAME, so one
+                 run leads at a time, and the next is elected as soon as
+                 the leader's COMMAND exits. Candidates wait until they
+                 lead (or as --wait and --no-wait say). A leader whose
+                 lease is lost is stopped as under a lock, exit 79;
+                 turnstile restarts nothing: to campaign again, run it
+                 again (from a loop or a service manager). COMMAND also
+                 gets:
+                   TURNSTILE_LEADER  NAME
+                   TURNSTILE_TERM    the leader's term: its fencing token
+                                     (the same as TURNSTILE_TOKEN), greater
+                                     than every earlier leader's
+                   TURNSTILE_VALUE   what observers see (--value)
+  --value V      what observers of the election see as the leader (the
+                 owner id "turnstile status NAME" shows starts with it; the
+                 library's Election.Leader and Observe return it): at most
+                 %d bytes without control characters (default: the host
+                 name and process id)
+
 --ttl means the same on every store: a crashed turnstile's lock lasts --ttl,
 plus the store's granularity (etcd counts whole seconds, 2 s at least;
 ZooKeeper's session timeout is made --ttl, 2 s at least, unless the URL sets
@@ -277,7 +347,7 @@ While the lock is held elsewhere, turnstile retries after random pauses
 failures later in the wait are retried until the lock is acquired or --wait
 expires.
 
-`, runBackendHelp(), turnstile.DefaultTTL, defaultGrace,
+`, runBackendHelp(), turnstile.DefaultTTL, defaultGrace, turnstile.MaxLeaderValueLen,
 		turnstile.DefaultBackoffBase, turnstile.DefaultBackoffCap)
 	b.WriteString(exitCodeHelp)
 	return b.String()
