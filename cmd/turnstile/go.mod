@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/turnstilelock/turnstile v0.1.0
 	github.com/turnstilelock/turnstile/bench v0.1.0
+	github.com/turnstilelock/turnstile/claim v0.1.0
 	github.com/turnstilelock/turnstile/fence v0.1.0
 	github.com/turnstilelock/turnstile/idempotency v0.1.0
 	github.com/turnstilelock/turnstile/redis v0.1.0

@@ -37,6 +37,8 @@ var scenarios = []scenario{
 	{"long-job", "jobs longer than a fixed TTL write the same file", runLongJob},
 	{"owner-id", "five processes share the owner id \"Thread-42\"", runOwnerID},
 	{"herd", "2,000 waiters in 2 processes on one key, 1 ms hold each, four ways of waiting", runHerd},
+	{"coupon", "8 shoppers race for each of 200 single-use coupon codes", runCoupon},
+	{"jobs", "4 workers take 200 jobs from one table; a worker crashes holding jobs", runJobs},
 }
 
 // options is a parsed "turnstile demo" command line.
@@ -307,8 +309,9 @@ without --postgres, it starts PostgreSQL when installed, and runs the
 scenarios that would use it on Redis otherwise. It says which. Everything it starts stops when it exits,
 also on Ctrl-C. On servers given with --backend or --postgres it leaves its
 data behind: keys named demo:* and lock keys, and the tables
-turnstile_demo_stock, turnstile_stock, turnstile_fences and
-turnstile_idempotency. Give it scratch servers.
+turnstile_demo_stock, turnstile_stock, turnstile_fences,
+turnstile_idempotency, turnstile_demo_coupons, turnstile_coupons,
+turnstile_demo_jobs and turnstile_jobs. Give it scratch servers.
 
 Exit status:
   0      every turnstile variant was right

@@ -94,6 +94,8 @@ func TestDemoJSONAllScenarios(t *testing.T) {
 		"long-job":       {"naive", "watchdog"},
 		"owner-id":       {"naive", "turnstile"},
 		"herd":           {"fixed-interval", "jitter", "notify", "notify+coalesce"},
+		"coupon":         {"naive", "update-where-unused", "redis-script"},
+		"jobs":           {"naive", "skip-locked", "crashed-worker"},
 	}
 	n := 0
 	for s, vs := range want {

@@ -22,6 +22,14 @@
 //     are their own.
 //   - herd (herd.go): thousands of waiters on one key, four ways of
 //     waiting compared by store commands per acquisition.
+//   - coupon (coupon.go): shoppers race for single-use coupon codes;
+//     naive read-then-write issues codes twice, claim's one-statement
+//     redemption (PostgreSQL) and script (Redis) issue each once.
+//   - jobs (jobs.go): workers take jobs from one table; naive
+//     select-then-update runs jobs twice, claim's FOR UPDATE SKIP LOCKED
+//     queue runs each once, and a crashed worker's jobs come back after
+//     its lease while its late Completes are refused. It needs
+//     PostgreSQL, and says it skipped itself without.
 //
 // The servers they run on (env.go) are given with --redis and --postgres,
 // started for the run (redis-server, PostgreSQL) or in-process

@@ -19,7 +19,7 @@ func TestDemoUsageErrors(t *testing.T) {
 		args []string
 		want string // in stderr
 	}{
-		{"unknown scenario", []string{"flash"}, `unknown scenario "flash" (known: flash-sale, double-payment, rider, gc-pause, long-job, owner-id, herd)`},
+		{"unknown scenario", []string{"flash"}, `unknown scenario "flash" (known: flash-sale, double-payment, rider, gc-pause, long-job, owner-id, herd, coupon, jobs)`},
 		{"unknown flag", []string{"--bogus"}, "flag provided but not defined: -bogus"},
 		{"unknown flag after a scenario", []string{"rider", "--fast"}, "flag provided but not defined: -fast"},
 		{"flag without value", []string{"--redis"}, "flag needs an argument: -redis"},
