@@ -107,9 +107,9 @@ func (c *Client) Election(name string, opts ...Option) (*Election, error) {
 	return e, nil
 }
 
-// forever returns b without a limit on its retries, where b says how
-// many it makes; other Backoffs are returned as they are (Campaign starts
-// over when they give up).
+// forever returns b without a limit on its retries: Exponential and
+// Constant with MaxRetries -1; any other Backoff (NoRetry included)
+// goes on, once it gives up, with the default exponential delays.
 func forever(b Backoff) Backoff {
 	switch b := b.(type) {
 	case Exponential:
@@ -119,7 +119,19 @@ func forever(b Backoff) Backoff {
 		b.MaxRetries = -1
 		return b
 	}
-	return b
+	return untiring{b}
+}
+
+// untiring is a Backoff that never gives up: b's delays while it has
+// them, then the default exponential ones.
+type untiring struct{ b Backoff }
+
+// Delay implements Backoff.
+func (u untiring) Delay(attempt int) (time.Duration, bool) {
+	if d, ok := u.b.Delay(attempt); ok {
+		return d, true
+	}
+	return Exponential{Base: DefaultBackoffBase, Cap: DefaultBackoffCap, MaxRetries: -1}.Delay(attempt)
 }
 
 // Name returns the election's name: the key of its lock.

@@ -278,3 +278,35 @@ func FuzzLeaderValue(f *testing.F) {
 		}
 	})
 }
+
+// TestCampaignWithNoRetryWaits: a candidate given NoRetry still waits for
+// leadership, on the default delays, instead of trying in a loop.
+func TestCampaignWithNoRetryWaits(t *testing.T) {
+	ctx := context.Background()
+	n := newNotifying()
+	c, err := turnstile.New(n, turnstile.WithoutNotifications(), turnstile.WithoutCoalescing())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e, err := c.Election("e", turnstile.WithBackoff(turnstile.NoRetry()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := e.Campaign(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	before := n.acquires.Load()
+	if _, err := e.Campaign(wctx, "b"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Campaign while another leads = %v, want DeadlineExceeded", err)
+	}
+	// The default backoff makes about ten attempts in 300 ms (10, 20, 40,
+	// ... ms ceilings, full jitter); a loop would make thousands.
+	if tries := n.acquires.Load() - before; tries > 60 {
+		t.Errorf("%d attempts in 300 ms: the candidate polled in a loop", tries)
+	}
+	_ = l.Resign(ctx)
+}
