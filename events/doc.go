@@ -44,4 +44,16 @@
 // act twice remembers the ids it has seen. Check Version first: Decode
 // does, and refuses anything but a well-formed event of this package's
 // Version with a *FieldError that names the field at fault.
+//
+// Package consume does this for a downstream service: a consumer group
+// member that hands each event to the application once, in its key's
+// order of fencing tokens, drops a late event whose token is older than
+// the last one applied for its key (and counts it), drops repeats with
+// per-key state bounded by an LRU of keys — for a key it does not hold it
+// asks the application for the position it stored with its last change —
+// and commits offsets only after the events were handled.
+//
+//	c, err := consume.New(seeds, "billing", lastApplied)
+//	defer c.Close()
+//	err = c.Run(ctx, apply) // apply stores consume.PositionOf(ev) with its change
 package events

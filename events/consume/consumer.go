@@ -305,8 +305,17 @@ func (c *Consumer) record(ctx context.Context, r *kgo.Record, h Handler) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.keys.get(ev.Key)
+	if st == nil {
+		st = &keyState{key: ev.Key}
+		c.keys.add(st)
+	}
+	st.topic, st.partition = r.Topic, r.Partition
+	if st.seen(ev.ID) {
+		c.dups.Add(1)
+		return nil
+	}
 	fenced := ev.Token != 0
-	if st == nil && fenced {
+	if fenced && !st.loaded {
 		var pos Position
 		err := c.try(ctx, func() error {
 			var err error
@@ -316,11 +325,7 @@ func (c *Consumer) record(ctx context.Context, r *kgo.Record, h Handler) error {
 		if err != nil {
 			return fmt.Errorf("turnstile/events/consume: last applied position of key %q (record %s/%d offset %d): %w", ev.Key, r.Topic, r.Partition, r.Offset, err)
 		}
-		st = &keyState{key: ev.Key, pos: pos}
-		c.keys.add(st)
-	}
-	if st != nil {
-		st.topic, st.partition = r.Topic, r.Partition
+		st.pos, st.loaded = pos, true
 		if st.seen(ev.ID) {
 			c.dups.Add(1)
 			return nil
@@ -336,12 +341,10 @@ func (c *Consumer) record(ctx context.Context, r *kgo.Record, h Handler) error {
 			ev.ID, ev.Type, ev.Key, ev.Token, r.Topic, r.Partition, r.Offset, err)
 	}
 	c.applied.Add(1)
-	if st != nil {
-		if fenced {
-			st.pos = at
-		}
-		st.remember(ev.ID)
+	if fenced {
+		st.pos = at
 	}
+	st.remember(ev.ID)
 	return nil
 }
 

@@ -70,7 +70,8 @@ const recentIDs = 4
 // keyState is what the consumer remembers of one key.
 type keyState struct {
 	key       string
-	pos       Position
+	pos       Position          // the key's position, once loaded
+	loaded    bool              // pos is known: from LastApplied or an applied event
 	recent    [recentIDs]string // ids of the last applied events, newest at next-1
 	next      int
 	topic     string // where the key's records come from, to forget
@@ -78,7 +79,7 @@ type keyState struct {
 }
 
 func (s *keyState) seen(id string) bool {
-	if id == s.pos.ID {
+	if s.loaded && id == s.pos.ID {
 		return true
 	}
 	for _, r := range s.recent {

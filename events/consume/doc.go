@@ -20,8 +20,10 @@
 // token published after a newer one, a lease's ACQUIRED after its
 // RELEASED — is dropped and counted (Stats.Stale), so it never
 // overwrites newer state. Events without a token (FAILED: no lease was
-// granted) are outside this order: each is handed over unless it is a
-// duplicate the consumer remembers.
+// granted) are outside this order and do not move the key's position:
+// each is handed over unless its id is among the last four its key
+// applied — best effort, since after a restart, or once the key is
+// forgotten, a repeated one is handed over again.
 //
 // # Duplicates, with bounded memory
 //
