@@ -183,8 +183,8 @@ func (c *Consumer) Stats() Stats {
 // commits the offsets of the records handled before, sets the consumer
 // back to the failed record, and returns an error wrapping h's. Calling
 // Run again hands the failed event over again; so does a new consumer
-// of the group. When ctx ends Run commits the same way and returns
-// ctx's error.
+// of the group. When ctx ends Run commits the same way and returns an
+// error wrapping ctx's.
 func (c *Consumer) Run(ctx context.Context, h Handler) error {
 	if h == nil {
 		return fmt.Errorf("%w: nil handler", turnstile.ErrInvalidOption)
@@ -237,7 +237,7 @@ func (c *Consumer) Run(ctx context.Context, h Handler) error {
 			if closed {
 				return ErrClosed
 			}
-			return err
+			return fmt.Errorf("turnstile/events/consume: run: %w", err)
 		}
 	}
 }
@@ -371,7 +371,8 @@ func (c *Consumer) try(ctx context.Context, f func() error) error {
 
 // Close stops a Run under way (it returns ErrClosed), waits for it, and
 // closes the client, leaving the group. Offsets of the events handled
-// are committed by then. Calling it again does nothing.
+// are committed by then. Calling it again does nothing. It must not be
+// called from the Handler or LastApplied, which Run waits for.
 func (c *Consumer) Close() {
 	c.life.Lock()
 	if c.closed {

@@ -448,6 +448,30 @@ func TestHandlerError(t *testing.T) {
 			t.Fatalf("failing event handed over %d times, want 2", failures.Load())
 		}
 	})
+	t.Run("context", func(t *testing.T) {
+		s := newStore(t)
+		c := newConsumer(t, cluster, "handler-context", s, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		err := c.Run(ctx, func(ctx context.Context, ev events.Event) error {
+			if err := s.Apply(ctx, ev); err != nil {
+				return err
+			}
+			if ev.ID == failOn {
+				cancel()
+			}
+			return nil
+		})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run = %v, want context.Canceled", err)
+		}
+		stop := run(t, c, s.Apply)
+		waitFor(t, "every event applied", func() bool { return s.count() >= len(want) })
+		if err := stop(); !errors.Is(err, consume.ErrClosed) {
+			t.Fatalf("Run = %v, want ErrClosed", err)
+		}
+		s.checkOnce(want)
+	})
 	t.Run("retry", func(t *testing.T) {
 		s := newStore(t)
 		c := newConsumer(t, cluster, "handler-retry", s, nil, consume.WithRetry(3, time.Millisecond))
