@@ -183,7 +183,8 @@ func (c *Consumer) Stats() Stats {
 // commits the offsets of the records handled before, sets the consumer
 // back to the failed record, and returns an error wrapping h's. Calling
 // Run again hands the failed event over again; so does a new consumer
-// of the group. When ctx ends Run commits the same way and returns an
+// of the group. Between two Runs the consumer stays in the group and
+// keeps its partitions: Close it to hand them to the other members. When ctx ends Run commits the same way and returns an
 // error wrapping ctx's.
 func (c *Consumer) Run(ctx context.Context, h Handler) error {
 	if h == nil {

@@ -57,8 +57,10 @@ func WithTopic(topic string) Option {
 // without committed offsets starts (kgo.ConsumeResetOffset; the default
 // is the start of each partition), and so on. They are applied after the
 // consumer's own. Do not give kgo.OnPartitionsRevoked or
-// kgo.OnPartitionsLost: the consumer uses them to forget the keys of
-// partitions it no longer reads. Default: none.
+// kgo.OnPartitionsLost, which the consumer uses to forget the keys of
+// partitions it no longer reads, nor options that change what it reads
+// or how it commits (kgo.ConsumeTopics, kgo.ConsumerGroup, the
+// autocommit options; use WithTopic and New's group). Default: none.
 func WithClientOptions(opts ...kgo.Opt) Option {
 	return func(c *config) error {
 		for i, o := range opts {
