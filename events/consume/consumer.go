@@ -173,19 +173,19 @@ func (c *Consumer) Stats() Stats {
 }
 
 // Run reads events and hands them to h until ctx ends, the consumer is
-// closed, or h fails; it returns why. Each event is handed over at most
-// once, in its key's order; a duplicate or stale one is dropped and
-// counted, a poison record is counted, reported to the error handler and
-// skipped. After the records of a poll are handled, their offsets are
-// committed.
+// closed, or h fails; it returns why. Each event with a token is handed
+// over at most once, in its key's order (see the package doc for events
+// without one); a duplicate or stale one is dropped and counted, a
+// poison record is counted, reported to the error handler and skipped.
+// After the records of a poll are handled, their offsets are committed.
 //
 // When h (or LastApplied) fails, after the attempts WithRetry allows, Run
 // commits the offsets of the records handled before, sets the consumer
 // back to the failed record, and returns an error wrapping h's. Calling
 // Run again hands the failed event over again; so does a new consumer
-// of the group. Between two Runs the consumer stays in the group and
-// keeps its partitions: Close it to hand them to the other members. When ctx ends Run commits the same way and returns an
-// error wrapping ctx's.
+// of the group. When ctx ends Run commits the same way and returns an
+// error wrapping ctx's. Between two Runs the consumer stays in the group
+// and keeps its partitions: Close it to hand them to the other members.
 func (c *Consumer) Run(ctx context.Context, h Handler) error {
 	if h == nil {
 		return fmt.Errorf("%w: nil handler", turnstile.ErrInvalidOption)
