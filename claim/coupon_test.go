@@ -34,7 +34,7 @@ func TestCouponsRedeemedExactlyOnce(t *testing.T) {
 	for _, st := range couponStores {
 		t.Run(st.name, func(t *testing.T) {
 			ctx := ctxFor(t, 60*time.Second)
-			prefix := "once-" + st.name
+			prefix := unique("once-" + st.name)
 			cs := codes(prefix, coupons)
 			if n, err := st.connect(t, prefix).Issue(ctx, cs...); err != nil || n != coupons {
 				t.Fatalf("Issue = %d, %v; want %d", n, err, coupons)
@@ -106,7 +106,7 @@ func TestCouponRedeemRetryLookupIssue(t *testing.T) {
 	for _, st := range couponStores {
 		t.Run(st.name, func(t *testing.T) {
 			ctx := ctxFor(t, 20*time.Second)
-			prefix := "retry-" + st.name
+			prefix := unique("retry-" + st.name)
 			c := st.connect(t, prefix)
 			a, b := prefix+"-a", prefix+"-b"
 			if n, err := c.Issue(ctx, a, b, a); err != nil || n != 2 {
@@ -166,7 +166,8 @@ func TestPostgresCouponInTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Issue(ctx, "tx-1"); err != nil {
+	code := unique("tx")
+	if _, err := c.Issue(ctx, code); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := pool.Begin(ctx)
@@ -178,7 +179,7 @@ func TestPostgresCouponInTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := inTx.Redeem(ctx, "tx-1", "order-1"); err != nil {
+	if _, err := inTx.Redeem(ctx, code, "order-1"); err != nil {
 		t.Fatal(err)
 	}
 	var (
@@ -186,7 +187,7 @@ func TestPostgresCouponInTransaction(t *testing.T) {
 		red claim.Redemption
 		rer error
 	)
-	wg.Go(func() { red, rer = c.Redeem(ctx, "tx-1", "order-2") })
+	wg.Go(func() { red, rer = c.Redeem(ctx, code, "order-2") })
 	waitForLockWait(t, ctx, pool)
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)

@@ -99,7 +99,7 @@ func TestMethodsRefuseBadInput(t *testing.T) {
 	}
 	for _, st := range jobStores {
 		t.Run(st.name+"/Jobs", func(t *testing.T) {
-			q := st.connect(t, "bad-"+st.name)
+			q := st.connect(t, unique("bad-"+st.name))
 			ids, err := q.Enqueue(ctx, []byte("x"))
 			if err != nil {
 				t.Fatal(err)

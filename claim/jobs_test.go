@@ -21,27 +21,24 @@ func payloads(n int) [][]byte {
 }
 
 // Six workers, each over connections of its own, claim batches of 5 of
-// 240 jobs until none is left, and complete each. With pauses, every
+// 240 jobs (120 with pauses) until none is left, and complete each. With pauses, every
 // fifth job's worker stops for longer than the lease before completing:
 // other workers take such jobs again, and the paused worker's Complete is
 // refused unless nobody had. Either way every job is completed by exactly
 // one claim, the last.
 func TestJobsCompletedExactlyOnce(t *testing.T) {
-	const (
-		jobs    = 240
-		workers = 6
-	)
+	const workers = 6
 	for _, st := range jobStores {
 		for _, pauses := range []bool{false, true} {
 			name := st.name
-			lease := 30 * time.Second
+			lease, jobs := 30*time.Second, 240
 			if pauses {
 				name += "/Pauses"
-				lease = 60 * time.Millisecond
+				lease, jobs = 60*time.Millisecond, 120
 			}
 			t.Run(name, func(t *testing.T) {
 				ctx := ctxFor(t, 90*time.Second)
-				queue := "once-" + name
+				queue := unique("once-" + name)
 				ids, err := st.connect(t, queue).Enqueue(ctx, payloads(jobs)...)
 				if err != nil || len(ids) != jobs {
 					t.Fatalf("Enqueue = %d ids, %v", len(ids), err)
@@ -68,8 +65,11 @@ func TestJobsCompletedExactlyOnce(t *testing.T) {
 							}
 							if len(got) == 0 {
 								// Paused claims may come due again: look
-								// a few more times before stopping.
-								if idle++; idle > 20 || !pauses {
+								// a few more times before stopping. (Every
+								// job is completed either way: a claim is
+								// refused only when a later one took the
+								// job, and that one completes it.)
+								if idle++; idle > 5 || !pauses {
 									return
 								}
 								time.Sleep(20 * time.Millisecond)
@@ -133,12 +133,13 @@ func TestJobsCrashedWorker(t *testing.T) {
 	for _, st := range jobStores {
 		t.Run(st.name, func(t *testing.T) {
 			ctx := ctxFor(t, 30*time.Second)
-			queue := "crash-" + st.name
+			queue := unique("crash-" + st.name)
 			a := st.connect(t, queue, claim.WithLease(lease))
 			b := st.connect(t, queue, claim.WithLease(lease))
 			if _, err := a.Enqueue(ctx, payloads(3)...); err != nil {
 				t.Fatal(err)
 			}
+			claimedAt := time.Now()
 			held, err := a.Claim(ctx, "a", 10)
 			if err != nil || len(held) != 3 {
 				t.Fatalf("Claim by a = %d jobs, %v; want 3", len(held), err)
@@ -148,11 +149,13 @@ func TestJobsCrashedWorker(t *testing.T) {
 					t.Fatalf("a's claim %+v: want attempt 1 and a lease", j)
 				}
 			}
-			// a crashes. Until its lease passes, b finds nothing.
-			if got, err := b.Claim(ctx, "b", 10); err != nil || len(got) != 0 {
+			// a crashes. Until its lease passes, b finds nothing (a machine
+			// too busy to ask within the lease may find them all).
+			got, err := b.Claim(ctx, "b", 10)
+			if err != nil || len(got) != 0 && time.Since(claimedAt) < lease {
 				t.Fatalf("Claim by b during a's lease = %+v, %v; want none", got, err)
 			}
-			var taken []claim.Job
+			taken := got
 			deadline := time.Now().Add(20 * time.Second)
 			for len(taken) < 3 {
 				if time.Now().After(deadline) {
@@ -219,7 +222,7 @@ func TestJobsHeartbeatAndRelease(t *testing.T) {
 	for _, st := range jobStores {
 		t.Run(st.name, func(t *testing.T) {
 			ctx := ctxFor(t, 30*time.Second)
-			queue := "hb-" + st.name
+			queue := unique("hb-" + st.name)
 			a := st.connect(t, queue, claim.WithLease(time.Minute))
 			b := st.connect(t, queue, claim.WithLease(time.Minute))
 			ids, err := a.Enqueue(ctx, []byte("x"), nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -81,6 +82,13 @@ func migrate() error {
 	}
 	defer db.Close()
 	return claim.MigrateMySQL(ctx, db)
+}
+
+// unique returns name with a suffix of its own, so that the rows and keys
+// of a test run (-count) are apart from those of the runs before it on the
+// same servers.
+func unique(name string) string {
+	return name + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 }
 
 // ctxFor returns a context that ends after d, or when the test ends.

@@ -217,10 +217,16 @@ func runCrashedWorker(ctx context.Context, env *environment, run string) (result
 		err := env.pool.QueryRow(ctx, `SELECT count(*) FROM turnstile_jobs WHERE queue = $1 AND status <> 'done'`, "demo:jobs:crash:"+run).Scan(&left)
 		return err != nil || left == 0
 	}
+	// The live workers claim with the default lease, so that a busy
+	// machine cannot make their own claims pass before they complete.
+	live, err := claim.NewPostgresJobs(env.pool, "demo:jobs:crash:"+run)
+	if err != nil {
+		return result{}, err
+	}
 	var wg sync.WaitGroup
 	for w := range 2 {
 		worker := "worker-" + strconv.Itoa(w+1)
-		wg.Go(func() { work(ctx, q, worker, t, allDone) })
+		wg.Go(func() { work(ctx, live, worker, t, allDone) })
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
