@@ -41,7 +41,7 @@ const DefaultObserveInterval = time.Second
 type Election struct {
 	c    *Client
 	name string
-	opts []Option // for every Campaign, after the forever-waiting backoff
+	opts []Option // for every Campaign: the caller's, then the Backoff made to wait forever
 	cfg  config   // the Client's settings with opts applied
 }
 
@@ -145,7 +145,8 @@ func (e *Election) Name() string { return e.name }
 //
 // Campaign waits as long as it takes: until leadership is won, ctx is
 // done (an error matching ctx.Err()), the store refuses the user
-// (ErrPermission) or the Client is closed (ErrClosed). A Campaign ended
+// (ErrPermission) or the Client is closed (ErrClosed); other store errors
+// are retried as Acquire retries them. A Campaign ended
 // by its context leaves nothing behind: a lock taken as the context ended
 // is released before Campaign returns, and a candidate's place in a
 // store's queue is left.
@@ -194,7 +195,15 @@ func (e *Election) campaign(ctx context.Context, value string, wait bool) (*Lead
 		if !wait || !errors.Is(err, ErrNotAcquired) || ctx.Err() != nil {
 			return nil, err
 		}
-		// A Backoff that gave up: campaign on.
+		// The wait ended without the lock although the Backoff never
+		// gives up (a bounded wait in a store's queue, say): campaign on,
+		// after a pause, so that nothing can make this a busy loop.
+		t := time.NewTimer(rand.N(DefaultBackoffCap))
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
 	}
 }
 
@@ -282,7 +291,15 @@ func leaderOf(st LockState) Leader {
 // Observe reports who leads the election: first who leads now, then each
 // change — a new leader (always with a greater term than the leaders
 // before it: a store's answer that is older than one already reported is
-// dropped) or no leader — as the iteration asks for them. It learns of
+// dropped) or no leader — as the iteration asks for them. Every report
+// of a leader has a greater term than the report of a leader before it.
+// The same leader is reported again if the store later reports a greater
+// term for it: a store may show a new leader before its term is final
+// (ZooKeeper shows a candidate that waited in its queue before the write
+// that grants it the lock, whose zxid is the term), or report the
+// largest token of the members that answered (Redlock); Leader, asked
+// after Campaign returned, reports the term Campaign returned (Redlock: no
+// smaller). It learns of
 // changes from the store's release notices (driver.Notifier) where it
 // sends them, looking again shortly after each, and otherwise by asking
 // the store every interval (0: DefaultObserveInterval), so a change may
@@ -388,11 +405,12 @@ func (e *Election) observe(ctx context.Context, interval time.Duration, yield fu
 
 // fresh says whether cur is news to an observer that last reported
 // last, the highest term it reported being top: a change of leader that
-// is not older than what it reported. A leader is known by its owner id,
-// which is new for every lease. Another leader with a term below top, or
-// with top itself, can only come from an answer older than one reported
-// already, and is dropped. A store that cannot tell terms (zero) is
-// followed by owner alone.
+// is not older than what it reported, or a greater term for the same
+// leader. A leader is known by its owner id, which is new for every
+// lease. Another leader with a term below top, or with top itself, can
+// only come from an answer older than one reported already, and is
+// dropped. A store that cannot tell terms (zero) is followed by owner
+// alone.
 func fresh(last, cur Leader, top uint64, reported bool) bool {
 	switch {
 	case !reported:
@@ -400,9 +418,9 @@ func fresh(last, cur Leader, top uint64, reported bool) bool {
 	case !cur.Elected:
 		return last.Elected
 	case last.Elected && cur.Owner == last.Owner:
-		// Owner ids are new per lease: the same leader, whatever term
-		// a store made of several reports for it this time.
-		return false
+		// Owner ids are new per lease: the same leader, news only if
+		// the store now reports a greater term for it.
+		return cur.Term > last.Term
 	}
 	return cur.Term == 0 || cur.Term > top
 }

@@ -29,7 +29,8 @@ func TestObserveDropsStaleLeaders(t *testing.T) {
 		{"older leader after a newer", b, a, 7, true, false},
 		{"older leader after no leader", none, a, 7, true, false},
 		{"reported leader again after no leader", none, a, 5, true, false},
-		{"same lease, other term", a, aLater, 5, true, false},
+		{"same lease, greater term", a, aLater, 5, true, true},
+		{"same lease, smaller term", aLater, a, 6, true, false},
 		{"a store that cannot tell terms", a, unknown, 5, true, true},
 	} {
 		if got := fresh(tc.last, tc.cur, tc.top, tc.reported); got != tc.want {
