@@ -360,3 +360,39 @@ func TestAdviseHelp(t *testing.T) {
 		}
 	}
 }
+
+// --rate reads the ways people write a rate, and nothing ambiguous.
+func TestAdviseRateSyntax(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]float64{
+		"800": 800, "20000": 20000, "20_000": 20000, "1,500": 1500, "1,000,000": 1e6, "100k": 1e5, "100K/s": 1e5,
+		"1.5M": 1.5e6, "0.5": 0.5, " 42 ": 42, "2500/s": 2500,
+	} {
+		if got, err := parseAdviseRate(in); err != nil || got != want {
+			t.Errorf("parseAdviseRate(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"1,5", "1,50", "12,34,567", "1_0", "1e5", "0x10", "1.", ".5", "+5", "5 k", "5kk", "5/min", "1,000.5.5", "1m"} {
+		if got, err := parseAdviseRate(in); err == nil {
+			t.Errorf("parseAdviseRate(%q) = %v, want an error", in, got)
+		}
+	}
+}
+
+// A measured Redlock's cost sizes the Redlock presets by its own node
+// count; a measured single server's cost is scaled for a Redlock.
+func TestAdviseMeasuredCostSizes(t *testing.T) {
+	t.Parallel()
+	in, err := parseAdvise([]string{"--rate", "60k", "--safety", "money", "--stores", "redis"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := advise(in, cost{source: "measured", redisCPU: 10, redlockCPU: 60, redlockN: 3, roundTrip: 100}).Capacity
+	perGroup := headroom * 1e6 / 20
+	if k.Source != "measured" || k.Store != "redlock-3" || k.ServerCPUMicrosPerAcq != 60 || !near(k.PerGroupRate, perGroup) || k.Groups != 2 || k.Nodes != 6 {
+		t.Errorf("capacity %+v, want measured redlock-3, 60 µs, %.0f/s per Redlock, 2 Redlocks of 3", k, perGroup)
+	}
+	if !near(k.StoreCores, 60000*60/1e6) || !near(k.InFlight, 60000*(50000+200)/1e6) {
+		t.Errorf("%v cores, %v in flight", k.StoreCores, k.InFlight)
+	}
+}

@@ -149,10 +149,10 @@ func parseAdvise(args []string) (*adviseInput, error) {
 	return in, nil
 }
 
-// rateSyntax is what --rate takes: a number, digits grouped with ',' or
-// '_' if you like, with an optional k (thousand) or M (million) and an
-// optional "/s".
-var rateSyntax = regexp.MustCompile(`^([0-9][0-9_,]*(?:\.[0-9]+)?)([kKmM]?)(?:/s)?$`)
+// rateSyntax is what --rate takes: a number, its digits grouped by
+// three with ',' or '_' if you like, with an optional k (thousand) or M
+// (million; an m could be read as milli) and an optional "/s".
+var rateSyntax = regexp.MustCompile(`^((?:[0-9]{1,3}(?:[,_][0-9]{3})+|[0-9]+)(?:\.[0-9]+)?)([kKM]?)(?:/s)?$`)
 
 // parseAdviseRate reads --rate: acquisitions per second, above 0 and at
 // most maxAdviseRate.
@@ -168,7 +168,7 @@ func parseAdviseRate(s string) (float64, error) {
 	switch m[2] {
 	case "k", "K":
 		v *= 1e3
-	case "m", "M":
+	case "M":
 		v *= 1e6
 	}
 	if !(v > 0) || v > maxAdviseRate || math.IsInf(v, 0) {
