@@ -303,7 +303,7 @@ func TestAdviseUnreachable(t *testing.T) {
 func TestAdviseMeasured(t *testing.T) {
 	t.Parallel()
 	srv := testserver.StartRedis(t)
-	b := runBench(t, "--backend", srv.URL(), "--only", "^uncontended/c=64$", "--duration", "1s", "--json")
+	b := runBench(t, "--backend", srv.URL(), "--only", "^uncontended/c=64$", "--duration", "700ms", "--json")
 	if b.code != exitOK {
 		t.Fatalf("bench: exit code %d; stderr:\n%s", b.code, b.stderr)
 	}
@@ -313,7 +313,7 @@ func TestAdviseMeasured(t *testing.T) {
 	}
 
 	const rate = 8000
-	r := runAdvise(t, "--rate", "8k", "--hold", "1ms", "--backend", srv.URL(), "--duration", "1s", "--json")
+	r := runAdvise(t, "--rate", "8k", "--hold", "1ms", "--backend", srv.URL(), "--duration", "700ms", "--json")
 	if r.code != exitOK {
 		t.Fatalf("advise: exit code %d; stderr:\n%s", r.code, r.stderr)
 	}
