@@ -207,9 +207,6 @@ func adviseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // advise works out the advice for in with the store costs c.
 func advise(in *adviseInput, c cost) advice {
 	a := advice{Input: *in, Notes: []string{}}
-	if a.Input.Stores == nil {
-		a.Input.Stores = []string{}
-	}
 	hotRate := in.Rate * in.HotKeyShare
 	hotLimit := 1e6 / (in.HoldMicros + handoffRoundTrips*c.roundTrip)
 	hotTooHot := in.HotKeyShare > 0 && hotRate > headroom*hotLimit
@@ -244,8 +241,8 @@ func pickRow(in *adviseInput, hotRate, hotLimit float64, hotTooHot bool) (row st
 	switch {
 	case hotTooHot:
 		return rowLockFree, append([]string{fmt.Sprintf(
-			"the hottest key takes %s acquisitions/s (%.0f %% of %s), and one key can be locked at most %s times a second (1 ÷ (hold %v + handoff)): a lock on it would queue without end; %s",
-			fmtRate(hotRate), in.HotKeyShare*100, rate, fmtRate(hotLimit), in.hold, lockFreeHow(in))}, lockFreeWhat(in)...), becauseHotKey
+			"the hottest key takes %s acquisitions/s (%s %% of %s), and one key can be locked at most %s times a second (1 ÷ (hold %v + handoff)): a lock on it would queue without end; %s",
+			fmtRate(hotRate), strconv.FormatFloat(in.HotKeyShare*100, 'g', 3, 64), rate, fmtRate(hotLimit), in.hold, lockFreeHow(in))}, lockFreeWhat(in)...), becauseHotKey
 	case in.Operation == opStock:
 		return rowLockFree, append([]string{
 			"a stock decrement is one atomic step on the server that holds the stock: no lock is needed, and none can oversell (docs/backends.md: lock-free first)"},
@@ -740,11 +737,15 @@ func fmtRate(v float64) string {
 func (a advice) writeTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	stores := "any"
-	if len(a.Input.Stores) > 0 {
+	switch {
+	case a.Input.Stores == nil:
+	case len(a.Input.Stores) == 0:
+		stores = "none yet"
+	default:
 		stores = strings.Join(a.Input.Stores, ",")
 	}
-	fmt.Fprintf(tw, "load\t%s acquisitions/s, hold %v, hottest key %.0f %%, safety %s, operation %s, stores %s\n",
-		fmtRate(a.Input.Rate), a.Input.hold, a.Input.HotKeyShare*100, a.Input.Safety, a.Input.Operation, stores)
+	fmt.Fprintf(tw, "load\t%s acquisitions/s, hold %v, hottest key %s %%, safety %s, operation %s, stores %s\n",
+		fmtRate(a.Input.Rate), a.Input.hold, strconv.FormatFloat(a.Input.HotKeyShare*100, 'g', 3, 64), a.Input.Safety, a.Input.Operation, stores)
 	fmt.Fprintln(tw)
 	r := a.Recommendation
 	fmt.Fprintf(tw, "recommendation\t%s (docs/backends.md row %q)\n", r.Choice, r.Load)

@@ -396,3 +396,22 @@ func TestAdviseMeasuredCostSizes(t *testing.T) {
 		t.Errorf("%v cores, %v in flight", k.StoreCores, k.InFlight)
 	}
 }
+
+// Without --stores any store may be deployed (null in --json); --stores
+// none says the team runs none yet ([]), and the advice says to deploy.
+func TestAdviseStoresNone(t *testing.T) {
+	t.Parallel()
+	if a := adviseJSON(t, "--rate", "800"); a.Input.Stores != nil {
+		t.Errorf("stores %q without --stores, want null", a.Input.Stores)
+	}
+	a := adviseJSON(t, "--rate", "800", "--stores", "none")
+	if a.Input.Stores == nil || len(a.Input.Stores) != 0 {
+		t.Errorf("stores %q for --stores none, want []", a.Input.Stores)
+	}
+	if !slices.ContainsFunc(a.Recommendation.Reasons, func(s string) bool { return strings.Contains(s, "deploy PostgreSQL or MySQL") }) {
+		t.Errorf("reasons %q do not say what to deploy", a.Recommendation.Reasons)
+	}
+	if r := runAdvise(t, "--rate", "800", "--stores", "none"); !strings.Contains(r.stdout, "stores none yet") {
+		t.Errorf("the table does not say that no store runs:\n%s", r.stdout)
+	}
+}

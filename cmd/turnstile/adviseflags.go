@@ -55,8 +55,9 @@ type adviseInput struct {
 	HotKeyShare float64 `json:"hot_key_share"`
 	Safety      string  `json:"safety"`
 	Operation   string  `json:"operation"`
-	// Stores lists the stores the team runs; nil when --stores was not
-	// given: then any store may be deployed.
+	// Stores lists the stores the team runs: nil (JSON null) when
+	// --stores was not given, and any store may be deployed; empty for
+	// --stores none.
 	Stores []string `json:"stores"`
 
 	hold     time.Duration
@@ -252,7 +253,7 @@ Flags:
   --operation OP    what the lock guards: generic (default),
                     stock-decrement, payment, job
   --stores LIST     the stores your team already runs, comma-separated:
-                    %s (default: any may be deployed)
+                    %s, or none (default: any may be deployed)
 `, defaultAdviseHold, maxAdviseHold, strings.Join(adviseStoreNames, ","))
 	cli.HelpItem(&b, 20, "--backend URL", "measure this server instead of using the documented figures: redis://, rediss:// or redlock:// (the Redlock's nodes and one of them alone), as for turnstile bench; it loads the server with up to 64 lock workers for twice --duration. Only this flag or --backend-file measures: $"+cli.BackendEnv+" does not. Output and errors show the URL with its password masked.")
 	cli.HelpItem(&b, 20, "--backend-file FILE", "read the URL to measure from FILE, its one line")
