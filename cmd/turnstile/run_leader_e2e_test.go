@@ -20,8 +20,8 @@ touch "$DIR/$TURNSTILE_VALUE-leads"
 while [ ! -e "$DIR/$TURNSTILE_VALUE-go" ]; do sleep 0.05; done`
 
 // TestRunLeaderHandsOver runs the built binary against redis-server: one
-// of two candidates leads, a --no-wait candidate is refused naming the
-// leader, and when the leader's command exits the other is elected at
+// of two candidates leads, --no-wait and --wait candidates are refused
+// naming the leader, and when the leader's command exits the other is elected at
 // once — not after the TTL — with a greater term.
 func TestRunLeaderHandsOver(t *testing.T) {
 	t.Parallel()
@@ -40,6 +40,10 @@ func TestRunLeaderHandsOver(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, `"leader:test:handover" has a leader already (--no-wait): "a" leads in term`) {
 		t.Errorf("--no-wait candidate's stderr does not name the leader:\n%s", r.stderr)
+	}
+	r = runTurnstile(t, env, "run", "--leader", name, "--wait", "300ms", "--value", "c", "--", "touch", filepath.Join(dir, "c-leads"))
+	if r.code != exitNotAcquired || !strings.Contains(r.stderr, `not elected leader of "leader:test:handover" within --wait 300ms: "a" leads in term`) {
+		t.Errorf("--wait candidate: exit code %d, want %d, naming the leader; stderr:\n%s", r.code, exitNotAcquired, r.stderr)
 	}
 	if exists(filepath.Join(dir, "b-leads")) || exists(filepath.Join(dir, "c-leads")) {
 		t.Fatal("a second candidate leads while the first does")
