@@ -71,7 +71,7 @@ var tableRows = map[string]struct{ load, choice, turnstile string }{
 	rowRedis:     {"≤ 10,000/s", "one Redis, SET NX + watchdog", "redis://"},
 	rowRedlock:   {"10,000–100,000/s", "Redlock over 5 nodes + fencing", "redlock://"},
 	rowConsensus: {"any, safety first", "consensus store, ms latency, ~10k writes/s", "etcd://, zookeeper://"},
-	rowLockFree:  {"≥ 100,000/s", "lock-free first (atomic DECR, idempotency keys, UPDATE … WHERE), locks last", "packages stock, idempotency"},
+	rowLockFree:  {"≥ 100,000/s", "lock-free first (atomic DECR, idempotency keys, UPDATE … WHERE, SKIP LOCKED queues), locks last", "packages stock, idempotency, claim"},
 }
 
 // advice is what "turnstile advise" prints; its JSON form is --json's
@@ -320,7 +320,7 @@ func pickRow(in *adviseInput, hotRate, hotLimit float64, hotTooHot bool) (row st
 		reasons = append(reasons, "a payment also needs an idempotency key (package idempotency): the lock serialises different requests on one order, the key makes a client's retry of one request return the first charge's result")
 	}
 	if in.Operation == opJob && hasDB {
-		reasons = append(reasons, "for a job queue in PostgreSQL or MySQL, SELECT … FOR UPDATE SKIP LOCKED hands each job to one worker without a lock")
+		reasons = append(reasons, "for a job queue in PostgreSQL or MySQL, SELECT … FOR UPDATE SKIP LOCKED hands each job to one worker without a lock (package claim's PostgresJobs, MySQLJobs)")
 	}
 	return row, reasons, because
 }
@@ -364,12 +364,21 @@ func lockFreeWhat(in *adviseInput) []string {
 		default:
 			out = append(out, "package idempotency needs Redis or PostgreSQL: deploy one of them")
 		}
+	case opJob:
+		switch {
+		case pg:
+			out = append(out, "package claim: PostgresJobs (SELECT … FOR UPDATE SKIP LOCKED; each claim's attempt is its fencing token)")
+		case in.has("mysql"):
+			out = append(out, "package claim: MySQLJobs (SELECT … FOR UPDATE SKIP LOCKED, MySQL 8.0+ or MariaDB 10.6+)")
+		default:
+			out = append(out, "package claim's job queues need PostgreSQL or MySQL: deploy one of them")
+		}
 	default:
 		if pg || in.has("mysql") {
-			out = append(out, "in the database you run: UPDATE … SET used = true WHERE id = $1 AND used = false (one row changed: you won), or INSERT with a UNIQUE key")
+			out = append(out, "in the database you run: UPDATE … SET used = true WHERE id = $1 AND used = false (one row changed: you won; package claim's coupons), or INSERT with a UNIQUE key")
 		}
 		if redis {
-			out = append(out, "on the Redis you run: package stock's Counter (atomic DECRBY) for counts, package idempotency for once-per-request work")
+			out = append(out, "on the Redis you run: package stock's Counter (atomic DECRBY) for counts, package idempotency for once-per-request work, package claim's RedisCoupons for once-only items")
 		}
 	}
 	return out
@@ -538,12 +547,19 @@ func lockFreePreset(in *adviseInput) preset {
 	case in.Operation == opPayment:
 		p.Name, p.URL = "idempotency keys on Redis", redisURL
 		p.Options = []string{`idempotency.NewRedis(client) // store.Do(ctx, "payment:"+requestID, charge)`}
+	case in.Operation == opJob && (pg || !in.has("mysql")):
+		p.Name, p.URL = "job queue: claim.PostgresJobs", pgURL
+		p.Options = []string{`claim.NewPostgresJobs(pool, "jobs") // pool: a pgxpool.Pool on the URL`}
+	case in.Operation == opJob:
+		p.Name, p.URL = "job queue: claim.MySQLJobs", "mysql://turnstile@db:3306/app"
+		p.Options = []string{`claim.NewMySQLJobs(db, "jobs") // db: a *sql.DB on the URL`}
 	case pg || in.has("mysql") || !redis:
 		p.Name, p.URL = "conditional writes in the database", pgURL
+		p.Options = []string{"UPDATE … SET used = true WHERE id = ? AND used = false (one row changed: you won)", "claim.NewPostgresCoupons(pool) for once-only items"}
 		if !pg && in.has("mysql") {
 			p.URL = "mysql://turnstile@db:3306/app"
+			p.Options[1] = "claim.NewMySQLCoupons(db) for once-only items"
 		}
-		p.Options = []string{"UPDATE … SET used = true WHERE id = ? AND used = false (one row changed: you won)", "SELECT … FOR UPDATE SKIP LOCKED LIMIT 1 (job queues)"}
 	default:
 		p.Name, p.URL = "atomic steps on Redis", redisURL
 		p.Options = []string{`stock.NewCounter(client, key) for counts; idempotency.NewRedis(client) for once-per-request work`}

@@ -77,6 +77,7 @@ func TestAdviseRows(t *testing.T) {
 		{"lock-free for a hot key", []string{"--rate", "2000", "--hot-key-share", "50%", "--hold", "5ms", "--stores", "redis"}, rowLockFree, "hottest key", rowRedlock, 0, "redis://", nil, nil},
 		{"lock-free stock", []string{"--rate", "500", "--operation", "stock-decrement", "--stores", "postgres"}, rowLockFree, "atomic step", rowDB, 0, "postgres://", nil, []string{"TurnstileAcquireLatencyP50High"}},
 		{"payment", []string{"--rate", "800", "--operation", "payment", "--stores", "postgres,redis"}, rowDB, "idempotency key", rowRedis, 0, "postgres://", nil, nil},
+		{"lock-free job queue", []string{"--rate", "150k", "--operation", "job", "--stores", "mysql,redis"}, rowLockFree, "MySQLJobs", rowRedlock, 0, "mysql://", nil, nil},
 	}
 	alertsFile, err := os.ReadFile("../../deploy/prometheus/alerts.yml")
 	if err != nil {
