@@ -318,13 +318,13 @@ usage error (64).
 Leader election (instead of --key and a lock kind):
   --leader NAME  campaign to lead the election NAME and run COMMAND while
                  leading: the leader holds the plain lock on NAME, so one
-                 run leads at a time, and the next is elected as soon as
-                 the leader's COMMAND exits. Candidates wait until they
-                 lead (or as --wait and --no-wait say). A leader whose
-                 lease is lost is stopped as under a lock, exit 79;
-                 turnstile restarts nothing: to campaign again, run it
-                 again (from a loop or a service manager). COMMAND also
-                 gets:
+                 run leads at a time, and when the leader's COMMAND
+                 exits the next is elected without waiting for the TTL.
+                 Candidates wait until they lead (or as --wait and
+                 --no-wait say). A leader whose lease is lost is stopped
+                 as under a lock, exit 79; turnstile restarts nothing: to
+                 campaign again, run it again (from a loop or a service
+                 manager). COMMAND also gets:
                    TURNSTILE_LEADER  NAME
                    TURNSTILE_TERM    the leader's term: its fencing token
                                      (the same as TURNSTILE_TOKEN), greater
