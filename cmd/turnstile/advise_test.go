@@ -416,3 +416,31 @@ func TestAdviseStoresNone(t *testing.T) {
 		t.Errorf("the table does not say that no store runs:\n%s", r.stdout)
 	}
 }
+
+// A redlock:// --backend is measured over its nodes too: the Redlock
+// presets are sized from its own cost, named after its node count.
+func TestAdviseMeasuredRedlock(t *testing.T) {
+	t.Parallel()
+	var hosts []string
+	for range 3 {
+		hosts = append(hosts, testserver.StartRedis(t).Addr())
+	}
+	// Fresh servers hold no lock anyone could lose: no restart quarantine.
+	u := "redlock://" + strings.Join(hosts, ",") + "?quarantine=0&node_timeout=500ms"
+	r := runAdvise(t, "--rate", "30k", "--backend", u, "--duration", "500ms", "--json")
+	if r.code != exitOK {
+		t.Fatalf("exit code %d; stderr:\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "redlock-3/c=64") {
+		t.Errorf("stderr does not show the Redlock cell:\n%s", r.stderr)
+	}
+	var a advice
+	if err := json.Unmarshal([]byte(r.stdout), &a); err != nil {
+		t.Fatal(err)
+	}
+	k := a.Capacity
+	t.Logf("Redlock of 3: %.1f µs server CPU per acquisition, %.0f/s per Redlock", k.ServerCPUMicrosPerAcq, k.PerGroupRate)
+	if a.Preset.Phase != 2 || k.Source != "measured" || k.Store != "redlock-3" || k.ServerCPUMicrosPerAcq <= 0 || k.Nodes%3 != 0 || k.Nodes == 0 {
+		t.Errorf("phase %d, capacity %+v; want phase 2 sized from the measured Redlock of 3", a.Preset.Phase, k)
+	}
+}
