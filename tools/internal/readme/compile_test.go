@@ -74,6 +74,8 @@ var readmeImports = map[string]string{
 	"fence":       "github.com/turnstilelock/turnstile/fence",
 	"idempotency": "github.com/turnstilelock/turnstile/idempotency",
 	"stock":       "github.com/turnstilelock/turnstile/stock",
+	"claim":       "github.com/turnstilelock/turnstile/claim",
+	"consume":     "github.com/turnstilelock/turnstile/events/consume",
 	"metrics":     "github.com/turnstilelock/turnstile/metrics",
 	"events":      "github.com/turnstilelock/turnstile/events",
 	"outbox":      "github.com/turnstilelock/turnstile/events/outbox",
