@@ -1,22 +1,15 @@
 package outbox_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"os/exec"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/turnstilelock/turnstile/events"
 	consumer "github.com/turnstilelock/turnstile/events/consume"
 	"github.com/turnstilelock/turnstile/events/outbox"
-	"github.com/turnstilelock/turnstile/internal/proc"
 )
 
 // appliedLog is an application's storage for the consumer: per key the
@@ -57,40 +50,8 @@ func TestRelayKilledConsumed(t *testing.T) {
 	cluster := startKafka(t)
 	want := fill(t, pool, 100, 3)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envChildDB+"="+url, envChildKafka+"="+strings.Join(cluster.ListenAddrs(), ","),
-		fmt.Sprintf("%s=%d", envChildBatch, batch))
-	cmd.Stderr = os.Stderr
-	proc.DieWithParent(cmd)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	t.Cleanup(func() {
-		if !killed {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("relay child: %v", err)
-	}
-	dup := strings.Fields(line)[3:] // "claimed 40 published id..."
-	if len(dup) != batch/2 {
-		t.Fatalf("relay child said %q, want %d ids published", line, batch/2)
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	killed = true
-	if err := cmd.Wait(); err == nil {
-		t.Fatal("relay child exited cleanly, want killed")
-	}
+	dup, kill := startRelayChild(t, url, cluster, batch)
+	kill()
 	stop := relays(t, pool, cluster.ListenAddrs(), 2, outbox.WithBatchSize(batch), outbox.WithoutListen())
 	waitPending(t, pool, 0)
 	if published := stop(); published != uint64(len(want)) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/events"
@@ -191,6 +192,26 @@ func TestRelayKilled(t *testing.T) {
 	cluster := startKafka(t)
 	want := fill(t, pool, 1000, 3)
 
+	dup, kill := startRelayChild(t, url, cluster, batch)
+	stop := relays(t, pool, cluster.ListenAddrs(), 2, outbox.WithBatchSize(batch), outbox.WithoutListen())
+	// The child holds rows 1..40 (round 1 of keys 0..39); rounds 2 and 3 of
+	// those keys must wait for them, and everything else is sent.
+	waitPending(t, pool, 3*batch)
+	kill()
+	waitPending(t, pool, 0)
+	published := stop()
+	if published != uint64(len(want)) {
+		t.Fatalf("surviving relays published %d records for %d rows", published, len(want))
+	}
+	checkDelivery(t, want, consume(t, cluster.ListenAddrs(), len(want)+len(dup)), dup)
+}
+
+// startRelayChild starts a relay in a child process that claims one batch
+// of batch rows, publishes half of them and stops there, holding its
+// claim. It returns the ids the child published and kill, which SIGKILLs
+// the child (also done when the test ends, if kill was not called).
+func startRelayChild(t *testing.T, url string, cluster *kfake.Cluster, batch int) (dup map[string]bool, kill func()) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envChildDB+"="+url, envChildKafka+"="+strings.Join(cluster.ListenAddrs(), ","),
 		fmt.Sprintf("%s=%d", envChildBatch, batch))
@@ -218,31 +239,22 @@ func TestRelayKilled(t *testing.T) {
 	if _, err := fmt.Sscanf(line, "claimed %d published", &claimed); err != nil || claimed != batch {
 		t.Fatalf("relay child said %q, want a full batch of %d", line, batch)
 	}
-	dup := map[string]bool{}
+	dup = map[string]bool{}
 	for _, id := range strings.Fields(line)[3:] {
 		dup[id] = true
 	}
 	if len(dup) != batch/2 {
 		t.Fatalf("relay child published %d events, want %d", len(dup), batch/2)
 	}
-
-	stop := relays(t, pool, cluster.ListenAddrs(), 2, outbox.WithBatchSize(batch), outbox.WithoutListen())
-	// The child holds rows 1..40 (round 1 of keys 0..39); rounds 2 and 3 of
-	// those keys must wait for them, and everything else is sent.
-	waitPending(t, pool, 3*batch)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	return dup, func() {
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		killed = true
+		if err := cmd.Wait(); err == nil {
+			t.Fatal("relay child exited cleanly, want killed")
+		}
 	}
-	killed = true
-	if err := cmd.Wait(); err == nil {
-		t.Fatal("relay child exited cleanly, want killed")
-	}
-	waitPending(t, pool, 0)
-	published := stop()
-	if published != uint64(len(want)) {
-		t.Fatalf("surviving relays published %d records for %d rows", published, len(want))
-	}
-	checkDelivery(t, want, consume(t, cluster.ListenAddrs(), len(want)+len(dup)), dup)
 }
 
 // blockingPublisher blocks until its context ends.
