@@ -11,7 +11,6 @@ import (
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 	"github.com/turnstilelock/turnstile/driver"
-	"github.com/turnstilelock/turnstile/redis"
 )
 
 // errWaitExpired is the cause of the acquisition context when --wait runs
@@ -81,31 +80,24 @@ func (o *runOptions) kindClient(c *turnstile.Client, opts []turnstile.Option) (*
 	if o.kind == kindPlain {
 		return c, nil
 	}
-	if _, queues := c.Backend().(driver.Queuer); queues && o.kind == kindFair {
-		return c, nil
-	}
 	var view driver.Backend
 	var err error
-	rb, ok := c.Backend().(*redis.Backend)
-	if ok {
-		switch o.kind {
-		case kindShared:
-			var rw *redis.RWLock
-			if rw, err = rb.ReadWrite(); err == nil {
-				view = rw.Read()
-			}
-		case kindExclusive:
-			var rw *redis.RWLock
-			if rw, err = rb.ReadWrite(); err == nil {
-				view = rw.Write()
-			}
-		case kindSemaphore:
-			view, err = rb.Semaphore(o.permits)
-		case kindFair:
-			view, err = rb.Fair()
-		}
-	} else {
+	b := c.Backend()
+	switch o.kind {
+	case kindShared:
+		view, _, err = turnstile.ReadWrite(b)
+	case kindExclusive:
+		_, view, err = turnstile.ReadWrite(b)
+	case kindSemaphore:
+		view, err = turnstile.Semaphore(b, o.permits)
+	case kindFair:
+		view, err = turnstile.Fair(b)
+	}
+	if errors.Is(err, turnstile.ErrUnsupported) {
 		err = fmt.Errorf("%w: %s needs %s; %s:// has none", errNoKind, o.kindFlag(), o.kindStores(), o.scheme())
+	}
+	if err == nil && view == b {
+		return c, nil // the store's plain lock is already the kind (a queue is fair)
 	}
 	if err == nil {
 		var kc *turnstile.Client
