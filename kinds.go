@@ -19,9 +19,10 @@ func Reentrant(b driver.Backend) (driver.Backend, error) {
 
 // Semaphore returns the view of b in which up to permits owners hold a
 // key at once, each lease one permit, for New. The number is stored with
-// the semaphore: a view made with another number is refused at its first
-// acquisition of a key whose semaphore has a different one. A backend
-// without semaphores gives an error matching ErrUnsupported that names it.
+// the holders: while a key's permits are held with one number, an
+// acquisition through a view with another is refused (ErrInvalidOption,
+// naming both). A backend without semaphores gives an error matching
+// ErrUnsupported that names it.
 func Semaphore(b driver.Backend, permits int) (driver.Backend, error) {
 	if s, ok := b.(driver.Semaphorer); ok {
 		return s.SemaphoreView(permits)

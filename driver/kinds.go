@@ -20,10 +20,11 @@ type Reentranter interface {
 
 // Semaphorer is implemented by backends with a semaphore: up to permits
 // owners hold a key at once, each lease one permit. The number of
-// permits is stored with the semaphore by the first acquisition; a view
-// made with another number is refused at its first acquisition of that
-// key with an error naming both numbers, so that two processes never
-// disagree about it.
+// permits is stored with the semaphore's holders: while any permit of a
+// key is held, an acquisition through a view made with another number is
+// refused with an error matching turnstile.ErrInvalidOption that names
+// both numbers, so that two processes never disagree about it; once no
+// permit is held, the next acquisition's number holds.
 type Semaphorer interface {
 	SemaphoreView(permits int) (Backend, error)
 }
