@@ -60,7 +60,8 @@ type Harness struct {
 	// Plain, for RunFair, returns the plain lock on the same keys as the
 	// queue New returns (the redis package's Backend beside its Fair
 	// view). The retry-first case then retries on it and queues in New's
-	// queue. Nil: New's backend does both.
+	// queue. Nil: New's backend does both. RunSemaphore needs it: its
+	// stored-count case takes semaphore views of it with 2 and 3 permits.
 	Plain func(t testing.TB) driver.Backend
 }
 

@@ -2,16 +2,21 @@ package locktest
 
 import (
 	"errors"
+	"regexp"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
 )
 
 // RunSemaphore runs the cases of a semaphore: h.New returns a backend on
-// which up to permits owners hold a key at once.
+// which up to permits owners hold a key at once. h.Plain returns the
+// plain backend of the same store, a driver.Semaphorer: the stored-count
+// case takes its views with 2 and 3 permits through turnstile.Semaphore.
 func RunSemaphore(t *testing.T, h Harness, permits int) {
 	if h.New == nil {
 		t.Fatal("locktest: Harness.New is nil")
@@ -26,6 +31,7 @@ func RunSemaphore(t *testing.T, h Harness, permits int) {
 		{"PermitsCounted", testPermitsCounted},
 		{"NeverAboveN", testNeverAboveN},
 		{"PermitExpires", testPermitExpires},
+		{"StoredPermits", testStoredPermits},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, &h, permits) })
@@ -165,5 +171,81 @@ func testPermitExpires(t *testing.T, h *Harness, n int) {
 	defer l.Release(ctx)
 	if l.Token() <= last {
 		t.Fatalf("token %d after expiry is not greater than %d", l.Token(), last)
+	}
+}
+
+// testStoredPermits: the number of permits is stored with the holders.
+// Views of one store with 2 and 3 permits: while the first holds a
+// permit, the second's acquisition is refused with ErrInvalidOption
+// naming both numbers; after the release, the second's number holds, and
+// the first is refused in turn.
+func testStoredPermits(t *testing.T, h *Harness, _ int) {
+	if h.Plain == nil {
+		t.Fatal("locktest: RunSemaphore needs Harness.Plain, the plain backend whose semaphore views (2 and 3 permits) the stored-count case takes")
+	}
+	view := func(permits int) driver.Backend {
+		t.Helper()
+		p := h.Plain(t)
+		s, err := turnstile.Semaphore(p, permits)
+		if err != nil {
+			t.Fatalf("turnstile.Semaphore(%s, %d): %v", driver.Name(p), permits, err)
+		}
+		return s
+	}
+	two, three := view(2), view(3)
+	k := key(t)
+	ctx := ctxFor(t, time.Minute)
+	ttl := 10 * time.Second
+	refused := func(b driver.Backend, owner string, held, asked int) {
+		t.Helper()
+		tok, ok, err := b.Acquire(ctx, k, owner, ttl)
+		if ok {
+			_, _ = b.Release(ctx, k, owner)
+			t.Fatalf("a view with %d permits took a permit (token %d) while the key's are held with %d", asked, tok, held)
+		}
+		if !errors.Is(err, turnstile.ErrInvalidOption) {
+			t.Fatalf("a view with %d permits while the key's are held with %d: %v, want ErrInvalidOption", asked, held, err)
+		}
+		for _, n := range []int{held, asked} {
+			if !regexp.MustCompile(`\b` + strconv.Itoa(n) + `\b`).MatchString(err.Error()) {
+				t.Fatalf("the refusal %q does not name %d", err, n)
+			}
+		}
+	}
+	take := func(b driver.Backend, owner string) {
+		t.Helper()
+		if _, ok, err := b.Acquire(ctx, k, owner, ttl); !ok || err != nil {
+			t.Fatalf("permit for %s: ok=%v err=%v", owner, ok, err)
+		}
+	}
+	give := func(b driver.Backend, owner string) {
+		t.Helper()
+		if ok, err := b.Release(ctx, k, owner); !ok || err != nil {
+			t.Fatalf("release by %s: ok=%v err=%v", owner, ok, err)
+		}
+	}
+
+	take(two, "locktest-two-a")
+	refused(three, "locktest-three-a", 2, 3)
+	// Through a Client the refusal is an error too, not ErrNotAcquired.
+	c := kindClient(t, three)
+	if l, err := c.TryAcquire(ctx, k); !errors.Is(err, turnstile.ErrInvalidOption) {
+		if l != nil {
+			_ = l.Release(ctx)
+		}
+		t.Fatalf("TryAcquire through the view with 3 permits: %v, want ErrInvalidOption", err)
+	}
+	give(two, "locktest-two-a")
+
+	// No permit is held: the next acquisition's number holds.
+	for _, o := range []string{"locktest-three-a", "locktest-three-b", "locktest-three-c"} {
+		take(three, o)
+	}
+	if _, ok, err := three.Acquire(ctx, k, "locktest-three-d", ttl); ok || err != nil {
+		t.Fatalf("a fourth permit of 3: ok=%v err=%v, want refused", ok, err)
+	}
+	refused(two, "locktest-two-b", 3, 2)
+	for _, o := range []string{"locktest-three-a", "locktest-three-b", "locktest-three-c"} {
+		give(three, o)
 	}
 }

@@ -44,7 +44,7 @@ func TestKindsCluster(t *testing.T) {
 				t.Fatal(err)
 			}
 			return s
-		}}, 3)
+		}, Plain: func(t testing.TB) driver.Backend { return backend(t) }}, 3)
 	})
 	t.Run("Fair", func(t *testing.T) {
 		locktest.RunFair(t, locktest.Harness{

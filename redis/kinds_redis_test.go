@@ -285,6 +285,7 @@ func TestKindsGoRedis(t *testing.T) {
 				}
 				return s
 			},
+			Plain: func(t testing.TB) driver.Backend { return goRedisBackend(t, srv) },
 		}, 2)
 	})
 	t.Run("ReadWrite", func(t *testing.T) {

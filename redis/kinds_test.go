@@ -46,6 +46,7 @@ func TestKinds(t *testing.T) {
 				}
 				return s
 			},
+			Plain: func(t testing.TB) driver.Backend { return dial(t, srv) },
 		}, 3)
 	})
 	t.Run("Fair", func(t *testing.T) {

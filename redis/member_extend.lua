@@ -2,6 +2,8 @@
 -- permits) if, and only if, it is there and has not expired.
 --
 -- KEYS[1] holders (sorted set: owner → expiry, ms)   KEYS[2] fence key
+-- KEYS[3] (optional) a key that lives as long as the set: a semaphore's
+--         number of permits
 -- ARGV[1] owner   ARGV[2] lock TTL (ms)   ARGV[3] fence TTL (ms): lock TTL + grace
 --
 -- Returns 1 if extended, 0 if the owner does not hold a lease.
@@ -20,6 +22,9 @@ local ttl = tonumber(ARGV[2])
 redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[1])
 if redis.call('PTTL', KEYS[1]) < ttl then
   redis.call('PEXPIRE', KEYS[1], ttl)
+end
+if KEYS[3] and redis.call('PTTL', KEYS[3]) >= 0 then
+  redis.call('PEXPIRE', KEYS[3], redis.call('PTTL', KEYS[1]))
 end
 if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then
   redis.call('PEXPIRE', KEYS[2], ARGV[3])

@@ -3,6 +3,8 @@
 -- waiters.
 --
 -- KEYS[1] holders (sorted set: owner → expiry, ms)   KEYS[2] fence key
+-- KEYS[3] (optional) a key that goes with the last holder: a semaphore's
+--         number of permits
 -- ARGV[1] owner   ARGV[2] grace (ms)   ARGV[3] release channel (not a key; see release.lua)
 -- ARGV[4] '1': publish on every release (a permit is free);
 --         '0': only when the last holder leaves (a writer may enter)
@@ -27,6 +29,9 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local empty = redis.call('ZCARD', KEYS[1]) == 0
 if empty then
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  if KEYS[3] then
+    redis.call('DEL', KEYS[3])
+  end
 end
 if empty or ARGV[4] == '1' then
   if (redis.REDIS_VERSION_NUM or 0) >= 0x070000 then

@@ -30,9 +30,17 @@ const MaxPermits = 10000
 // The permits of key K are the sorted set P{K}:semaphore, owners scored
 // by the expiry of each one's permit; expired permits are pruned with one
 // ZREMRANGEBYSCORE, never a loop. Every release publishes on
-// P{K}:released, where Client waiters listen. The number of permits is
-// not stored: every Semaphore on one key must be made with the same
-// number.
+// P{K}:released, where Client waiters listen.
+//
+// The number of permits is stored beside the set, in P{K}:semaphore:permits
+// (same hash slot), written by every acquisition, renewed with the
+// permits and deleted with the last one. While any permit of K is held,
+// an acquisition through a Semaphore made with another number is refused
+// with an error matching turnstile.ErrInvalidOption that names both
+// numbers: two processes never disagree about it. Once no permit is held,
+// the next acquisition's number holds. Permits held by an earlier version
+// of this package, which stored no number, are counted against the
+// caller's number, as that version did.
 //
 // A Semaphore is driver.Shared: a Client's waiters contend on their own
 // rather than in its local line, so they take free permits together.
@@ -76,11 +84,17 @@ func (s *Semaphore) Released(ctx context.Context, key string) (<-chan struct{}, 
 func (s *Semaphore) call(key, owner string, ttl time.Duration) call {
 	n := s.b.names(key)
 	lockTTL, fenceTTL := s.b.ttlArgs(ttl)
-	return call{keys: []string{n.kindKey("semaphore"), n.fence}, args: []string{owner, lockTTL, fenceTTL}}
+	return call{keys: []string{n.kindKey("semaphore"), n.fence, n.kindKey(permitsSuffix)}, args: []string{owner, lockTTL, fenceTTL}}
 }
 
+// permitsSuffix names the key beside the permits' set that holds their
+// number (kindKey).
+const permitsSuffix = "semaphore:permits"
+
 // Acquire implements driver.Backend: it takes one permit of key for
-// owner if one is free.
+// owner if one is free. While key's permits are held with another
+// number than s's, it returns an error matching turnstile.ErrInvalidOption
+// that names both.
 func (s *Semaphore) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
 	if err := checkLease(ctx, key, owner, ttl); err != nil {
 		return 0, false, err
@@ -91,7 +105,10 @@ func (s *Semaphore) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 	if err != nil {
 		return 0, false, err
 	}
-	return uint64(max(tok, 0)), tok > 0, nil
+	if tok < 0 {
+		return 0, false, fmt.Errorf("%w: the permits of %q are held with %d permits; this semaphore has %d", turnstile.ErrInvalidOption, key, -tok, s.permits)
+	}
+	return uint64(tok), tok > 0, nil
 }
 
 // Extend implements driver.Backend: it renews owner's permit only.
@@ -115,7 +132,7 @@ func (s *Semaphore) Release(ctx context.Context, key, owner string) (bool, error
 	}
 	n := s.b.names(key)
 	r, err := s.b.run(ctx, memberRelease, call{
-		keys: []string{n.kindKey("semaphore"), n.fence},
+		keys: []string{n.kindKey("semaphore"), n.fence, n.kindKey(permitsSuffix)},
 		args: []string{owner, s.b.cfg.graceArg, n.channel, "1"},
 	})
 	return r == 1, err
