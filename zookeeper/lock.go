@@ -17,9 +17,15 @@ func (b *Backend) dir(key string) string { return b.root + "/" + escape(key) }
 // that its Mzxid is returned: ZooKeeper's plain create does not return
 // the new node's Stat.
 func (b *Backend) enqueue(ctx context.Context, key, owner string) (string, int64, error) {
-	dir := b.dir(key)
+	return b.enqueueIn(ctx, b.dir(key), escape(owner)+"-", nil)
+}
+
+// enqueueIn creates an ephemeral sequential node named prefix plus its
+// sequence in dir, with data, as enqueue does, and returns its path and
+// the zxid of its creation.
+func (b *Backend) enqueueIn(ctx context.Context, dir, prefix string, data []byte) (string, int64, error) {
 	ops := []any{
-		&zk.CreateRequest{Path: dir + "/" + escape(owner) + "-", Acl: b.acl, Flags: zk.FlagEphemeralSequential},
+		&zk.CreateRequest{Path: dir + "/" + prefix, Data: data, Acl: b.acl, Flags: zk.FlagEphemeralSequential},
 		&zk.SetDataRequest{Path: dir, Version: -1},
 	}
 	for attempt := 0; ; attempt++ {
@@ -80,15 +86,20 @@ func (b *Backend) mkdir(ctx context.Context, dir string) error {
 
 // list returns key's queue; an absent directory is an empty queue.
 func (b *Backend) list(ctx context.Context, key string) ([]node, error) {
+	return b.listDir(ctx, b.dir(key))
+}
+
+// listDir returns the queue in dir; an absent directory is an empty queue.
+func (b *Backend) listDir(ctx context.Context, dir string) ([]node, error) {
 	children, err := call(ctx, func() ([]string, error) {
-		c, _, err := b.conn.Children(b.dir(key))
+		c, _, err := b.conn.Children(dir)
 		return c, err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("zookeeper: list %s: %w", b.dir(key), err)
+		return nil, fmt.Errorf("zookeeper: list %s: %w", dir, err)
 	}
 	return queue(children), nil
 }

@@ -1,0 +1,394 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+// The lock kinds as driver's kind interfaces, for turnstile.Reentrant,
+// turnstile.Semaphore and turnstile.ReadWrite. The Backend is a
+// driver.Queuer, so turnstile.Fair takes it as it is.
+var (
+	_ driver.Reentranter = (*Backend)(nil)
+	_ driver.Semaphorer  = (*Backend)(nil)
+	_ driver.ReadWriter  = (*Backend)(nil)
+)
+
+// ReentrantView implements driver.Reentranter: b.Reentrant().
+func (b *Backend) ReentrantView() (driver.Backend, error) { return b.Reentrant(), nil }
+
+// SemaphoreView implements driver.Semaphorer: b.Semaphore(permits).
+func (b *Backend) SemaphoreView(permits int) (driver.Backend, error) {
+	return b.Semaphore(permits)
+}
+
+// ReadWriteView implements driver.ReadWriter: the two sides of
+// b.ReadWrite().
+func (b *Backend) ReadWriteView() (read, write driver.Backend, err error) {
+	rw := b.ReadWrite()
+	return rw.Read(), rw.Write(), nil
+}
+
+// kindDir is the directory of a lock kind's nodes for key: the plain
+// lock's directory with "." and the kind appended. escape never writes a
+// '.', so no plain lock's directory has such a name, and the plain
+// lock's List passes these directories by.
+func (b *Backend) kindDir(key, kind string) string { return b.dir(key) + "." + kind }
+
+// kindHold names the hold of a lock kind in the Backend's TTL timers,
+// apart from the plain lock's holds of the same key and owner.
+func kindHold(kind, key, owner string) holdKey { return holdKey{kind + "\x00" + key, owner} }
+
+// armAtLeast starts the TTL of a hold as arm does, but never shortens
+// what an earlier grant of the same node left: each lease of a reentrant
+// hold is renewed on its own schedule, and none may cut the others short.
+func (b *Backend) armAtLeast(k holdKey, p string, ttl time.Duration) {
+	b.mu.Lock()
+	if h, ok := b.holds[k]; ok && h.path == p && !h.expiring && time.Until(h.deadline) > ttl {
+		b.mu.Unlock()
+		return
+	}
+	b.mu.Unlock()
+	b.arm(k, p, ttl)
+}
+
+// holdPath returns the node of a hold this Backend keeps, unless its TTL
+// has passed.
+func (b *Backend) holdPath(k holdKey) (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h, ok := b.holds[k]
+	if !ok || h.expiring {
+		return "", false
+	}
+	return h.path, true
+}
+
+// seqKind is a lock kind kept, like the plain lock, as a queue of
+// ephemeral sequential nodes in a directory of its own: the reentrant
+// lock, and each side of the read-write lock. A node is named
+// <tag><escaped owner>-<sequence>; the tag tells the sides of a
+// read-write lock apart and, containing a '.', cannot be mistaken for
+// part of an escaped owner.
+type seqKind struct {
+	b    *Backend
+	kind string // the directory's suffix, and the namespace of the holds
+	side string // what the holds of this side are called: "reentrant", "read", "write"
+	tag  string // the prefix of this side's node names
+	// blocker returns the index in q of the node that the node at index
+	// at waits for, or -1 if that node holds the lock.
+	blocker func(q []node, at int) int
+	// counted: a holding owner's acquisitions are counted in its node's
+	// data (the reentrant lock); otherwise a holding owner's new
+	// acquisition is the same hold again (a retry after a lost reply).
+	counted bool
+}
+
+// exclusive: a node holds the lock when it is first.
+func exclusive(_ []node, at int) int { return at - 1 }
+
+func (k *seqKind) names(key, owner string) (dir, me string, hk holdKey) {
+	return k.b.kindDir(key, k.kind), k.tag + escape(owner), kindHold(k.side, key, owner)
+}
+
+// holding returns the index of me's node that holds the lock, or -1.
+func (k *seqKind) holding(q []node, me string) int {
+	for i, n := range q {
+		if n.owner == me && k.blocker(q, i) < 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+func indexOf(q []node, name string) int {
+	for i, n := range q {
+		if n.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// count reads a reentrant hold's count from its node's data.
+func count(data []byte) int {
+	c, err := strconv.Atoi(string(data))
+	if err != nil || c < 1 {
+		return 1
+	}
+	return c
+}
+
+// again takes the hold of the node at p once more for its owner: counted
+// kinds add one to its count (a versioned write, repeated if another
+// acquisition or release wrote in between). The token is the node's
+// creation zxid, that of the first acquisition. ok is false if the node
+// is gone.
+func (k *seqKind) again(ctx context.Context, hk holdKey, p string, ttl time.Duration) (_ uint64, ok bool, _ error) {
+	for {
+		type got struct {
+			data []byte
+			st   *zk.Stat
+		}
+		g, err := call(ctx, func() (got, error) {
+			d, st, err := k.b.conn.Get(p)
+			return got{d, st}, err
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			return 0, false, nil
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("zookeeper: read %s: %w", p, err)
+		}
+		if k.counted {
+			next := []byte(strconv.Itoa(count(g.data) + 1))
+			_, err := call(ctx, func() (*zk.Stat, error) { return k.b.conn.Set(p, next, g.st.Version) })
+			switch {
+			case errors.Is(err, zk.ErrBadVersion):
+				continue
+			case errors.Is(err, zk.ErrNoNode):
+				return 0, false, nil
+			case err != nil:
+				return 0, false, fmt.Errorf("zookeeper: count %s: %w", p, err)
+			}
+		}
+		k.b.armAtLeast(hk, p, ttl)
+		return uint64(g.st.Czxid), true, nil
+	}
+}
+
+// Acquire never queues: it creates a node and keeps it if the node holds
+// the lock (two round trips). Otherwise it deletes the node and, if owner
+// holds the lock through an earlier node, takes that hold again.
+func (k *seqKind) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (_ uint64, _ bool, err error) {
+	dir, me, hk := k.names(key, owner)
+	defer func() { err = k.b.permission(err, "take the "+k.side+" lock in "+dir) }()
+	if err := k.b.live(); err != nil {
+		return 0, false, err
+	}
+	mine, zxid, err := k.b.enqueueIn(ctx, dir, me+"-", k.initial())
+	if err != nil {
+		return 0, false, err
+	}
+	q, err := k.b.listDir(ctx, dir)
+	if err != nil {
+		k.b.cleanup(mine)
+		return 0, false, err
+	}
+	if at := indexOf(q, path.Base(mine)); at >= 0 && k.blocker(q, at) < 0 {
+		k.b.arm(hk, mine, ttl)
+		return uint64(zxid), true, nil
+	}
+	if err := k.b.remove(ctx, mine); err != nil {
+		return 0, false, err
+	}
+	if i := k.holding(q, me); i >= 0 {
+		// The owner holds the lock through an earlier node.
+		return k.again(ctx, hk, dir+"/"+q[i].name, ttl)
+	}
+	return 0, false, nil
+}
+
+// initial is the data of a new node: a reentrant hold's count.
+func (k *seqKind) initial() []byte {
+	if k.counted {
+		return []byte("1")
+	}
+	return nil
+}
+
+// AcquireWait implements driver.Queuer: the owner's node joins the end of
+// the queue (or, if owner holds the lock through an earlier node, leaves
+// it again and takes that hold again) and waits, watching only the node blocker names, until it
+// holds the lock. The token is the node's creation zxid: every node ahead
+// of it, whose holders had smaller tokens, is gone or shares the lock
+// with it. When ctx is done the node leaves the queue.
+func (k *seqKind) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (_ uint64, err error) {
+	dir, me, hk := k.names(key, owner)
+	defer func() { err = k.b.permission(err, "queue for the "+k.side+" lock in "+dir) }()
+	if err := k.b.live(); err != nil {
+		return 0, err
+	}
+	mine, zxid, err := k.b.enqueueIn(ctx, dir, me+"-", k.initial())
+	if err != nil {
+		return 0, err
+	}
+	name := path.Base(mine)
+	report, last := driver.PositionFunc(ctx), 0
+	for {
+		q, err := k.b.listDir(ctx, dir)
+		if err != nil {
+			k.b.cleanup(mine)
+			return 0, err
+		}
+		at := indexOf(q, name)
+		if at < 0 {
+			return 0, fmt.Errorf("%w: %s", ErrNodeVanished, mine)
+		}
+		j := k.blocker(q, at)
+		if j < 0 {
+			k.b.arm(hk, mine, ttl)
+			return uint64(zxid), nil
+		}
+		if i := k.holding(q, me); i >= 0 {
+			// The owner holds the lock through an earlier node.
+			if err := k.b.remove(ctx, mine); err != nil {
+				return 0, err
+			}
+			tok, ok, err := k.again(ctx, hk, dir+"/"+q[i].name, ttl)
+			if err == nil && !ok {
+				err = fmt.Errorf("%w: %s", ErrNodeVanished, dir+"/"+q[i].name)
+			}
+			return tok, err
+		}
+		pred := dir + "/" + q[j].name
+		watch := func() (<-chan zk.Event, error) {
+			_, _, ch, err := k.b.conn.GetW(pred)
+			return ch, err
+		}
+		if report != nil {
+			// As the plain lock's waiters do: one that counts its place
+			// watches the whole line.
+			if at != last {
+				report(at)
+				last = at
+			}
+			watch = func() (<-chan zk.Event, error) {
+				kids, _, ch, err := k.b.conn.ChildrenW(dir)
+				if err == nil && !sameNodes(queue(kids), q) {
+					return nil, zk.ErrNoNode
+				}
+				return ch, err
+			}
+		}
+		ch, err := call(ctx, watch)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			k.b.cleanup(mine)
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			return 0, fmt.Errorf("zookeeper: watch %s: %w", pred, err)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			k.b.cleanup(mine)
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// Extend checks that owner's node still holds the lock (one round trip)
+// and restarts the TTL timer of a hold this Backend took.
+func (k *seqKind) Extend(ctx context.Context, key, owner string, ttl time.Duration) (_ bool, err error) {
+	dir, me, hk := k.names(key, owner)
+	defer func() { err = k.b.permission(err, "read the "+k.side+" lock in "+dir) }()
+	if err := k.b.live(); err != nil {
+		return false, err
+	}
+	h, expired := k.b.pause(hk)
+	if expired {
+		return false, nil
+	}
+	q, err := k.b.listDir(ctx, dir)
+	held := err == nil && k.holding(q, me) >= 0
+	if h != nil {
+		k.b.resume(hk, h, ttl, held, err == nil && !held)
+	}
+	if err != nil {
+		return false, err
+	}
+	return held, nil
+}
+
+// Release gives back one acquisition: a counted hold's count goes down by
+// one, and the node is deleted with the last; otherwise the node is
+// deleted. It reports whether owner held the lock.
+func (k *seqKind) Release(ctx context.Context, key, owner string) (_ bool, err error) {
+	dir, me, hk := k.names(key, owner)
+	defer func() { err = k.b.permission(err, "release the "+k.side+" lock in "+dir) }()
+	if err := k.b.live(); err != nil {
+		return false, err
+	}
+	p, ok := k.b.holdPath(hk)
+	if !ok {
+		q, err := k.b.listDir(ctx, dir)
+		if err != nil {
+			return false, err
+		}
+		i := k.holding(q, me)
+		for j, n := range q {
+			if n.owner == me && j != i {
+				// A node left behind by an acquisition whose reply was
+				// lost.
+				if err := k.b.remove(ctx, dir+"/"+n.name); err != nil {
+					return false, err
+				}
+			}
+		}
+		if i < 0 {
+			k.b.drop(hk)
+			return false, nil
+		}
+		p = dir + "/" + q[i].name
+	}
+	// A node still at data version 0 was never taken again: its count is
+	// 1, and one conditional delete releases it.
+	_, err = call(ctx, func() (struct{}, error) { return struct{}{}, k.b.conn.Delete(p, 0) })
+	switch {
+	case err == nil:
+		k.b.drop(hk)
+		return true, nil
+	case errors.Is(err, zk.ErrNoNode):
+		k.b.drop(hk)
+		return false, nil
+	case !errors.Is(err, zk.ErrBadVersion):
+		return false, fmt.Errorf("zookeeper: release %s: %w", p, err)
+	}
+	for {
+		type got struct {
+			data []byte
+			st   *zk.Stat
+		}
+		g, err := call(ctx, func() (got, error) {
+			d, st, err := k.b.conn.Get(p)
+			return got{d, st}, err
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			k.b.drop(hk)
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("zookeeper: read %s: %w", p, err)
+		}
+		if c := count(g.data); k.counted && c > 1 {
+			_, err = call(ctx, func() (*zk.Stat, error) { return k.b.conn.Set(p, []byte(strconv.Itoa(c-1)), g.st.Version) })
+		} else {
+			_, err = call(ctx, func() (struct{}, error) { return struct{}{}, k.b.conn.Delete(p, g.st.Version) })
+			if err == nil {
+				k.b.drop(hk)
+			}
+		}
+		switch {
+		case errors.Is(err, zk.ErrBadVersion):
+			continue
+		case errors.Is(err, zk.ErrNoNode):
+			k.b.drop(hk)
+			return false, nil
+		case err != nil:
+			return false, fmt.Errorf("zookeeper: release %s: %w", p, err)
+		}
+		return true, nil
+	}
+}

@@ -1,0 +1,124 @@
+package zookeeper_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/locktest"
+	"github.com/turnstilelock/turnstile/zookeeper"
+)
+
+// TestKinds runs the conformance cases of the reentrant lock, the
+// read-write lock and the semaphore, each backend with a session of its
+// own.
+func TestKinds(t *testing.T) {
+	t.Run("Reentrant", func(t *testing.T) {
+		locktest.RunReentrant(t, locktest.Harness{
+			New: func(t testing.TB) driver.Backend { return dial(t).Reentrant() },
+		})
+	})
+	t.Run("ReadWrite", func(t *testing.T) {
+		locktest.RunReadWrite(t, func(t testing.TB) (driver.Backend, driver.Backend) {
+			rw := dial(t).ReadWrite()
+			return rw.Read(), rw.Write()
+		})
+	})
+	t.Run("Semaphore", func(t *testing.T) {
+		locktest.RunSemaphore(t, locktest.Harness{
+			New: func(t testing.TB) driver.Backend {
+				s, err := dial(t).Semaphore(3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			},
+			Plain: func(t testing.TB) driver.Backend { return dial(t) },
+		}, 3)
+	})
+}
+
+// TestKindsViews: the kinds come through turnstile's functions, and a bad
+// number of permits is refused at once.
+func TestKindsViews(t *testing.T) {
+	b := dial(t)
+	if _, err := turnstile.Reentrant(b); err != nil {
+		t.Fatal(err)
+	}
+	if r, w, err := turnstile.ReadWrite(b); err != nil || r == nil || w == nil {
+		t.Fatalf("ReadWrite = %v, %v, %v", r, w, err)
+	}
+	if f, err := turnstile.Fair(b); err != nil || f != driver.Backend(b) {
+		t.Fatalf("Fair = %v, %v; want the Backend itself", f, err)
+	}
+	for _, n := range []int{0, -1, zookeeper.MaxPermits + 1} {
+		if _, err := turnstile.Semaphore(b, n); !errors.Is(err, turnstile.ErrInvalidOption) {
+			t.Errorf("Semaphore(%d): %v, want ErrInvalidOption", n, err)
+		}
+	}
+}
+
+// TestSemaphorePermitsStored: while a permit is held with one number, a
+// view with another is refused, naming both; once it is back, the other
+// number holds.
+func TestSemaphorePermitsStored(t *testing.T) {
+	ctx := ctxFor(t, 30*time.Second)
+	s2, _ := dial(t).Semaphore(2)
+	s5, _ := dial(t).Semaphore(5)
+	const key = "kinds-permits"
+	if _, ok, err := s2.Acquire(ctx, key, "a", 5*time.Second); !ok || err != nil {
+		t.Fatalf("first permit: %v, %v", ok, err)
+	}
+	_, ok, err := s5.Acquire(ctx, key, "b", 5*time.Second)
+	if ok || !errors.Is(err, turnstile.ErrInvalidOption) || !strings.Contains(err.Error(), "2") || !strings.Contains(err.Error(), "5") {
+		t.Fatalf("other number while a permit is held: %v, %v; want ErrInvalidOption naming 2 and 5", ok, err)
+	}
+	if ok, err := s2.Release(ctx, key, "a"); !ok || err != nil {
+		t.Fatalf("release: %v, %v", ok, err)
+	}
+	for i, o := range []string{"b", "c", "d", "e", "f"} {
+		if _, ok, err := s5.Acquire(ctx, key, o, 5*time.Second); !ok || err != nil {
+			t.Fatalf("permit %d of 5 once none is held: %v, %v", i+1, ok, err)
+		}
+	}
+	if _, ok, err := s5.Acquire(ctx, key, "g", 5*time.Second); ok || err != nil {
+		t.Fatalf("sixth permit of 5: %v, %v; want refused", ok, err)
+	}
+}
+
+// TestReentrantOperator: a reentrant hold's nodes carry the Backend's
+// digest ACL, and another owner's Release leaves it alone.
+func TestReentrantNodes(t *testing.T) {
+	ctx := ctxFor(t, 30*time.Second)
+	b := dial(t)
+	r := b.Reentrant()
+	const key = "kinds-reentrant-nodes"
+	for range 2 {
+		if _, ok, err := r.Acquire(ctx, key, "a", 5*time.Second); !ok || err != nil {
+			t.Fatalf("acquire: %v, %v", ok, err)
+		}
+	}
+	op := rawConn(t)
+	q := queue(t, op, b.Dir(key)+".reentrant")
+	if len(q) != 1 {
+		t.Fatalf("queue %v, want one node", q)
+	}
+	data, _, err := op.Get(b.Dir(key) + ".reentrant/" + q[0])
+	if err != nil || string(data) != "2" {
+		t.Fatalf("count %q, %v; want 2", data, err)
+	}
+	if ok, err := dial(t).Reentrant().Release(ctx, key, "b"); ok || err != nil {
+		t.Fatalf("release by another owner: %v, %v", ok, err)
+	}
+	for i := range 2 {
+		if ok, err := dial(t).Reentrant().Release(ctx, key, "a"); !ok || err != nil {
+			t.Fatalf("release %d from another session: %v, %v", i+1, ok, err)
+		}
+	}
+	if q := queue(t, op, b.Dir(key)+".reentrant"); len(q) != 0 {
+		t.Fatalf("queue %v after the last release, want empty", q)
+	}
+}

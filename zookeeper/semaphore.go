@@ -1,0 +1,342 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+// MaxPermits is the most permits a Semaphore hands out per key.
+const MaxPermits = 10000
+
+// semaphoreTries bounds one Acquire's optimistic attempts, each of which
+// lost to another acquisition of the same key; then it reports the key
+// as not acquired, and the Client's backoff decides.
+const semaphoreTries = 32
+
+// Semaphore is a view of a Backend that lets up to a fixed number of
+// owners hold each key at once (Curator's InterProcessSemaphoreV2): each
+// lease is one permit, and one owner holds at most one permit of a key.
+//
+// The permits of key K are the ephemeral lease nodes in the directory
+// Dir(K)+".semaphore", one per holder, named <escaped owner>.<permits>:
+// the number of permits is stored with each holder. An acquisition
+// reads the directory's children and its data version, and, if fewer
+// leases than permits are held, all with its own number, creates its
+// lease and writes the directory in one multi-op conditional on that
+// version. So two acquisitions that read the same holders cannot both
+// succeed: the loser reads again. Leases only ever leave outside these
+// multi-ops (releases, expired sessions), which can only free permits,
+// so a lease is never granted beyond the number. While any lease is
+// held with one number, an acquisition through a Semaphore made with
+// another is refused with an error matching turnstile.ErrInvalidOption
+// that names both; once none is held, the next acquisition's number
+// holds. Nodes carry the Backend's ACL.
+//
+// The fencing token of a permit is the zxid of the multi-op that created
+// its lease: zxids grow with every write to the ensemble, so tokens
+// increase and no two permits share one. Permits expire like locks: after
+// the TTL without an Extend this Backend deletes the lease, and when a
+// session ends ZooKeeper does.
+//
+// A Semaphore is driver.Shared: a Client's waiters contend on their own
+// rather than in its local line, so they take free permits together. It
+// is a driver.Notifier: waiters watch the lease directory and try again
+// when a lease leaves.
+type Semaphore struct {
+	b       *Backend
+	permits int
+}
+
+var (
+	_ driver.Backend  = (*Semaphore)(nil)
+	_ driver.Shared   = (*Semaphore)(nil)
+	_ driver.Notifier = (*Semaphore)(nil)
+	_ driver.Namer    = (*Semaphore)(nil)
+)
+
+// Semaphore returns the view of b that hands out permits permits per key.
+// permits must lie in [1, MaxPermits].
+func (b *Backend) Semaphore(permits int) (*Semaphore, error) {
+	if permits < 1 || permits > MaxPermits {
+		return nil, fmt.Errorf("%w: %d permits is outside [1, %d]", turnstile.ErrInvalidOption, permits, MaxPermits)
+	}
+	return &Semaphore{b: b, permits: permits}, nil
+}
+
+// Permits returns how many owners may hold a key at once.
+func (s *Semaphore) Permits() int { return s.permits }
+
+// Name implements driver.Namer.
+func (s *Semaphore) Name() string { return fmt.Sprintf("%s semaphore(%d)", s.b.Name(), s.permits) }
+
+// Shared implements driver.Shared: up to permits holders at once, so a
+// Client lets its waiters contend on their own.
+func (s *Semaphore) Shared() bool { return s.permits > 1 }
+
+func (s *Semaphore) dir(key string) string { return s.b.kindDir(key, "semaphore") }
+
+// lease is one holder's node in a semaphore's directory.
+type lease struct {
+	name    string
+	owner   string // escaped
+	permits int
+}
+
+// parseLease splits a lease node's name; ok is false for names this
+// package did not create.
+func parseLease(name string) (lease, bool) {
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 {
+		return lease{}, false
+	}
+	n, err := strconv.Atoi(name[i+1:])
+	if err != nil || n < 1 || strconv.Itoa(n) != name[i+1:] {
+		return lease{}, false
+	}
+	return lease{name: name, owner: name[:i], permits: n}, true
+}
+
+// Acquire implements driver.Backend: it takes one permit of key for
+// owner if one is free. If owner holds one already, it is the same
+// permit again, with its token. Two round trips when nobody else
+// acquires the key at the same moment.
+func (s *Semaphore) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (_ uint64, _ bool, err error) {
+	dir, eo, hk := s.dir(key), escape(owner), kindHold("semaphore", key, owner)
+	defer func() { err = s.b.permission(err, "take a permit in "+dir) }()
+	if err := s.b.live(); err != nil {
+		return 0, false, err
+	}
+	mine := dir + "/" + eo + "." + strconv.Itoa(s.permits)
+	for range semaphoreTries {
+		type listing struct {
+			names []string
+			stat  *zk.Stat
+		}
+		l, err := call(ctx, func() (listing, error) {
+			names, st, err := s.b.conn.Children(dir)
+			return listing{names, st}, err
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			if err := s.b.mkdir(ctx, dir); err != nil {
+				return 0, false, err
+			}
+			continue
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("zookeeper: list %s: %w", dir, err)
+		}
+		held := 0
+		for _, name := range l.names {
+			ls, ok := parseLease(name)
+			if !ok {
+				continue
+			}
+			if ls.owner == eo {
+				return s.again(ctx, hk, dir+"/"+name, ttl)
+			}
+			if ls.permits != s.permits {
+				return 0, false, fmt.Errorf("%w: zookeeper: the permits of %q are held as a semaphore of %d permits; this one has %d", turnstile.ErrInvalidOption, key, ls.permits, s.permits)
+			}
+			held++
+		}
+		if held >= s.permits {
+			return 0, false, nil
+		}
+		ops := []any{
+			&zk.SetDataRequest{Path: dir, Version: l.stat.Version},
+			&zk.CreateRequest{Path: mine, Acl: s.b.acl, Flags: zk.FlagEphemeral},
+		}
+		res, err := callUndo(ctx, func() ([]zk.MultiResponse, error) { return s.b.conn.Multi(ops...) }, func(res []zk.MultiResponse) {
+			if len(res) == 2 && res[1].Error == nil {
+				s.b.cleanup(mine) // created for a caller whose context ended
+			}
+		})
+		if err == nil && len(res) == 2 && res[0].Error == nil && res[1].Error == nil && res[0].Stat != nil {
+			s.b.arm(hk, mine, ttl)
+			return uint64(res[0].Stat.Mzxid), true, nil
+		}
+		if err == nil {
+			err = errors.New("unexpected reply to multi")
+			for _, r := range res {
+				if r.Error != nil {
+					err = r.Error
+					break
+				}
+			}
+		}
+		// Another acquisition (perhaps of the same owner) came first, or
+		// the empty directory was removed: read again.
+		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, zk.ErrNoNode) {
+			return 0, false, fmt.Errorf("zookeeper: create lease in %s: %w", dir, err)
+		}
+	}
+	return 0, false, nil
+}
+
+// again is owner's permit taken again: its token is the zxid that
+// created its lease.
+func (s *Semaphore) again(ctx context.Context, hk holdKey, p string, ttl time.Duration) (uint64, bool, error) {
+	st, err := call(ctx, func() (*zk.Stat, error) {
+		ok, st, err := s.b.conn.Exists(p)
+		if err == nil && !ok {
+			err = zk.ErrNoNode
+		}
+		return st, err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("zookeeper: read %s: %w", p, err)
+	}
+	s.b.armAtLeast(hk, p, ttl)
+	return uint64(st.Czxid), true, nil
+}
+
+// leaseOf returns the path of owner's lease of key, or "".
+func (s *Semaphore) leaseOf(ctx context.Context, key, owner string) (string, error) {
+	dir, eo := s.dir(key), escape(owner)
+	names, err := call(ctx, func() ([]string, error) {
+		c, _, err := s.b.conn.Children(dir)
+		return c, err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("zookeeper: list %s: %w", dir, err)
+	}
+	for _, n := range names {
+		if ls, ok := parseLease(n); ok && ls.owner == eo {
+			return dir + "/" + n, nil
+		}
+	}
+	return "", nil
+}
+
+// Extend implements driver.Backend: it checks that owner's lease exists
+// (one round trip) and restarts its TTL timer.
+func (s *Semaphore) Extend(ctx context.Context, key, owner string, ttl time.Duration) (_ bool, err error) {
+	hk := kindHold("semaphore", key, owner)
+	defer func() { err = s.b.permission(err, "read the permits in "+s.dir(key)) }()
+	if err := s.b.live(); err != nil {
+		return false, err
+	}
+	h, expired := s.b.pause(hk)
+	if expired {
+		return false, nil
+	}
+	var p string
+	if h != nil {
+		p = h.path
+	}
+	held := false
+	if p != "" {
+		held, err = call(ctx, func() (bool, error) {
+			ok, _, err := s.b.conn.Exists(p)
+			return ok, err
+		})
+	} else {
+		p, err = s.leaseOf(ctx, key, owner)
+		held = p != ""
+	}
+	if h != nil {
+		s.b.resume(hk, h, ttl, held, err == nil && !held)
+	}
+	if err != nil {
+		return false, err
+	}
+	return held, nil
+}
+
+// Release implements driver.Backend: it deletes owner's lease, giving
+// back its permit.
+func (s *Semaphore) Release(ctx context.Context, key, owner string) (_ bool, err error) {
+	hk := kindHold("semaphore", key, owner)
+	defer func() { err = s.b.permission(err, "release a permit in "+s.dir(key)) }()
+	if err := s.b.live(); err != nil {
+		return false, err
+	}
+	p, ok := s.b.take(hk)
+	if !ok {
+		if p, err = s.leaseOf(ctx, key, owner); err != nil || p == "" {
+			return false, err
+		}
+	}
+	_, err = call(ctx, func() (struct{}, error) { return struct{}{}, s.b.conn.Delete(p, -1) })
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, zk.ErrNoNode):
+		return false, nil
+	default:
+		return false, fmt.Errorf("zookeeper: delete %s: %w", p, err)
+	}
+}
+
+// Released implements driver.Notifier: the channel receives a value
+// whenever the lease directory's children change, from a watch set
+// again after each change, until stop is called.
+func (s *Semaphore) Released(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	if err := s.b.live(); err != nil {
+		return nil, nil, err
+	}
+	dir := s.dir(key)
+	ch := make(chan struct{}, 1)
+	done := make(chan struct{})
+	var once sync.Once
+	stop := func() { once.Do(func() { close(done) }) }
+	watch := func() (<-chan zk.Event, error) {
+		_, _, ev, err := s.b.conn.ChildrenW(dir)
+		if errors.Is(err, zk.ErrNoNode) {
+			// No lease yet: wait for the directory to appear.
+			var ok bool
+			ok, _, ev, err = s.b.conn.ExistsW(dir)
+			if err == nil && ok {
+				return nil, zk.ErrNodeExists
+			}
+		}
+		return ev, err
+	}
+	ev, err := call(ctx, watch)
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return nil, nil, s.b.permission(fmt.Errorf("zookeeper: watch %s: %w", dir, err), "watch the permits in "+dir)
+	}
+	go func() {
+		for {
+			if ev != nil {
+				select {
+				case <-ev:
+				case <-done:
+					return
+				case <-ctx.Done():
+					return
+				}
+			}
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+			select {
+			case <-done:
+				return
+			default:
+			}
+			var err error
+			if ev, err = watch(); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				return // the Client's fallback timer takes over
+			}
+		}
+	}()
+	return ch, stop, nil
+}
