@@ -50,8 +50,9 @@ var (
 	_ driver.Namer   = (*Backend)(nil)
 )
 
-// Dial connects to the database that connCfg names, creates table
-// turnstile_locks and its functions if they are missing, and returns a
+// Dial connects to the database that connCfg names, creates tables
+// turnstile_locks and turnstile_holds (the lock kinds' holders) and their
+// functions if they are missing, and returns a
 // Backend that holds locks on at most WithConns connections.
 func Dial(ctx context.Context, connCfg *pgx.ConnConfig, opts ...Option) (*Backend, error) {
 	cfg := defaultConfig()
@@ -91,7 +92,7 @@ func Dial(ctx context.Context, connCfg *pgx.ConnConfig, opts ...Option) (*Backen
 		return nil, fmt.Errorf("%s: %w", b.name, permission(err))
 	}
 	defer cancel()
-	if _, err := conn.Exec(qctx, schemaSQL); err != nil {
+	if _, err := conn.Exec(qctx, schemaSQL+kindsSQL); err != nil {
 		s.drop()
 		return nil, fmt.Errorf("%s: create schema: %w", b.name, permission(err))
 	}

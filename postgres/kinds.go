@@ -1,0 +1,211 @@
+package postgres
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+//go:embed kinds.sql
+var kindsSQL string
+
+const (
+	holdAcquireSQL = "SELECT tok, stored FROM turnstile_hold_acquire($1, $2, $3, $4, $5, $6)"
+	holdReleaseSQL = "SELECT turnstile_hold_release($1, $2, $3)"
+	// A reentrant hold is renewed to at least ttl from now, never cut
+	// short: each of the owner's leases is renewed on its own schedule.
+	holdExtendSQL = `UPDATE turnstile_holds
+SET expires_at = CASE WHEN kind = 'reentrant' THEN greatest(expires_at, clock_timestamp() + $4 * interval '1 millisecond')
+	ELSE clock_timestamp() + $4 * interval '1 millisecond' END
+WHERE key = $1 AND kind = $2 AND owner = $3 AND expires_at > clock_timestamp()`
+)
+
+// MaxPermits is the most permits a semaphore view hands out per key.
+const MaxPermits = 10000
+
+// DefaultWriterClaim is how long a waiting writer of ReadWriteView keeps
+// new readers out after its last attempt.
+const DefaultWriterClaim = 2 * time.Second
+
+// The lock kinds, for turnstile.Reentrant, turnstile.Semaphore and
+// turnstile.ReadWrite. There is no fair view: the store keeps no queue of
+// waiters, so turnstile.Fair refuses a postgres Backend.
+var (
+	_ driver.Reentranter = (*Backend)(nil)
+	_ driver.Semaphorer  = (*Backend)(nil)
+	_ driver.ReadWriter  = (*Backend)(nil)
+)
+
+// kindView is a lock kind on a Backend. Its holds are rows of table
+// turnstile_holds, one per holder, whose expiry on the server's clock is
+// the lease's TTL; no advisory lock is taken, so a kind's lease holds
+// exactly as long as its row lives, as on the stores that have only TTLs.
+// The kinds' locks are apart from the plain lock's: a plain lock and a
+// reentrant lock on one key do not exclude each other, but they share the
+// key's fencing tokens.
+type kindView struct {
+	b       *Backend
+	kind    string // the holders' kind: reentrant, semaphore, read or write
+	permits int
+	claim   time.Duration
+	shared  bool
+	label   string
+}
+
+var (
+	_ driver.Backend  = (*kindView)(nil)
+	_ driver.Notifier = (*kindView)(nil)
+	_ driver.Namer    = (*kindView)(nil)
+	_ driver.Shared   = (*kindView)(nil)
+)
+
+// ReentrantView implements driver.Reentranter: a lock that the owner
+// holding it may take again, and holds until it released it as often.
+// Every re-entry returns the token of the first acquisition and renews
+// the hold to at least its TTL.
+func (b *Backend) ReentrantView() (driver.Backend, error) {
+	return &kindView{b: b, kind: "reentrant", label: "reentrant"}, nil
+}
+
+// SemaphoreView implements driver.Semaphorer: up to permits owners hold a
+// key at once, each lease one permit with a token of its own. The number
+// is stored in every holder's row; while a permit of the key is held, an
+// acquisition with another number is refused (turnstile.ErrInvalidOption).
+// permits must lie in [1, MaxPermits].
+func (b *Backend) SemaphoreView(permits int) (driver.Backend, error) {
+	if permits < 1 || permits > MaxPermits {
+		return nil, fmt.Errorf("%w: %d permits is outside [1, %d]", turnstile.ErrInvalidOption, permits, MaxPermits)
+	}
+	return &kindView{b: b, kind: "semaphore", permits: permits, shared: permits > 1, label: fmt.Sprintf("semaphore(%d)", permits)}, nil
+}
+
+// ReadWriteView implements driver.ReadWriter with DefaultWriterClaim.
+func (b *Backend) ReadWriteView() (read, write driver.Backend, err error) {
+	return b.ReadWrite(DefaultWriterClaim)
+}
+
+// ReadWrite returns the two sides of a read-write lock: any number of
+// readers, or one writer. Writers are preferred: a writer that finds the
+// key held leaves a claim, and while a claim is live no new reader gets
+// in, so a stream of readers cannot starve writers. A claim lasts claim
+// after the writer's last attempt, so a writer that gave up blocks new
+// readers for at most that long; claim must exceed the longest pause
+// between a waiting writer's attempts (the Client's default Backoff
+// pauses at most 1 s) and lie in [10 ms, 1 h]. The read side is
+// driver.Shared.
+func (b *Backend) ReadWrite(claim time.Duration) (read, write driver.Backend, err error) {
+	if claim < 10*time.Millisecond || claim > time.Hour {
+		return nil, nil, fmt.Errorf("%w: writer claim %v is outside [10ms, 1h]", turnstile.ErrInvalidOption, claim)
+	}
+	return &kindView{b: b, kind: "read", claim: claim, shared: true, label: "read"},
+		&kindView{b: b, kind: "write", claim: claim, label: "write"}, nil
+}
+
+// Name implements driver.Namer.
+func (v *kindView) Name() string { return v.b.Name() + " " + v.label }
+
+// Shared implements driver.Shared: semaphores of more than one permit and
+// the read side have several holders, so a Client lets its waiters
+// contend on their own.
+func (v *kindView) Shared() bool { return v.shared }
+
+// Released implements driver.Notifier: the view's releases are notified
+// on the plain lock's channel.
+func (v *kindView) Released(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	return v.b.Released(ctx, key)
+}
+
+func checkLease(ctx context.Context, key, owner string, ttl time.Duration) error {
+	if err := checkOwner(ctx, key, owner); err != nil {
+		return err
+	}
+	if ttl < time.Millisecond {
+		return fmt.Errorf("%w: TTL %v is under 1ms", turnstile.ErrInvalidOption, ttl)
+	}
+	return nil
+}
+
+func checkOwner(ctx context.Context, key, owner string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if key == "" || owner == "" {
+		return errors.New("postgres: empty key or owner")
+	}
+	return nil
+}
+
+// do runs fn on the lock connection of key.
+func (v *kindView) do(ctx context.Context, key, what string, fn func(ctx context.Context, q *pgx.Conn) error) error {
+	s, err := v.b.enter(ctx, keyHash(key))
+	if err != nil {
+		return err
+	}
+	defer s.unlock()
+	conn, qctx, cancel, err := s.session()
+	if err != nil {
+		return fmt.Errorf("%s: %w", v.b.name, permission(err))
+	}
+	defer cancel()
+	if err := fn(qctx, conn); err != nil {
+		s.failed()
+		return fmt.Errorf("%s: %s %s: %w", v.b.name, v.label, what, permission(err))
+	}
+	return nil
+}
+
+// Acquire implements driver.Backend.
+func (v *kindView) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	if err := checkLease(ctx, key, owner, ttl); err != nil {
+		return 0, false, err
+	}
+	var tok *int64
+	var stored *int32
+	err := v.do(ctx, key, "acquire", func(ctx context.Context, q *pgx.Conn) error {
+		return q.QueryRow(ctx, holdAcquireSQL, key, v.kind, owner, ttl.Milliseconds(), v.permits, v.claim.Milliseconds()).Scan(&tok, &stored)
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	if stored != nil {
+		return 0, false, fmt.Errorf("%w: semaphore %q is held with %d permits, not %d", turnstile.ErrInvalidOption, key, *stored, v.permits)
+	}
+	if tok == nil {
+		return 0, false, nil
+	}
+	return uint64(*tok), true, nil
+}
+
+// Extend implements driver.Backend: it renews owner's hold.
+func (v *kindView) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	if err := checkLease(ctx, key, owner, ttl); err != nil {
+		return false, err
+	}
+	var n int64
+	err := v.do(ctx, key, "extend", func(ctx context.Context, q *pgx.Conn) error {
+		tag, err := q.Exec(ctx, holdExtendSQL, key, v.kind, owner, ttl.Milliseconds())
+		n = tag.RowsAffected()
+		return err
+	})
+	return n == 1, err
+}
+
+// Release implements driver.Backend: it takes back one acquisition of
+// owner's hold, and returns ok=false if owner holds none.
+func (v *kindView) Release(ctx context.Context, key, owner string) (bool, error) {
+	if err := checkOwner(ctx, key, owner); err != nil {
+		return false, err
+	}
+	var held bool
+	err := v.do(ctx, key, "release", func(ctx context.Context, q *pgx.Conn) error {
+		return q.QueryRow(ctx, holdReleaseSQL, key, v.kind, owner).Scan(&held)
+	})
+	return held, err
+}
