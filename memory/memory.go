@@ -26,6 +26,7 @@ type Backend struct {
 	seed   maphash.Seed
 	tokens atomic.Uint64 // one counter for every key: strictly increasing per key, no memory per key
 	shards [shards]shard
+	kinds  kinds // the lock kinds' state (kinds.go)
 }
 
 type shard struct {

@@ -1,0 +1,177 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+// The lock kinds beside the plain lock — Reentrant, Semaphore, ReadWrite
+// and Fair — are views of a Backend, each a driver.Backend of its own for
+// turnstile.New. Their tokens come from the Backend's one counter, so they
+// increase per key across every kind. Reentrant, semaphore and read-write
+// locks live in maps of their own (one lock for all of them: an
+// in-process store serves a few thousand locks a second at most), so a
+// kind's lock and the plain lock on one name do not exclude each other;
+// the fair lock is the plain lock itself, with a queue beside it.
+//
+// Holds expire like the plain lock's: a hold not renewed within its TTL is
+// gone at the next call that looks at its key.
+
+var (
+	_ driver.Reentranter = (*Backend)(nil)
+	_ driver.Semaphorer  = (*Backend)(nil)
+	_ driver.ReadWriter  = (*Backend)(nil)
+	_ driver.Fairer      = (*Backend)(nil)
+)
+
+// MaxPermits is the most permits a Semaphore hands out per key.
+const MaxPermits = 10000
+
+// DefaultWriterClaim is how long a waiting writer keeps new readers out
+// after its last attempt (see ReadWrite).
+const DefaultWriterClaim = 2 * time.Second
+
+// kinds holds the lock kinds' state of one Backend.
+type kinds struct {
+	mu        sync.Mutex
+	reentrant map[string]*reentrantHold
+	sems      map[string]*semHold
+	rws       map[string]*rwHold
+	queues    map[string]*fairQueue
+}
+
+// lock locks the kinds' state, making its maps on first use.
+func (k *kinds) lock() {
+	k.mu.Lock()
+	if k.reentrant == nil {
+		k.reentrant = map[string]*reentrantHold{}
+		k.sems = map[string]*semHold{}
+		k.rws = map[string]*rwHold{}
+		k.queues = map[string]*fairQueue{}
+	}
+}
+
+// holders are owners with the expiry of each one's hold (semaphore
+// permits, readers, waiting writers' claims).
+type holders map[string]time.Time
+
+// prune drops the expired holds.
+func (h holders) prune(now time.Time) {
+	for o, exp := range h {
+		if !now.Before(exp) {
+			delete(h, o)
+		}
+	}
+}
+
+// live reports whether owner holds a hold that has not expired.
+func (h holders) live(owner string, now time.Time) bool {
+	exp, ok := h[owner]
+	return ok && now.Before(exp)
+}
+
+// list returns the live holds, by owner, as driver.Holders.
+func (h holders) list(now time.Time, token func(string) uint64) []driver.Holder {
+	var out []driver.Holder
+	for o, exp := range h {
+		if now.Before(exp) {
+			out = append(out, driver.Holder{Owner: o, Token: token(o), TTL: exp.Sub(now)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Owner < out[j].Owner })
+	return out
+}
+
+// extendMany renews a batch through one kind's Extend.
+func extendMany(ctx context.Context, reqs []driver.ExtendRequest, extend func(context.Context, string, string, time.Duration) (bool, error)) []driver.ExtendResult {
+	res := make([]driver.ExtendResult, len(reqs))
+	for i, r := range reqs {
+		res[i].OK, res[i].Err = extend(ctx, r.Key, r.Owner, r.TTL)
+	}
+	return res
+}
+
+// ReentrantView implements driver.Reentranter: b.Reentrant().
+func (b *Backend) ReentrantView() (driver.Backend, error) { return b.Reentrant(), nil }
+
+// SemaphoreView implements driver.Semaphorer: b.Semaphore(permits).
+func (b *Backend) SemaphoreView(permits int) (driver.Backend, error) { return b.Semaphore(permits) }
+
+// ReadWriteView implements driver.ReadWriter: the two sides of
+// b.ReadWrite(DefaultWriterClaim).
+func (b *Backend) ReadWriteView() (read, write driver.Backend, err error) {
+	rw, err := b.ReadWrite(DefaultWriterClaim)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rw.Read(), rw.Write(), nil
+}
+
+// FairView implements driver.Fairer: b.Fair().
+func (b *Backend) FairView() (driver.Backend, error) { return b.Fair(), nil }
+
+// sortStates orders List's results by key.
+func sortStates(s []driver.LockState) {
+	sort.Slice(s, func(i, j int) bool { return s[i].Key < s[j].Key })
+}
+
+// listStates collects the states of the keys with prefix, at most limit.
+func listStates[H any](ctx context.Context, mu *kinds, m func() map[string]H, prefix string, limit int, state func(string, H, time.Time) driver.LockState) ([]driver.LockState, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	mu.lock()
+	defer mu.mu.Unlock()
+	now := time.Now()
+	var out []driver.LockState
+	for k, h := range m() {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		if st := state(k, h, now); st.Held {
+			out = append(out, st)
+		}
+	}
+	sortStates(out)
+	if limit >= 0 && len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+// PermitsError is the refusal of a semaphore's permit while the key's
+// permits are held with another number. It matches
+// turnstile.ErrInvalidOption (errors.Is). Package memory cannot import
+// package turnstile, which opens mem:// URLs with it, so the match is by
+// that error's text, which the package's tests pin.
+type PermitsError struct {
+	Key   string
+	Held  int // the number the key's permits are held with
+	Asked int // the number of the refused Semaphore
+}
+
+func (e *PermitsError) Error() string {
+	return fmt.Sprintf("%s: the permits of %q are held with %d permits; this semaphore has %d", invalidOption, e.Key, e.Held, e.Asked)
+}
+
+// invalidOption is turnstile.ErrInvalidOption's text.
+const invalidOption = "turnstile: invalid option"
+
+// Is reports whether target is turnstile.ErrInvalidOption.
+func (e *PermitsError) Is(target error) bool {
+	return target != nil && target.Error() == invalidOption
+}
+
+// optionError is the refusal of a Semaphore's number of permits outside
+// [1, MaxPermits] or of a negative writer claim; it matches
+// turnstile.ErrInvalidOption as PermitsError does.
+type optionError string
+
+func (e optionError) Error() string        { return invalidOption + ": " + string(e) }
+func (e optionError) Is(target error) bool { return target != nil && target.Error() == invalidOption }

@@ -1,0 +1,229 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+// RWLock is a read-write lock on a Backend: any number of readers hold a
+// key together, or one writer holds it alone. Read and Write return its
+// two sides, each a driver.Backend for a Client of its own.
+//
+// Policy: writer preference, as the redis package's RWLock. A writer that
+// finds the lock held leaves a claim, and while any claim is live no new
+// reader gets in; readers already inside finish (or expire), then the
+// writer enters. So a stream of readers cannot starve writers. A claim
+// expires when its writer has not attempted again for the claim time, so
+// a writer that gave up blocks new readers for at most that long; the
+// claim time must be longer than the longest pause between a waiting
+// writer's attempts (the Client's default Backoff pauses at most 1 s).
+//
+// The sides offer no Inspect or ForceRelease: the operator commands
+// (turnstile status, unlock) work across processes, which a memory store
+// is not shared with; the reentrant, semaphore and fair views have them
+// for tests of code that inspects.
+type RWLock struct {
+	b     *Backend
+	claim time.Duration
+}
+
+// rwHold is one key's read-write lock.
+type rwHold struct {
+	writer  string
+	wtoken  uint64
+	wexp    time.Time
+	readers holders
+	rtokens map[string]uint64
+	claims  holders // waiting writers
+}
+
+// ReadWrite returns the read-write view of b whose waiting writers keep
+// new readers out for claim after their last attempt. claim must lie in
+// [10 ms, 1 h].
+func (b *Backend) ReadWrite(claim time.Duration) (*RWLock, error) {
+	if claim < 10*time.Millisecond || claim > time.Hour {
+		return nil, optionError(fmt.Sprintf("writer claim %v is outside [10ms, 1h]", claim))
+	}
+	return &RWLock{b: b, claim: claim}, nil
+}
+
+// Read returns the read side.
+func (rw *RWLock) Read() *ReadLock { return &ReadLock{rw} }
+
+// Write returns the write side.
+func (rw *RWLock) Write() *WriteLock { return &WriteLock{rw} }
+
+// hold returns key's lock with expired holds and claims pruned, made if
+// absent.
+func (rw *RWLock) hold(key string, now time.Time) *rwHold {
+	h := rw.b.kinds.rws[key]
+	if h == nil {
+		h = &rwHold{readers: holders{}, rtokens: map[string]uint64{}, claims: holders{}}
+		rw.b.kinds.rws[key] = h
+	}
+	h.readers.prune(now)
+	h.claims.prune(now)
+	if h.writer != "" && !now.Before(h.wexp) {
+		h.writer = ""
+	}
+	return h
+}
+
+// tidy forgets key's lock once nothing is left of it.
+func (rw *RWLock) tidy(key string, h *rwHold) {
+	if h.writer == "" && len(h.readers) == 0 && len(h.claims) == 0 {
+		delete(rw.b.kinds.rws, key)
+	}
+}
+
+// ReadLock is the read side of an RWLock; it is driver.Shared.
+type ReadLock struct{ rw *RWLock }
+
+// WriteLock is the write side of an RWLock.
+type WriteLock struct{ rw *RWLock }
+
+var (
+	_ driver.Backend       = (*ReadLock)(nil)
+	_ driver.BatchExtender = (*ReadLock)(nil)
+	_ driver.Shared        = (*ReadLock)(nil)
+	_ driver.Namer         = (*ReadLock)(nil)
+	_ driver.Backend       = (*WriteLock)(nil)
+	_ driver.BatchExtender = (*WriteLock)(nil)
+	_ driver.Namer         = (*WriteLock)(nil)
+)
+
+// Name implements driver.Namer.
+func (r *ReadLock) Name() string { return "memory read" }
+
+// Shared implements driver.Shared: readers hold a key together.
+func (r *ReadLock) Shared() bool { return true }
+
+// Acquire implements driver.Backend: owner reads key unless a writer
+// holds it or waits for it.
+func (r *ReadLock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	k := &r.rw.b.kinds
+	k.lock()
+	defer k.mu.Unlock()
+	now := time.Now()
+	h := r.rw.hold(key, now)
+	if _, in := h.readers[owner]; !in && (h.writer != "" || len(h.claims) > 0) {
+		r.rw.tidy(key, h)
+		return 0, false, nil
+	}
+	tok := r.rw.b.tokens.Add(1)
+	h.readers[owner], h.rtokens[owner] = now.Add(ttl), tok
+	return tok, true, nil
+}
+
+// Extend implements driver.Backend.
+func (r *ReadLock) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	k := &r.rw.b.kinds
+	k.lock()
+	defer k.mu.Unlock()
+	now := time.Now()
+	h := r.rw.hold(key, now)
+	defer r.rw.tidy(key, h)
+	if !h.readers.live(owner, now) {
+		return false, nil
+	}
+	h.readers[owner] = now.Add(ttl)
+	return true, nil
+}
+
+// ExtendMany implements driver.BatchExtender.
+func (r *ReadLock) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	return extendMany(ctx, reqs, r.Extend)
+}
+
+// Release implements driver.Backend.
+func (r *ReadLock) Release(ctx context.Context, key, owner string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	k := &r.rw.b.kinds
+	k.lock()
+	defer k.mu.Unlock()
+	now := time.Now()
+	h := r.rw.hold(key, now)
+	defer r.rw.tidy(key, h)
+	if !h.readers.live(owner, now) {
+		return false, nil
+	}
+	delete(h.readers, owner)
+	delete(h.rtokens, owner)
+	return true, nil
+}
+
+// Name implements driver.Namer.
+func (w *WriteLock) Name() string { return "memory write" }
+
+// Acquire implements driver.Backend: owner writes key if no other writer
+// and no reader holds it; otherwise it leaves a claim that keeps new
+// readers out.
+func (w *WriteLock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	k := &w.rw.b.kinds
+	k.lock()
+	defer k.mu.Unlock()
+	now := time.Now()
+	h := w.rw.hold(key, now)
+	if (h.writer != "" && h.writer != owner) || len(h.readers) > 0 {
+		h.claims[owner] = now.Add(w.rw.claim)
+		return 0, false, nil
+	}
+	delete(h.claims, owner)
+	h.writer, h.wtoken, h.wexp = owner, w.rw.b.tokens.Add(1), now.Add(ttl)
+	return h.wtoken, true, nil
+}
+
+// Extend implements driver.Backend.
+func (w *WriteLock) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	k := &w.rw.b.kinds
+	k.lock()
+	defer k.mu.Unlock()
+	now := time.Now()
+	h := w.rw.hold(key, now)
+	defer w.rw.tidy(key, h)
+	if h.writer != owner {
+		return false, nil
+	}
+	h.wexp = now.Add(ttl)
+	return true, nil
+}
+
+// ExtendMany implements driver.BatchExtender.
+func (w *WriteLock) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	return extendMany(ctx, reqs, w.Extend)
+}
+
+// Release implements driver.Backend.
+func (w *WriteLock) Release(ctx context.Context, key, owner string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	k := &w.rw.b.kinds
+	k.lock()
+	defer k.mu.Unlock()
+	now := time.Now()
+	h := w.rw.hold(key, now)
+	defer w.rw.tidy(key, h)
+	if h.writer != owner {
+		return false, nil
+	}
+	h.writer = ""
+	return true, nil
+}
