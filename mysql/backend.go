@@ -51,6 +51,9 @@ type Backend struct {
 	stop      chan struct{}
 	swept     chan struct{}
 	closeOnce sync.Once
+
+	kindsMu    sync.Mutex
+	kindsReady bool // turnstile_holds exists: the lock kinds' table (kinds.go)
 }
 
 // Dial connects to the server cfg names, creates the table

@@ -1,0 +1,429 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+//go:embed sql/kinds_schema.sql
+var sqlKindsSchema string
+
+const (
+	// The name's fence row, made if missing (free), and locked for the
+	// transaction: it serialises the acquisitions of the name.
+	sqlKindsFence = `INSERT INTO turnstile_locks (name, token, owner, expires_at) VALUES (?, 0, '', NOW(6))
+ON DUPLICATE KEY UPDATE token = token`
+	sqlKindsPrune   = `DELETE FROM turnstile_holds WHERE name = ? AND expires_at <= NOW(6)`
+	sqlKindsLive    = `SELECT kind, owner, depth, permits, token FROM turnstile_holds WHERE name = ? AND expires_at > NOW(6)`
+	sqlKindsHolders = `SELECT kind, owner, depth, permits, token FROM turnstile_holds WHERE name = ? FOR UPDATE`
+	sqlKindsToken   = `UPDATE turnstile_locks SET token = LAST_INSERT_ID(GREATEST(token + 1, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED))) WHERE name = ?`
+	sqlKindsHold    = `INSERT INTO turnstile_holds (name, kind, owner, depth, permits, token, expires_at)
+VALUES (?, ?, ?, 1, ?, ?, NOW(6) + INTERVAL ? MICROSECOND)
+ON DUPLICATE KEY UPDATE depth = 1, permits = VALUES(permits), token = VALUES(token), expires_at = VALUES(expires_at)`
+	sqlKindsReenter = `UPDATE turnstile_holds SET depth = depth + 1, expires_at = GREATEST(expires_at, NOW(6) + INTERVAL ? MICROSECOND)
+WHERE name = ? AND kind = 'reentrant' AND owner = ?`
+	sqlKindsClaim = `INSERT INTO turnstile_holds (name, kind, owner, depth, permits, token, expires_at)
+VALUES (?, 'claim', ?, 0, 0, 0, NOW(6) + INTERVAL ? MICROSECOND)
+ON DUPLICATE KEY UPDATE expires_at = VALUES(expires_at)`
+	sqlKindsUnclaim = `DELETE FROM turnstile_holds WHERE name = ? AND kind = 'claim' AND owner = ?`
+	// A reentrant hold is renewed to at least ttl from now, never cut
+	// short: each of the owner's leases is renewed on its own schedule.
+	sqlKindsExtend = `UPDATE turnstile_holds
+SET expires_at = IF(kind = 'reentrant', GREATEST(expires_at, NOW(6) + INTERVAL ? MICROSECOND), NOW(6) + INTERVAL ? MICROSECOND)
+WHERE name = ? AND kind = ? AND owner = ? AND expires_at > NOW(6)`
+	sqlKindsDepth   = `SELECT depth FROM turnstile_holds WHERE name = ? AND kind = ? AND owner = ? AND expires_at > NOW(6) FOR UPDATE`
+	sqlKindsLeave   = `UPDATE turnstile_holds SET depth = depth - 1 WHERE name = ? AND kind = ? AND owner = ?`
+	sqlKindsRelease = `DELETE FROM turnstile_holds WHERE name = ? AND kind = ? AND owner = ?`
+)
+
+// MaxPermits is the most permits a semaphore view hands out per key.
+const MaxPermits = 10000
+
+// DefaultWriterClaim is how long a waiting writer of ReadWriteView keeps
+// new readers out after its last attempt.
+const DefaultWriterClaim = 2 * time.Second
+
+// The lock kinds, for turnstile.Reentrant, turnstile.Semaphore and
+// turnstile.ReadWrite. There is no fair view: the store keeps no queue of
+// waiters, so turnstile.Fair refuses a mysql Backend.
+var (
+	_ driver.Reentranter = (*Backend)(nil)
+	_ driver.Semaphorer  = (*Backend)(nil)
+	_ driver.ReadWriter  = (*Backend)(nil)
+)
+
+// kindView is a lock kind on a Backend. Its holds are rows of table
+// turnstile_holds, one per holder, whose expiry on the server's clock is
+// the lease's TTL; no user lock (GET_LOCK) is taken, so a kind's lease
+// holds exactly as long as its row lives, as on the stores that have only
+// TTLs. An acquisition is one transaction on the lock connection of the
+// key, which first locks the key's row in turnstile_locks: that
+// serialises the acquisitions of a key across processes, and the row's
+// counter gives the token. The kinds' locks are apart from the plain
+// lock's — a plain and a reentrant lock on one key do not exclude each
+// other — but they share the key's fencing tokens.
+//
+// The first use of a kind on a Backend creates turnstile_holds if it is
+// missing, so an account that only takes plain locks needs no privilege
+// on it.
+type kindView struct {
+	b       *Backend
+	kind    string // the holders' kind: reentrant, semaphore, read or write
+	permits int
+	claim   time.Duration
+	shared  bool
+	label   string
+}
+
+var (
+	_ driver.Backend = (*kindView)(nil)
+	_ driver.Namer   = (*kindView)(nil)
+	_ driver.Shared  = (*kindView)(nil)
+)
+
+// ReentrantView implements driver.Reentranter: a lock that the owner
+// holding it may take again, and holds until it released it as often.
+// Every re-entry returns the token of the first acquisition and renews
+// the hold to at least its TTL.
+func (b *Backend) ReentrantView() (driver.Backend, error) {
+	return &kindView{b: b, kind: "reentrant", label: "reentrant"}, nil
+}
+
+// SemaphoreView implements driver.Semaphorer: up to permits owners hold a
+// key at once, each lease one permit with a token of its own. The number
+// is stored in every holder's row; while a permit of the key is held, an
+// acquisition with another number is refused (turnstile.ErrInvalidOption).
+// permits must lie in [1, MaxPermits].
+func (b *Backend) SemaphoreView(permits int) (driver.Backend, error) {
+	if permits < 1 || permits > MaxPermits {
+		return nil, fmt.Errorf("%w: %d permits is outside [1, %d]", turnstile.ErrInvalidOption, permits, MaxPermits)
+	}
+	return &kindView{b: b, kind: "semaphore", permits: permits, shared: permits > 1, label: fmt.Sprintf("semaphore(%d)", permits)}, nil
+}
+
+// ReadWriteView implements driver.ReadWriter with DefaultWriterClaim.
+func (b *Backend) ReadWriteView() (read, write driver.Backend, err error) {
+	return b.ReadWrite(DefaultWriterClaim)
+}
+
+// ReadWrite returns the two sides of a read-write lock: any number of
+// readers, or one writer. Writers are preferred: a writer that finds the
+// key held leaves a claim, and while a claim is live no new reader gets
+// in, so a stream of readers cannot starve writers. A claim lasts claim
+// after the writer's last attempt, so a writer that gave up blocks new
+// readers for at most that long; claim must exceed the longest pause
+// between a waiting writer's attempts (the Client's default Backoff
+// pauses at most 1 s) and lie in [10 ms, 1 h]. The read side is
+// driver.Shared.
+func (b *Backend) ReadWrite(claim time.Duration) (read, write driver.Backend, err error) {
+	if claim < 10*time.Millisecond || claim > time.Hour {
+		return nil, nil, fmt.Errorf("%w: writer claim %v is outside [10ms, 1h]", turnstile.ErrInvalidOption, claim)
+	}
+	return &kindView{b: b, kind: "read", claim: claim, shared: true, label: "read"},
+		&kindView{b: b, kind: "write", claim: claim, label: "write"}, nil
+}
+
+// Name implements driver.Namer.
+func (v *kindView) Name() string { return v.b.Name() + " " + v.label }
+
+// Shared implements driver.Shared: semaphores of more than one permit and
+// the read side have several holders, so a Client lets its waiters
+// contend on their own.
+func (v *kindView) Shared() bool { return v.shared }
+
+func checkOwner(ctx context.Context, key, owner string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if key == "" || owner == "" {
+		return errors.New("mysql: empty key or owner")
+	}
+	return nil
+}
+
+func checkLease(ctx context.Context, key, owner string, ttl time.Duration) error {
+	if err := checkOwner(ctx, key, owner); err != nil {
+		return err
+	}
+	if ttl < time.Microsecond {
+		return fmt.Errorf("%w: TTL %v is under 1µs", turnstile.ErrInvalidOption, ttl)
+	}
+	return nil
+}
+
+// errRefused ends a transaction that found the key taken; what it wrote
+// (a writer's claim) is committed.
+var errRefused = errors.New("refused")
+
+// tx runs fn in a transaction on the lock connection of name. fn's
+// errRefused commits and reports ok=false.
+func (v *kindView) tx(ctx context.Context, name, what string, fn func(ctx context.Context, tx *sql.Tx) error) (bool, error) {
+	s := v.b.shard(name)
+	ctx, cancel := statementContext(ctx)
+	defer cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.get(ctx)
+	if err != nil {
+		return false, err
+	}
+	if err := v.b.kindsTable(ctx, c); err != nil {
+		return false, fmt.Errorf("%s: create table turnstile_holds: %w", v.b.name, s.fail(err))
+	}
+	// Read committed: a key's acquisitions are serialised by its fence
+	// row, and without gap locks those of neighbouring keys do not
+	// deadlock.
+	tx, err := c.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return false, fmt.Errorf("%s: %s %s: %w", v.b.name, v.label, what, s.fail(err))
+	}
+	ferr := fn(ctx, tx)
+	if ferr != nil && !errors.Is(ferr, errRefused) {
+		_ = tx.Rollback()
+		var opt permitsError
+		if errors.As(ferr, &opt) {
+			return false, opt.error
+		}
+		return false, fmt.Errorf("%s: %s %s: %w", v.b.name, v.label, what, s.fail(ferr))
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("%s: %s %s: %w", v.b.name, v.label, what, s.fail(err))
+	}
+	return ferr == nil, nil
+}
+
+// permitsError is a semaphore acquisition with a number of permits other
+// than the stored one.
+type permitsError struct{ error }
+
+// holder is a row of turnstile_holds.
+type holder struct {
+	kind, owner    string
+	depth, permits int
+	token          uint64
+}
+
+func scanHolders(rows *sql.Rows, err error) ([]holder, error) {
+	if err != nil {
+		return nil, err
+	}
+	var hs []holder
+	for rows.Next() {
+		var h holder
+		if err := rows.Scan(&h.kind, &h.owner, &h.depth, &h.permits, &h.token); err != nil {
+			_ = rows.Close()
+			return nil, err
+		}
+		hs = append(hs, h)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	return hs, rows.Err()
+}
+
+// refused reports whether the live holders hs keep owner out of key; an
+// error when a semaphore's permits are held with another number. A
+// reentrant holder's own re-entry is not refused.
+func (v *kindView) refused(key, owner string, hs []holder) (bool, error) {
+	mine := false // owner holds the key in this view's kind already
+	for _, h := range hs {
+		if h.kind == v.kind && h.owner == owner {
+			mine = true
+		}
+	}
+	others := 0
+	for _, h := range hs {
+		switch {
+		case v.kind == "reentrant" && h.kind == "reentrant" && h.owner != owner:
+			return true, nil
+		case v.kind == "semaphore" && h.kind == "semaphore":
+			if h.permits != v.permits {
+				return true, fmt.Errorf("%w: semaphore %q is held with %d permits, not %d", turnstile.ErrInvalidOption, key, h.permits, v.permits)
+			}
+			if h.owner != owner {
+				others++
+			}
+		case v.kind == "read" && !mine && (h.kind == "write" || h.kind == "claim"):
+			return true, nil
+		case v.kind == "write" && (h.kind == "read" || h.kind == "write" && h.owner != owner):
+			return true, nil
+		}
+	}
+	return v.kind == "semaphore" && others >= v.permits, nil
+}
+
+// Acquire implements driver.Backend. A look at the live holders without
+// locking anything comes first: while the key is taken, waiters polling
+// it do not queue on its fence row ahead of the holders' own calls. Only
+// an acquisition that may succeed locks the fence row and decides again.
+func (v *kindView) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	if err := checkLease(ctx, key, owner, ttl); err != nil {
+		return 0, false, err
+	}
+	name := LockName(key)
+	var tok uint64
+	if free, err := v.look(ctx, key, name, owner); err != nil || !free {
+		return 0, false, err
+	}
+	ok, err := v.tx(ctx, name, "acquire", func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, sqlKindsFence, name); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, sqlKindsPrune, name); err != nil {
+			return err
+		}
+		hs, err := scanHolders(tx.QueryContext(ctx, sqlKindsHolders, name))
+		if err != nil {
+			return err
+		}
+		if no, err := v.refused(key, owner, hs); err != nil {
+			return permitsError{err}
+		} else if no {
+			return v.refuse(ctx, tx, name, owner)
+		}
+		if v.kind == "reentrant" {
+			for _, h := range hs {
+				if h.kind == "reentrant" { // owner's: a re-entry
+					tok = h.token
+					_, err := tx.ExecContext(ctx, sqlKindsReenter, ttl.Microseconds(), name, owner)
+					return err
+				}
+			}
+		}
+		if v.kind == "write" {
+			if _, err := tx.ExecContext(ctx, sqlKindsUnclaim, name, owner); err != nil {
+				return err
+			}
+		}
+		res, err := tx.ExecContext(ctx, sqlKindsToken, name)
+		if err != nil {
+			return err
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		tok = uint64(id)
+		_, err = tx.ExecContext(ctx, sqlKindsHold, name, v.kind, owner, v.permits, tok, ttl.Microseconds())
+		return err
+	})
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	return tok, true, nil
+}
+
+// look reads the live holders of name without a transaction or a lock,
+// one statement: whether owner may get the key. A refused writer leaves
+// its claim.
+func (v *kindView) look(ctx context.Context, key, name, owner string) (bool, error) {
+	s := v.b.shard(name)
+	ctx, cancel := statementContext(ctx)
+	defer cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.get(ctx)
+	if err != nil {
+		return false, err
+	}
+	if err := v.b.kindsTable(ctx, c); err != nil {
+		return false, fmt.Errorf("%s: create table turnstile_holds: %w", v.b.name, s.fail(err))
+	}
+	hs, err := scanHolders(c.QueryContext(ctx, sqlKindsLive, name))
+	if err != nil {
+		return false, fmt.Errorf("%s: %s acquire: %w", v.b.name, v.label, s.fail(err))
+	}
+	no, err := v.refused(key, owner, hs)
+	if err != nil || !no {
+		return !no, err
+	}
+	if v.kind == "write" {
+		if _, err := c.ExecContext(ctx, sqlKindsClaim, name, owner, v.claim.Microseconds()); err != nil {
+			return false, fmt.Errorf("%s: %s acquire: %w", v.b.name, v.label, s.fail(err))
+		}
+	}
+	return false, nil
+}
+
+// refuse ends a refused acquisition: a writer's leaves its claim, which
+// keeps new readers out.
+func (v *kindView) refuse(ctx context.Context, tx *sql.Tx, name, owner string) error {
+	if v.kind == "write" {
+		if _, err := tx.ExecContext(ctx, sqlKindsClaim, name, owner, v.claim.Microseconds()); err != nil {
+			return err
+		}
+	}
+	return errRefused
+}
+
+// Extend implements driver.Backend: it renews owner's hold.
+func (v *kindView) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	if err := checkLease(ctx, key, owner, ttl); err != nil {
+		return false, err
+	}
+	name := LockName(key)
+	return v.tx(ctx, name, "extend", func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, sqlKindsExtend, ttl.Microseconds(), ttl.Microseconds(), name, v.kind, owner)
+		if err != nil {
+			return err
+		}
+		// A renewal to the same microsecond changes no row: count the
+		// rows the statement found, not those it changed.
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			var depth int
+			err := tx.QueryRowContext(ctx, sqlKindsDepth, name, v.kind, owner).Scan(&depth)
+			if errors.Is(err, sql.ErrNoRows) {
+				return errRefused
+			}
+			return err
+		}
+		return nil
+	})
+}
+
+// Release implements driver.Backend: it takes back one acquisition of
+// owner's hold, and returns ok=false if owner holds none.
+func (v *kindView) Release(ctx context.Context, key, owner string) (bool, error) {
+	if err := checkOwner(ctx, key, owner); err != nil {
+		return false, err
+	}
+	name := LockName(key)
+	return v.tx(ctx, name, "release", func(ctx context.Context, tx *sql.Tx) error {
+		var depth int
+		err := tx.QueryRowContext(ctx, sqlKindsDepth, name, v.kind, owner).Scan(&depth)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errRefused
+		}
+		if err != nil {
+			return err
+		}
+		q := sqlKindsRelease
+		if depth > 1 {
+			q = sqlKindsLeave
+		}
+		_, err = tx.ExecContext(ctx, q, name, v.kind, owner)
+		return err
+	})
+}
+
+// kindsTable creates turnstile_holds on the first use of a kind.
+func (b *Backend) kindsTable(ctx context.Context, c *sql.Conn) error {
+	b.kindsMu.Lock()
+	defer b.kindsMu.Unlock()
+	if b.kindsReady {
+		return nil
+	}
+	if _, err := c.ExecContext(ctx, sqlKindsSchema); err != nil {
+		return err
+	}
+	b.kindsReady = true
+	return nil
+}
