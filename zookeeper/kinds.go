@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -90,6 +91,7 @@ type seqKind struct {
 	// data (the reentrant lock); otherwise a holding owner's new
 	// acquisition is the same hold again (a retry after a lost reply).
 	counted bool
+	counts  *countCache // of counted kinds
 }
 
 // exclusive: a node holds the lock when it is first.
@@ -127,52 +129,128 @@ func count(data []byte) int {
 	return c
 }
 
+// countCache remembers, for the reentrant holds a view took or changed,
+// the holder node's count, data version and creation zxid, so that a
+// re-entry or a release is one versioned write. It is only a hint: a
+// write that meets another version (an acquisition or release through
+// another Backend) reads the node again.
+type countCache struct {
+	mu sync.Mutex
+	m  map[holdKey]nodeCount
+}
+
+// nodeCount is what a reentrant hold's node says.
+type nodeCount struct {
+	path    string
+	czxid   int64
+	version int32
+	n       int
+}
+
+func newCountCache() *countCache { return &countCache{m: make(map[holdKey]nodeCount)} }
+
+func (c *countCache) get(hk holdKey, p string) (nodeCount, bool) {
+	if c == nil {
+		return nodeCount{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	nc, ok := c.m[hk]
+	return nc, ok && nc.path == p
+}
+
+func (c *countCache) put(hk holdKey, nc nodeCount) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[hk] = nc
+}
+
+func (c *countCache) forget(hk holdKey) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, hk)
+}
+
+// read returns what the node at p says.
+func (k *seqKind) read(ctx context.Context, p string) (nodeCount, error) {
+	return call(ctx, func() (nodeCount, error) {
+		d, st, err := k.b.conn.Get(p)
+		if err != nil {
+			return nodeCount{}, err
+		}
+		return nodeCount{path: p, czxid: st.Czxid, version: st.Version, n: count(d)}, nil
+	})
+}
+
 // again takes the hold of the node at p once more for its owner: counted
 // kinds add one to its count (a versioned write, repeated if another
 // acquisition or release wrote in between). The token is the node's
 // creation zxid, that of the first acquisition. ok is false if the node
 // is gone.
 func (k *seqKind) again(ctx context.Context, hk holdKey, p string, ttl time.Duration) (_ uint64, ok bool, _ error) {
+	nc, known := k.counts.get(hk, p)
 	for {
-		type got struct {
-			data []byte
-			st   *zk.Stat
+		if !known {
+			var err error
+			nc, err = k.read(ctx, p)
+			if errors.Is(err, zk.ErrNoNode) {
+				k.counts.forget(hk)
+				return 0, false, nil
+			}
+			if err != nil {
+				return 0, false, fmt.Errorf("zookeeper: read %s: %w", p, err)
+			}
 		}
-		g, err := call(ctx, func() (got, error) {
-			d, st, err := k.b.conn.Get(p)
-			return got{d, st}, err
-		})
-		if errors.Is(err, zk.ErrNoNode) {
-			return 0, false, nil
-		}
-		if err != nil {
-			return 0, false, fmt.Errorf("zookeeper: read %s: %w", p, err)
-		}
+		known = false
 		if k.counted {
-			next := []byte(strconv.Itoa(count(g.data) + 1))
-			_, err := call(ctx, func() (*zk.Stat, error) { return k.b.conn.Set(p, next, g.st.Version) })
+			next := []byte(strconv.Itoa(nc.n + 1))
+			st, err := call(ctx, func() (*zk.Stat, error) { return k.b.conn.Set(p, next, nc.version) })
 			switch {
 			case errors.Is(err, zk.ErrBadVersion):
 				continue
 			case errors.Is(err, zk.ErrNoNode):
+				k.counts.forget(hk)
 				return 0, false, nil
 			case err != nil:
 				return 0, false, fmt.Errorf("zookeeper: count %s: %w", p, err)
 			}
+			k.counts.put(hk, nodeCount{path: p, czxid: nc.czxid, version: st.Version, n: nc.n + 1})
 		}
 		k.b.armAtLeast(hk, p, ttl)
-		return uint64(g.st.Czxid), true, nil
+		return uint64(nc.czxid), true, nil
 	}
 }
 
-// Acquire never queues: it creates a node and keeps it if the node holds
-// the lock (two round trips). Otherwise it deletes the node and, if owner
-// holds the lock through an earlier node, takes that hold again.
+// granted starts the TTL of a hold just granted through a new node.
+func (k *seqKind) granted(hk holdKey, p string, zxid int64, ttl time.Duration) {
+	if k.counted {
+		k.counts.put(hk, nodeCount{path: p, czxid: zxid, n: 1})
+	}
+	k.b.arm(hk, p, ttl)
+}
+
+// Acquire never queues. A re-entry of a hold this Backend took counts
+// one more acquisition on its node (two round trips). Otherwise Acquire
+// creates a node and keeps it if the node holds the lock (two round
+// trips), or deletes it and, if owner holds the lock through an earlier
+// node, takes that hold again.
 func (k *seqKind) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (_ uint64, _ bool, err error) {
 	dir, me, hk := k.names(key, owner)
 	defer func() { err = k.b.permission(err, "take the "+k.side+" lock in "+dir) }()
 	if err := k.b.live(); err != nil {
 		return 0, false, err
+	}
+	if p, ok := k.b.holdPath(hk); ok && k.counted {
+		// A re-entry of a hold this Backend took: no new node.
+		if tok, ok, err := k.again(ctx, hk, p, ttl); ok || err != nil {
+			return tok, ok, err
+		}
 	}
 	mine, zxid, err := k.b.enqueueIn(ctx, dir, me+"-", k.initial())
 	if err != nil {
@@ -184,7 +262,7 @@ func (k *seqKind) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 		return 0, false, err
 	}
 	if at := indexOf(q, path.Base(mine)); at >= 0 && k.blocker(q, at) < 0 {
-		k.b.arm(hk, mine, ttl)
+		k.granted(hk, mine, zxid, ttl)
 		return uint64(zxid), true, nil
 	}
 	if err := k.b.remove(ctx, mine); err != nil {
@@ -217,6 +295,11 @@ func (k *seqKind) AcquireWait(ctx context.Context, key, owner string, ttl time.D
 	if err := k.b.live(); err != nil {
 		return 0, err
 	}
+	if p, ok := k.b.holdPath(hk); ok && k.counted {
+		if tok, ok, err := k.again(ctx, hk, p, ttl); ok || err != nil {
+			return tok, err
+		}
+	}
 	mine, zxid, err := k.b.enqueueIn(ctx, dir, me+"-", k.initial())
 	if err != nil {
 		return 0, err
@@ -235,7 +318,7 @@ func (k *seqKind) AcquireWait(ctx context.Context, key, owner string, ttl time.D
 		}
 		j := k.blocker(q, at)
 		if j < 0 {
-			k.b.arm(hk, mine, ttl)
+			k.granted(hk, mine, zxid, ttl)
 			return uint64(zxid), nil
 		}
 		if i := k.holding(q, me); i >= 0 {
@@ -343,40 +426,37 @@ func (k *seqKind) Release(ctx context.Context, key, owner string) (_ bool, err e
 		}
 		p = dir + "/" + q[i].name
 	}
-	// A node still at data version 0 was never taken again: its count is
-	// 1, and one conditional delete releases it.
-	_, err = call(ctx, func() (struct{}, error) { return struct{}{}, k.b.conn.Delete(p, 0) })
-	switch {
-	case err == nil:
+	if !k.counted {
+		_, err := call(ctx, func() (struct{}, error) { return struct{}{}, k.b.conn.Delete(p, -1) })
 		k.b.drop(hk)
-		return true, nil
-	case errors.Is(err, zk.ErrNoNode):
-		k.b.drop(hk)
-		return false, nil
-	case !errors.Is(err, zk.ErrBadVersion):
-		return false, fmt.Errorf("zookeeper: release %s: %w", p, err)
-	}
-	for {
-		type got struct {
-			data []byte
-			st   *zk.Stat
-		}
-		g, err := call(ctx, func() (got, error) {
-			d, st, err := k.b.conn.Get(p)
-			return got{d, st}, err
-		})
-		if errors.Is(err, zk.ErrNoNode) {
-			k.b.drop(hk)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, zk.ErrNoNode):
 			return false, nil
+		default:
+			return false, fmt.Errorf("zookeeper: release %s: %w", p, err)
 		}
-		if err != nil {
-			return false, fmt.Errorf("zookeeper: read %s: %w", p, err)
+	}
+	nc, known := k.counts.get(hk, p)
+	for {
+		if !known {
+			nc, err = k.read(ctx, p)
+			if err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return false, fmt.Errorf("zookeeper: read %s: %w", p, err)
+			}
 		}
-		if c := count(g.data); k.counted && c > 1 {
-			_, err = call(ctx, func() (*zk.Stat, error) { return k.b.conn.Set(p, []byte(strconv.Itoa(c-1)), g.st.Version) })
-		} else {
-			_, err = call(ctx, func() (struct{}, error) { return struct{}{}, k.b.conn.Delete(p, g.st.Version) })
+		known = false
+		if err == nil && nc.n > 1 {
+			var st *zk.Stat
+			st, err = call(ctx, func() (*zk.Stat, error) { return k.b.conn.Set(p, []byte(strconv.Itoa(nc.n-1)), nc.version) })
 			if err == nil {
+				k.counts.put(hk, nodeCount{path: p, czxid: nc.czxid, version: st.Version, n: nc.n - 1})
+			}
+		} else if err == nil {
+			_, err = call(ctx, func() (struct{}, error) { return struct{}{}, k.b.conn.Delete(p, nc.version) })
+			if err == nil {
+				k.counts.forget(hk)
 				k.b.drop(hk)
 			}
 		}
@@ -384,6 +464,7 @@ func (k *seqKind) Release(ctx context.Context, key, owner string) (_ bool, err e
 		case errors.Is(err, zk.ErrBadVersion):
 			continue
 		case errors.Is(err, zk.ErrNoNode):
+			k.counts.forget(hk)
 			k.b.drop(hk)
 			return false, nil
 		case err != nil:

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/locktest"
@@ -120,5 +122,49 @@ func TestReentrantNodes(t *testing.T) {
 	}
 	if q := queue(t, op, b.Dir(key)+".reentrant"); len(q) != 0 {
 		t.Fatalf("queue %v after the last release, want empty", q)
+	}
+}
+
+// TestKindsDigestACL: the nodes of every kind, and the directories that
+// hold them, carry the Backend's digest ACL alone, and a client without
+// the credentials is refused with ErrPermission instead of joining.
+func TestKindsDigestACL(t *testing.T) {
+	const pw = "QJZVWKkindsQJZVWK"
+	ctx := ctxFor(t, 30*time.Second)
+	root := zookeeper.WithRoot("/kinds-acl/locks")
+	b := dial(t, root, zookeeper.WithDigestAuth("carol", pw))
+	const key = "guarded"
+	sem, err := b.Semaphore(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw := b.ReadWrite()
+	for _, v := range []driver.Backend{b.Reentrant(), rw.Read(), sem} {
+		if _, ok, err := v.Acquire(ctx, key, "carol-1", 5*time.Second); !ok || err != nil {
+			t.Fatalf("%s: %v, %v", driver.Name(v), ok, err)
+		}
+	}
+	carol := authConn(t, "carol", pw)
+	want := zk.DigestACL(zk.PermAll, "carol", pw)
+	for _, kind := range []string{"reentrant", "rw", "semaphore"} {
+		dir := b.Dir(key) + "." + kind
+		names, _, err := carol.Children(dir)
+		if err != nil || len(names) != 1 {
+			t.Fatalf("children of %s: %v, %v", dir, names, err)
+		}
+		for _, p := range []string{dir, dir + "/" + names[0]} {
+			acl, _, err := carol.GetACL(p)
+			if err != nil || len(acl) != 1 || acl[0] != want[0] {
+				t.Fatalf("ACL of %s = %+v, %v; want %+v only", p, acl, err, want)
+			}
+		}
+	}
+	other := dial(t, root)
+	osem, _ := other.Semaphore(2)
+	orw := other.ReadWrite()
+	for _, v := range []driver.Backend{other.Reentrant(), orw.Read(), orw.Write(), osem} {
+		if _, ok, err := v.Acquire(ctx, key, "mallory", 5*time.Second); ok || !errors.Is(err, turnstile.ErrPermission) || strings.Contains(err.Error(), pw) {
+			t.Fatalf("%s without credentials: %v, %v; want ErrPermission", driver.Name(v), ok, err)
+		}
 	}
 }

@@ -285,8 +285,9 @@ func (s *Semaphore) Release(ctx context.Context, key, owner string) (_ bool, err
 }
 
 // Released implements driver.Notifier: the channel receives a value
-// whenever the lease directory's children change, from a watch set
-// again after each change, until stop is called.
+// whenever a lease leaves the directory, seen by a children watch that
+// is set again after each change, until stop is called. Leases that
+// arrive wake nobody: they free no permit.
 func (s *Semaphore) Released(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if err := s.b.live(); err != nil {
 		return nil, nil, err
@@ -296,23 +297,31 @@ func (s *Semaphore) Released(ctx context.Context, key string) (<-chan struct{}, 
 	done := make(chan struct{})
 	var once sync.Once
 	stop := func() { once.Do(func() { close(done) }) }
-	watch := func() (<-chan zk.Event, error) {
-		_, _, ev, err := s.b.conn.ChildrenW(dir)
+	// watch lists the leases and watches for a change; with no directory
+	// there is no lease, and it watches for the directory instead.
+	watch := func() ([]string, <-chan zk.Event, error) {
+		names, _, ev, err := s.b.conn.ChildrenW(dir)
 		if errors.Is(err, zk.ErrNoNode) {
-			// No lease yet: wait for the directory to appear.
 			var ok bool
-			ok, _, ev, err = s.b.conn.ExistsW(dir)
-			if err == nil && ok {
-				return nil, zk.ErrNodeExists
+			if ok, _, ev, err = s.b.conn.ExistsW(dir); err == nil && ok {
+				return nil, nil, zk.ErrNodeExists // appeared just now: list again
 			}
 		}
-		return ev, err
+		return names, ev, err
 	}
-	ev, err := call(ctx, watch)
+	type watched struct {
+		names []string
+		ev    <-chan zk.Event
+	}
+	w, err := call(ctx, func() (watched, error) {
+		names, ev, err := watch()
+		return watched{names, ev}, err
+	})
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return nil, nil, s.b.permission(fmt.Errorf("zookeeper: watch %s: %w", dir, err), "watch the permits in "+dir)
 	}
 	go func() {
+		names, ev := w.names, w.ev
 		for {
 			if ev != nil {
 				select {
@@ -324,19 +333,36 @@ func (s *Semaphore) Released(ctx context.Context, key string) (<-chan struct{}, 
 				}
 			}
 			select {
-			case ch <- struct{}{}:
-			default:
-			}
-			select {
 			case <-done:
 				return
 			default:
 			}
-			var err error
-			if ev, err = watch(); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			now, next, err := watch()
+			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 				return // the Client's fallback timer takes over
 			}
+			if left(names, now) {
+				select {
+				case ch <- struct{}{}:
+				default:
+				}
+			}
+			names, ev = now, next
 		}
 	}()
 	return ch, stop, nil
+}
+
+// left reports whether a name of before is missing from now.
+func left(before, now []string) bool {
+	in := make(map[string]bool, len(now))
+	for _, n := range now {
+		in[n] = true
+	}
+	for _, n := range before {
+		if !in[n] {
+			return true
+		}
+	}
+	return false
 }
