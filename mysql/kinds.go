@@ -21,8 +21,8 @@ const (
 	sqlKindsFence = `INSERT INTO turnstile_locks (name, token, owner, expires_at) VALUES (?, 0, '', NOW(6))
 ON DUPLICATE KEY UPDATE token = token`
 	sqlKindsPrune   = `DELETE FROM turnstile_holds WHERE name = ? AND expires_at <= NOW(6)`
-	sqlKindsLive    = `SELECT kind, owner, depth, permits, token FROM turnstile_holds WHERE name = ? AND expires_at > NOW(6)`
-	sqlKindsHolders = `SELECT kind, owner, depth, permits, token FROM turnstile_holds WHERE name = ? FOR UPDATE`
+	sqlKindsLive    = `SELECT kind, owner, depth, permits, token, TRUE FROM turnstile_holds WHERE name = ? AND expires_at > NOW(6)`
+	sqlKindsHolders = `SELECT kind, owner, depth, permits, token, expires_at > NOW(6) FROM turnstile_holds WHERE name = ?`
 	sqlKindsToken   = `UPDATE turnstile_locks SET token = LAST_INSERT_ID(GREATEST(token + 1, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED))) WHERE name = ?`
 	sqlKindsHold    = `INSERT INTO turnstile_holds (name, kind, owner, depth, permits, token, expires_at)
 VALUES (?, ?, ?, 1, ?, ?, NOW(6) + INTERVAL ? MICROSECOND)
@@ -38,9 +38,9 @@ ON DUPLICATE KEY UPDATE expires_at = VALUES(expires_at)`
 	sqlKindsExtend = `UPDATE turnstile_holds
 SET expires_at = IF(kind = 'reentrant', GREATEST(expires_at, NOW(6) + INTERVAL ? MICROSECOND), NOW(6) + INTERVAL ? MICROSECOND)
 WHERE name = ? AND kind = ? AND owner = ? AND expires_at > NOW(6)`
-	sqlKindsDepth   = `SELECT depth FROM turnstile_holds WHERE name = ? AND kind = ? AND owner = ? AND expires_at > NOW(6) FOR UPDATE`
-	sqlKindsLeave   = `UPDATE turnstile_holds SET depth = depth - 1 WHERE name = ? AND kind = ? AND owner = ?`
-	sqlKindsRelease = `DELETE FROM turnstile_holds WHERE name = ? AND kind = ? AND owner = ?`
+	sqlKindsDepth   = `SELECT depth FROM turnstile_holds WHERE name = ? AND kind = ? AND owner = ? AND expires_at > NOW(6)`
+	sqlKindsLeave   = `UPDATE turnstile_holds SET depth = depth - 1 WHERE name = ? AND kind = ? AND owner = ? AND depth > 1 AND expires_at > NOW(6)`
+	sqlKindsRelease = `DELETE FROM turnstile_holds WHERE name = ? AND kind = ? AND owner = ? AND expires_at > NOW(6)`
 )
 
 // MaxPermits is the most permits a semaphore view hands out per key.
@@ -208,6 +208,7 @@ type holder struct {
 	kind, owner    string
 	depth, permits int
 	token          uint64
+	live           bool
 }
 
 func scanHolders(rows *sql.Rows, err error) ([]holder, error) {
@@ -217,7 +218,7 @@ func scanHolders(rows *sql.Rows, err error) ([]holder, error) {
 	var hs []holder
 	for rows.Next() {
 		var h holder
-		if err := rows.Scan(&h.kind, &h.owner, &h.depth, &h.permits, &h.token); err != nil {
+		if err := rows.Scan(&h.kind, &h.owner, &h.depth, &h.permits, &h.token, &h.live); err != nil {
 			_ = rows.Close()
 			return nil, err
 		}
@@ -277,12 +278,20 @@ func (v *kindView) Acquire(ctx context.Context, key, owner string, ttl time.Dura
 		if _, err := tx.ExecContext(ctx, sqlKindsFence, name); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, sqlKindsPrune, name); err != nil {
-			return err
-		}
-		hs, err := scanHolders(tx.QueryContext(ctx, sqlKindsHolders, name))
+		all, err := scanHolders(tx.QueryContext(ctx, sqlKindsHolders, name))
 		if err != nil {
 			return err
+		}
+		hs := all[:0:0]
+		for _, h := range all {
+			if h.live {
+				hs = append(hs, h)
+			}
+		}
+		if len(hs) < len(all) {
+			if _, err := tx.ExecContext(ctx, sqlKindsPrune, name); err != nil {
+				return err
+			}
 		}
 		if no, err := v.refused(key, owner, hs); err != nil {
 			return permitsError{err}
@@ -298,9 +307,11 @@ func (v *kindView) Acquire(ctx context.Context, key, owner string, ttl time.Dura
 				}
 			}
 		}
-		if v.kind == "write" {
-			if _, err := tx.ExecContext(ctx, sqlKindsUnclaim, name, owner); err != nil {
-				return err
+		for _, h := range hs {
+			if v.kind == "write" && h.kind == "claim" && h.owner == owner {
+				if _, err := tx.ExecContext(ctx, sqlKindsUnclaim, name, owner); err != nil {
+					return err
+				}
 			}
 		}
 		res, err := tx.ExecContext(ctx, sqlKindsToken, name)
@@ -370,48 +381,85 @@ func (v *kindView) Extend(ctx context.Context, key, owner string, ttl time.Durat
 		return false, err
 	}
 	name := LockName(key)
-	return v.tx(ctx, name, "extend", func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, sqlKindsExtend, ttl.Microseconds(), ttl.Microseconds(), name, v.kind, owner)
+	held := false
+	err := v.conn(ctx, name, "extend", func(ctx context.Context, c *sql.Conn) error {
+		res, err := c.ExecContext(ctx, sqlKindsExtend, ttl.Microseconds(), ttl.Microseconds(), name, v.kind, owner)
 		if err != nil {
 			return err
 		}
-		// A renewal to the same microsecond changes no row: count the
-		// rows the statement found, not those it changed.
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			var depth int
-			err := tx.QueryRowContext(ctx, sqlKindsDepth, name, v.kind, owner).Scan(&depth)
-			if errors.Is(err, sql.ErrNoRows) {
-				return errRefused
-			}
+		n, err := res.RowsAffected()
+		if err != nil || n == 1 {
+			held = n == 1
 			return err
 		}
-		return nil
+		// A renewal to the same microsecond changes no row: ask whether
+		// the hold is there, not only whether it changed.
+		held, err = v.holds(ctx, c, name, owner)
+		return err
 	})
+	return held, err
+}
+
+// holds reports whether owner holds name in the view's kind.
+func (v *kindView) holds(ctx context.Context, c *sql.Conn, name, owner string) (bool, error) {
+	var depth int
+	err := c.QueryRowContext(ctx, sqlKindsDepth, name, v.kind, owner).Scan(&depth)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // Release implements driver.Backend: it takes back one acquisition of
-// owner's hold, and returns ok=false if owner holds none.
+// owner's hold, and returns ok=false if owner holds none. Its statements
+// need no transaction: a Backend runs the calls on one name one at a
+// time, and only the holder itself changes its row's count.
 func (v *kindView) Release(ctx context.Context, key, owner string) (bool, error) {
 	if err := checkOwner(ctx, key, owner); err != nil {
 		return false, err
 	}
 	name := LockName(key)
-	return v.tx(ctx, name, "release", func(ctx context.Context, tx *sql.Tx) error {
-		var depth int
-		err := tx.QueryRowContext(ctx, sqlKindsDepth, name, v.kind, owner).Scan(&depth)
-		if errors.Is(err, sql.ErrNoRows) {
-			return errRefused
+	held := false
+	err := v.conn(ctx, name, "release", func(ctx context.Context, c *sql.Conn) error {
+		if v.kind == "reentrant" {
+			res, err := c.ExecContext(ctx, sqlKindsLeave, name, v.kind, owner)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 1 {
+				held = n == 1
+				return err
+			}
 		}
+		res, err := c.ExecContext(ctx, sqlKindsRelease, name, v.kind, owner)
 		if err != nil {
 			return err
 		}
-		q := sqlKindsRelease
-		if depth > 1 {
-			q = sqlKindsLeave
-		}
-		_, err = tx.ExecContext(ctx, q, name, v.kind, owner)
+		n, err := res.RowsAffected()
+		held = n == 1
 		return err
 	})
+	return held, err
+}
+
+// conn runs fn on the lock connection of name, outside a transaction.
+func (v *kindView) conn(ctx context.Context, name, what string, fn func(ctx context.Context, c *sql.Conn) error) error {
+	s := v.b.shard(name)
+	ctx, cancel := statementContext(ctx)
+	defer cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.get(ctx)
+	if err != nil {
+		return err
+	}
+	if err := v.b.kindsTable(ctx, c); err != nil {
+		return fmt.Errorf("%s: create table turnstile_holds: %w", v.b.name, s.fail(err))
+	}
+	if err := fn(ctx, c); err != nil {
+		return fmt.Errorf("%s: %s %s: %w", v.b.name, v.label, what, s.fail(err))
+	}
+	return nil
 }
 
 // kindsTable creates turnstile_holds on the first use of a kind.
