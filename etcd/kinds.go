@@ -1,0 +1,290 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+// The lock kinds beside the plain lock, for turnstile.Reentrant,
+// turnstile.Semaphore and turnstile.ReadWrite. Each is a view of a
+// Backend that keeps its state of a key in a directory of its own,
+// <prefix><kind>/<escaped key>/, so that the kinds on one name do not
+// exclude each other nor the plain lock. As with the plain lock, every
+// holder's key lives under an etcd lease of its own that the Client's
+// watchdog renews (Extend), so a crashed holder's hold comes back after
+// its TTL, and every fencing token is the etcd revision of the write that
+// granted the hold: revisions are cluster-wide and only grow, so tokens
+// increase per key across holders and across kinds. Each view is a
+// driver.Queuer: its waiters wait in etcd, on watches, rather than
+// polling. The fair lock needs no view: Backend is a driver.Queuer and
+// serves its queue in arrival order.
+var (
+	_ driver.Reentranter = (*Backend)(nil)
+	_ driver.Semaphorer  = (*Backend)(nil)
+	_ driver.ReadWriter  = (*Backend)(nil)
+)
+
+// ReentrantView implements driver.Reentranter: b.Reentrant().
+func (b *Backend) ReentrantView() (driver.Backend, error) { return b.Reentrant(), nil }
+
+// SemaphoreView implements driver.Semaphorer: b.Semaphore(permits).
+func (b *Backend) SemaphoreView(permits int) (driver.Backend, error) { return b.Semaphore(permits) }
+
+// ReadWriteView implements driver.ReadWriter: the two sides of
+// b.ReadWrite().
+func (b *Backend) ReadWriteView() (read, write driver.Backend, err error) {
+	rw := b.ReadWrite()
+	return rw.Read(), rw.Write(), nil
+}
+
+// kindDir is the directory of key's state of one lock kind. The key is
+// escaped so that no key's directory contains another's.
+func (b *Backend) kindDir(kind, key string) string {
+	return b.cfg.prefix + kind + "/" + url.PathEscape(key) + "/"
+}
+
+// ownerName is owner as the last element of an etcd key.
+func ownerName(owner string) string { return url.PathEscape(owner) }
+
+// checkOwner refuses an owner the kinds cannot name a key after.
+func checkOwner(owner string) error {
+	if owner == "" {
+		return fmt.Errorf("%w: etcd: empty owner", turnstile.ErrInvalidOption)
+	}
+	return nil
+}
+
+// extendKeys renews the lease that holds keys (all under one lease) if
+// owned holds, as Backend.Extend does for the plain lock: KeepAliveOnce,
+// and when ttl needs more seconds than the lease was granted, a move of
+// every key to a new lease with the longer TTL. A move that meets a
+// concurrent change of one of the keys (the same owner's re-entry) looks
+// again.
+func (b *Backend) extendKeys(ctx context.Context, owned clientv3.Cmp, keys []string, ttl time.Duration) (bool, error) {
+	for range 8 {
+		gets := make([]clientv3.Op, len(keys))
+		for i, k := range keys {
+			gets[i] = clientv3.OpGet(k)
+		}
+		resp, err := b.cli.Txn(ctx).If(owned).Then(gets...).Commit()
+		if err != nil {
+			return false, err
+		}
+		if !resp.Succeeded {
+			return false, nil
+		}
+		first := resp.Responses[0].GetResponseRange().GetKvs()
+		if len(first) == 0 {
+			return false, nil
+		}
+		id := clientv3.LeaseID(first[0].Lease)
+		if id == clientv3.NoLease {
+			return true, nil
+		}
+		ka, err := b.cli.KeepAliveOnce(ctx, id)
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		want := leaseSeconds(ttl)
+		if ka.TTL >= want {
+			return true, nil
+		}
+		lease, err := b.cli.Grant(ctx, want)
+		if err != nil {
+			return false, err
+		}
+		cmps := []clientv3.Cmp{owned, clientv3.Compare(clientv3.LeaseValue(keys[0]), "=", id)}
+		puts := make([]clientv3.Op, 0, len(keys))
+		for i, k := range keys {
+			rkvs := resp.Responses[i].GetResponseRange().GetKvs()
+			if len(rkvs) == 0 {
+				b.revoke(ctx, lease.ID)
+				return false, nil
+			}
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", rkvs[0].ModRevision))
+			puts = append(puts, clientv3.OpPut(k, string(rkvs[0].Value), clientv3.WithLease(lease.ID)))
+		}
+		moved, err := b.cli.Txn(ctx).If(cmps...).Then(puts...).Commit()
+		if err != nil {
+			b.revoke(ctx, lease.ID)
+			return false, err
+		}
+		if moved.Succeeded {
+			b.revoke(ctx, id)
+			return true, nil
+		}
+		b.revoke(ctx, lease.ID)
+	}
+	return false, fmt.Errorf("etcd: renew %s: the keys kept changing", keys[0])
+}
+
+// releaseKeys deletes keys in one transaction if every comparison of
+// owned holds, then revokes the lease the first was under (best effort:
+// it holds nothing now). It returns whether it deleted the first key.
+func (b *Backend) releaseKeys(ctx context.Context, keys []string, owned ...clientv3.Cmp) (bool, error) {
+	dels := make([]clientv3.Op, len(keys))
+	for i, k := range keys {
+		dels[i] = clientv3.OpDelete(k, clientv3.WithPrevKV())
+	}
+	resp, err := b.cli.Txn(ctx).If(owned...).Then(dels...).Commit()
+	if err != nil || !resp.Succeeded {
+		return false, err
+	}
+	prev := resp.Responses[0].GetResponseDeleteRange().GetPrevKvs()
+	if len(prev) == 0 {
+		return false, nil
+	}
+	if id := clientv3.LeaseID(prev[0].Lease); id != clientv3.NoLease {
+		b.revoke(ctx, id)
+	}
+	return true, nil
+}
+
+// kindWaiter is a view's waiter: the plain lock's waiter, whose lease
+// is renewed on schedule however often it is woken.
+type kindWaiter struct {
+	*waiter
+	renewed time.Time // when the lease was granted or last renewed
+}
+
+// kindWaiter grants a view's waiting lease, which holds the waiter's
+// queue key and, once granted, its hold.
+func (b *Backend) kindWaiter(ctx context.Context, ttl time.Duration) (*kindWaiter, error) {
+	lease, err := b.cli.Grant(ctx, leaseSeconds(ttl))
+	if err != nil {
+		return nil, err
+	}
+	renew := max(time.Duration(lease.TTL)*time.Second/3, 100*time.Millisecond)
+	return &kindWaiter{waiter: &waiter{b: b, id: lease.ID, renew: renew}, renewed: time.Now()}, nil
+}
+
+// waitDone ends a view's AcquireWait: on an error it revokes the waiting
+// lease, which drops its queue key and any hold granted meanwhile, and
+// joins ctx's error.
+func (b *Backend) waitDone(ctx context.Context, w *kindWaiter, tok uint64, err error) (uint64, error) {
+	if err == nil {
+		return tok, nil
+	}
+	b.revoke(ctx, w.id)
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		err = errors.Join(cerr, err)
+	}
+	return 0, err
+}
+
+// place joins the queue at key qk under the waiter's lease and returns
+// the create revision that is its place; a waiter key of the same owner
+// keeps its place.
+func (w *kindWaiter) place(ctx context.Context, qk, owner string) (int64, error) {
+	put, err := w.b.cli.Put(ctx, qk, owner, clientv3.WithLease(w.id), clientv3.WithPrevKV())
+	if err != nil {
+		return 0, err
+	}
+	if put.PrevKv != nil {
+		return put.PrevKv.CreateRevision, nil
+	}
+	return put.Header.Revision, nil
+}
+
+// awaitTurn waits until no key of queue dir was created before place,
+// watching only the nearest predecessor, and reports the waiter's place
+// (1 = next) to the context's driver.PositionFunc whenever it changes.
+func (w *kindWaiter) awaitTurn(ctx context.Context, dir string, place int64) error {
+	report, last := driver.PositionFunc(ctx), 0
+	for {
+		prev, err := w.predecessors(ctx, dir, place, report != nil)
+		if err != nil {
+			return err
+		}
+		if report != nil && len(prev.Kvs)+1 != last {
+			last = len(prev.Kvs) + 1
+			report(last)
+		}
+		if len(prev.Kvs) == 0 {
+			return nil
+		}
+		watch, prefix := string(prev.Kvs[len(prev.Kvs)-1].Key), false
+		if report != nil {
+			watch, prefix = dir, true // see every waiter ahead leave
+		}
+		if err := w.waitFor(ctx, watch, prefix, prev.Header.Revision+1, nil); err != nil {
+			return err
+		}
+	}
+}
+
+// waitFor blocks until key (with prefix, a key under it) is deleted at
+// or after revision rev — only a key wake accepts, when wake is not nil
+// — renewing the waiter's lease on schedule meanwhile. It also returns
+// (nil) when the revisions it watches have been compacted away, so the
+// caller looks again.
+func (w *kindWaiter) waitFor(ctx context.Context, key string, prefix bool, rev int64, wake func(key string) bool) error {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	opts := []clientv3.OpOption{clientv3.WithRev(rev), clientv3.WithFilterPut()}
+	if prefix {
+		opts = append(opts, clientv3.WithPrefix())
+	}
+	wch := w.b.cli.Watch(wctx, key, opts...)
+	for {
+		if err := w.keepAlive(ctx); err != nil {
+			return err
+		}
+		timer := time.NewTimer(time.Until(w.renewed.Add(w.renew)))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-timer.C:
+		case wr, ok := <-wch:
+			timer.Stop()
+			if !ok {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				return errWatchClosed
+			}
+			if wr.CompactRevision != 0 {
+				return nil
+			}
+			if err := wr.Err(); err != nil {
+				return err
+			}
+			for _, ev := range wr.Events {
+				if ev.Type == mvccpb.DELETE && (wake == nil || wake(string(ev.Kv.Key))) {
+					return nil
+				}
+			}
+		}
+	}
+}
+
+// keepAlive renews the waiting lease when it is due.
+func (w *kindWaiter) keepAlive(ctx context.Context) error {
+	if time.Since(w.renewed) < w.renew {
+		return nil
+	}
+	if _, err := w.b.cli.KeepAliveOnce(ctx, w.id); err != nil {
+		return err
+	}
+	w.renewed = time.Now()
+	return nil
+}
+
+// empty compares true when no key lies under dir.
+func empty(dir string) clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(dir), "=", 0).WithPrefix()
+}
