@@ -2,6 +2,7 @@ package zookeeper_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,5 +167,76 @@ func TestKindsDigestACL(t *testing.T) {
 		if _, ok, err := v.Acquire(ctx, key, "mallory", 5*time.Second); ok || !errors.Is(err, turnstile.ErrPermission) || strings.Contains(err.Error(), pw) {
 			t.Fatalf("%s without credentials: %v, %v; want ErrPermission", driver.Name(v), ok, err)
 		}
+	}
+}
+
+// TestKindsInspect: the operator calls on each kind's view show its
+// holders with their tokens, and ForceRelease ends every hold, with a
+// token above theirs.
+func TestKindsInspect(t *testing.T) {
+	ctx := ctxFor(t, 30*time.Second)
+	b := dial(t)
+	sem, _ := b.Semaphore(3)
+	rw := b.ReadWrite()
+	type view interface {
+		driver.Backend
+		driver.Inspector
+		driver.ForceReleaser
+	}
+	cases := []struct {
+		name    string
+		acquire view
+		inspect view
+		owners  []string
+	}{
+		{"reentrant", b.Reentrant(), b.Reentrant(), []string{"a", "a"}},
+		{"read", rw.Read(), rw.Write(), []string{"a", "b"}},
+		{"semaphore", sem, sem, []string{"a", "b"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			key := "kinds-inspect-" + c.name
+			var tok uint64
+			for _, o := range c.owners {
+				tk, ok, err := c.acquire.Acquire(ctx, key, o, 10*time.Second)
+				if !ok || err != nil {
+					t.Fatalf("acquire by %s: %v, %v", o, ok, err)
+				}
+				tok = max(tok, tk)
+			}
+			st, err := c.inspect.Inspect(ctx, key)
+			holders := map[string]bool{}
+			for _, h := range st.Holders {
+				holders[h.Owner] = h.Token > 0 && h.Token <= tok
+			}
+			want := map[string]bool{}
+			for _, o := range c.owners {
+				want[o] = true
+			}
+			if err != nil || !st.Held || len(holders) != len(want) || len(st.Holders) != len(want) || st.Token < tok {
+				t.Fatalf("Inspect = %+v, %v; want holders %v with tokens up to %d", st, err, c.owners, tok)
+			}
+			for o := range want {
+				if !holders[o] {
+					t.Fatalf("Inspect = %+v: no holder %s with a token up to %d", st, o, tok)
+				}
+			}
+			list, more, err := c.inspect.List(ctx, "kinds-inspect-", 10)
+			if err != nil || more || !slices.ContainsFunc(list, func(s driver.LockState) bool { return s.Key == key && s.Held }) {
+				t.Fatalf("List = %+v, %v, %v; want %s among them", list, more, err, key)
+			}
+			fr, err := c.inspect.ForceRelease(ctx, key)
+			if err != nil || !fr.Held || fr.Token <= tok {
+				t.Fatalf("ForceRelease = %+v, %v; want the holders and a token above %d", fr, err, tok)
+			}
+			for _, o := range c.owners {
+				if ok, err := c.acquire.Extend(ctx, key, o, 10*time.Second); ok || err != nil {
+					t.Fatalf("Extend by %s after ForceRelease = %v, %v; want false", o, ok, err)
+				}
+			}
+			if st, err := c.inspect.Inspect(ctx, key); err != nil || st.Held {
+				t.Fatalf("Inspect after ForceRelease = %+v, %v", st, err)
+			}
+		})
 	}
 }
