@@ -17,59 +17,79 @@ CREATE TABLE IF NOT EXISTS turnstile_holds (
 	PRIMARY KEY (key, kind, owner)
 );
 
+-- turnstile_hold_refused tells whether the live holders of key k keep
+-- owner o out of kind kd: refused, or stored, the number of a semaphore's
+-- permits when they are held with one other than n. An owner's own hold
+-- does not refuse it (a re-entry, or a retry whose reply was lost).
+CREATE OR REPLACE FUNCTION turnstile_hold_refused(k text, kd text, o text, n integer, OUT refused boolean, OUT stored integer)
+LANGUAGE plpgsql AS $$
+DECLARE
+	others integer;
+BEGIN
+	refused := false;
+	IF kd = 'reentrant' THEN
+		refused := EXISTS (SELECT 1 FROM turnstile_holds
+			WHERE key = k AND kind = kd AND owner <> o AND expires_at > clock_timestamp());
+	ELSIF kd = 'semaphore' THEN
+		SELECT min(permits), count(*) FILTER (WHERE owner <> o) INTO stored, others
+		FROM turnstile_holds WHERE key = k AND kind = kd AND expires_at > clock_timestamp();
+		IF stored = n THEN
+			stored := NULL;
+		END IF;
+		refused := stored IS NOT NULL OR others >= n;
+	ELSIF kd = 'read' THEN
+		refused := NOT EXISTS (SELECT 1 FROM turnstile_holds
+				WHERE key = k AND kind = kd AND owner = o AND expires_at > clock_timestamp())
+			AND EXISTS (SELECT 1 FROM turnstile_holds
+				WHERE key = k AND kind IN ('write', 'claim') AND expires_at > clock_timestamp());
+	ELSIF kd = 'write' THEN
+		refused := EXISTS (SELECT 1 FROM turnstile_holds
+			WHERE key = k AND (kind = 'read' OR kind = 'write' AND owner <> o) AND expires_at > clock_timestamp());
+	ELSE
+		RAISE EXCEPTION 'turnstile: no lock kind %', kd;
+	END IF;
+END $$;
+
 -- turnstile_hold_acquire takes key k of kind kd for owner o. It returns
 -- the lease's token, or NULL when k is taken; for a semaphore whose
 -- permits are held with a number other than n it returns NULL and that
 -- number (stored). A writer refused leaves a claim that keeps new readers
--- out for claim_ms.
+-- out for claim_ms. The holders are looked at first without a lock, so
+-- that waiters polling a taken key do not queue on its fence row ahead of
+-- the holders' own calls; only an acquisition that may succeed locks the
+-- row and looks again.
 CREATE OR REPLACE FUNCTION turnstile_hold_acquire(k text, kd text, o text, ttl_ms bigint, n integer, claim_ms bigint, OUT tok bigint, OUT stored integer)
 LANGUAGE plpgsql AS $$
 DECLARE
 	now_us bigint := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
 	exp timestamptz := clock_timestamp() + ttl_ms * interval '1 millisecond';
-	h turnstile_holds%ROWTYPE;
-	others integer;
+	refused boolean;
 BEGIN
-	INSERT INTO turnstile_locks (key, owner, token, expires_at)
-	VALUES (k, '', 0, '-infinity') ON CONFLICT (key) DO NOTHING;
-	PERFORM 1 FROM turnstile_locks WHERE key = k FOR UPDATE;
-	DELETE FROM turnstile_holds WHERE key = k AND expires_at <= clock_timestamp();
-	IF kd = 'reentrant' THEN
-		SELECT * INTO h FROM turnstile_holds WHERE key = k AND kind = kd;
-		IF FOUND THEN
-			IF h.owner <> o THEN
-				RETURN;
-			END IF;
-			UPDATE turnstile_holds SET count = count + 1, expires_at = greatest(expires_at, exp)
-			WHERE key = k AND kind = kd AND owner = o;
-			tok := h.token;
-			RETURN;
-		END IF;
-	ELSIF kd = 'semaphore' THEN
-		SELECT min(permits), count(*) FILTER (WHERE owner <> o) INTO stored, others
-		FROM turnstile_holds WHERE key = k AND kind = kd;
-		IF stored IS NOT NULL AND stored <> n THEN
-			RETURN;
-		END IF;
-		stored := NULL;
-		IF others >= n THEN
-			RETURN;
-		END IF;
-	ELSIF kd = 'read' THEN
-		IF NOT EXISTS (SELECT 1 FROM turnstile_holds WHERE key = k AND kind = kd AND owner = o)
-			AND EXISTS (SELECT 1 FROM turnstile_holds WHERE key = k AND kind IN ('write', 'claim')) THEN
-			RETURN;
-		END IF;
-	ELSIF kd = 'write' THEN
-		IF EXISTS (SELECT 1 FROM turnstile_holds WHERE key = k AND (kind = 'read' OR kind = 'write' AND owner <> o)) THEN
+	SELECT r.refused, r.stored INTO refused, stored FROM turnstile_hold_refused(k, kd, o, n) r;
+	IF NOT refused THEN
+		INSERT INTO turnstile_locks (key, owner, token, expires_at)
+		VALUES (k, '', 0, '-infinity') ON CONFLICT (key) DO NOTHING;
+		PERFORM 1 FROM turnstile_locks WHERE key = k FOR UPDATE;
+		SELECT r.refused, r.stored INTO refused, stored FROM turnstile_hold_refused(k, kd, o, n) r;
+	END IF;
+	IF refused THEN
+		IF kd = 'write' THEN
 			INSERT INTO turnstile_holds (key, kind, owner, count, permits, token, expires_at)
 			VALUES (k, 'claim', o, 0, 0, 0, clock_timestamp() + claim_ms * interval '1 millisecond')
 			ON CONFLICT (key, kind, owner) DO UPDATE SET expires_at = excluded.expires_at;
+		END IF;
+		RETURN;
+	END IF;
+	DELETE FROM turnstile_holds WHERE key = k AND expires_at <= clock_timestamp();
+	IF kd = 'reentrant' THEN
+		UPDATE turnstile_holds SET count = count + 1, expires_at = greatest(expires_at, exp)
+		WHERE key = k AND kind = kd AND owner = o
+		RETURNING token INTO tok;
+		IF FOUND THEN
 			RETURN;
 		END IF;
+	ELSIF kd = 'write' THEN
 		DELETE FROM turnstile_holds WHERE key = k AND kind = 'claim' AND owner = o;
-	ELSE
-		RAISE EXCEPTION 'turnstile: no lock kind %', kd;
 	END IF;
 	UPDATE turnstile_locks SET token = greatest(token + 1, now_us) WHERE key = k RETURNING token INTO tok;
 	INSERT INTO turnstile_holds (key, kind, owner, count, permits, token, expires_at)
