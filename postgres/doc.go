@@ -69,6 +69,23 @@
 // or at its local deadline; a forced release through the holding Backend
 // drops it at once. Until then other Backends cannot take key.
 //
+// Lock kinds (driver.Reentranter, driver.Semaphorer, driver.ReadWriter,
+// behind turnstile.Reentrant, Semaphore and ReadWrite). Their holders are
+// rows of table turnstile_holds — key, kind, owner, re-entry count, a
+// semaphore's number of permits, token, expiry on the server's clock —
+// which Dial adds beside an existing turnstile_locks. An acquisition is
+// one call of function turnstile_hold_acquire, which looks at the live
+// holders, then locks the key's turnstile_locks row, looks again, and
+// takes the row's next token: tokens of every kind continue the plain
+// lock's. The kinds take no advisory lock, so their leases last exactly as
+// long as their rows, as on Redis; a plain and a reentrant lock on one key
+// do not exclude each other. A semaphore's number of permits is stored in
+// its holders' rows, and another number is refused while any is held.
+// The read-write lock prefers writers: a refused writer's claim row keeps
+// new readers out until it expires (ReadWrite). Releases send the plain
+// lock's notice. There is no fair view (the store keeps no queue), and
+// Inspect, List and ForceRelease see plain locks only.
+//
 // TLS and least privilege. The TLS parameters every turnstile URL takes —
 // ca_file, cert_file, key_file, server_name — turn on sslmode=verify-full
 // with that configuration for every host (libpq's sslrootcert, sslcert
