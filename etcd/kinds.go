@@ -153,6 +153,35 @@ func (b *Backend) releaseKeys(ctx context.Context, keys []string, owned ...clien
 	return true, nil
 }
 
+// releaseLease ends the hold that key is, if owned holds, as
+// Backend.Release ends the plain lock: it reads the key's lease and
+// revokes it, which deletes the key; one write to etcd's log. Each such
+// lease belongs to one grant of one hold, so revoking it can never end a
+// hold taken meanwhile.
+func (b *Backend) releaseLease(ctx context.Context, key string, owned clientv3.Cmp) (bool, error) {
+	resp, err := b.cli.Txn(ctx).If(owned).Then(clientv3.OpGet(key)).Commit()
+	if err != nil || !resp.Succeeded {
+		return false, err
+	}
+	kvs := resp.Responses[0].GetResponseRange().GetKvs()
+	if len(kvs) == 0 {
+		return false, nil
+	}
+	id := clientv3.LeaseID(kvs[0].Lease)
+	if id == clientv3.NoLease {
+		// Written without a lease by someone else: delete it if it is
+		// still the same write.
+		return b.releaseKeys(ctx, []string{key}, clientv3.Compare(clientv3.ModRevision(key), "=", kvs[0].ModRevision))
+	}
+	if _, err := b.cli.Revoke(ctx, id); err != nil {
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return false, nil // expired between the read and the revoke
+		}
+		return false, err
+	}
+	return true, nil
+}
+
 // kindWaiter is a view's waiter: the plain lock's waiter, whose lease
 // is renewed on schedule however often it is woken.
 type kindWaiter struct {

@@ -167,7 +167,7 @@ func (r *ReadLock) Release(ctx context.Context, key, owner string) (_ bool, err 
 		return false, err
 	}
 	mine := k.readers + ownerName(owner)
-	return r.rw.b.releaseKeys(ctx, []string{mine}, clientv3.Compare(clientv3.CreateRevision(mine), ">", 0))
+	return r.rw.b.releaseLease(ctx, mine, clientv3.Compare(clientv3.CreateRevision(mine), ">", 0))
 }
 
 // WriteLock is the write side of an RWLock.
@@ -283,5 +283,5 @@ func (w *WriteLock) Release(ctx context.Context, key, owner string) (_ bool, err
 	if err := checkOwner(owner); err != nil {
 		return false, err
 	}
-	return w.rw.b.releaseKeys(ctx, []string{k.writer}, clientv3.Compare(clientv3.Value(k.writer), "=", owner))
+	return w.rw.b.releaseLease(ctx, k.writer, clientv3.Compare(clientv3.Value(k.writer), "=", owner))
 }

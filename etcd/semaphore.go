@@ -236,5 +236,5 @@ func (s *Semaphore) Release(ctx context.Context, key, owner string) (_ bool, err
 		return false, err
 	}
 	mine := holders + ownerName(owner)
-	return s.b.releaseKeys(ctx, []string{mine}, clientv3.Compare(clientv3.CreateRevision(mine), ">", 0))
+	return s.b.releaseLease(ctx, mine, clientv3.Compare(clientv3.CreateRevision(mine), ">", 0))
 }
