@@ -43,6 +43,7 @@ type Backend struct {
 	mu     sync.Mutex
 	closed bool
 	holds  map[holdKey]*hold // locks this Backend took, with their TTL timers
+	counts *countCache       // of the reentrant holds this Backend took; made on first use
 	wg     sync.WaitGroup    // TTL deletions in flight
 }
 

@@ -91,7 +91,7 @@ type seqKind struct {
 	// data (the reentrant lock); otherwise a holding owner's new
 	// acquisition is the same hold again (a retry after a lost reply).
 	counted bool
-	counts  *countCache // of counted kinds
+	counts  *countCache // of counted kinds: the Backend's
 }
 
 // exclusive: a node holds the lock when it is first.
@@ -134,9 +134,55 @@ func count(data []byte) int {
 // re-entry or a release is one versioned write. It is only a hint: a
 // write that meets another version (an acquisition or release through
 // another Backend) reads the node again.
+//
+// It also counts the acquisitions each hold has through this Backend and
+// not yet released: when the last of them is released while the owner
+// still holds the lock through another Backend, this Backend's TTL
+// timer stops, so that it does not end a hold that others renew.
 type countCache struct {
-	mu sync.Mutex
-	m  map[holdKey]nodeCount
+	mu    sync.Mutex
+	m     map[holdKey]nodeCount
+	local map[holdKey]int
+}
+
+// reentrantCounts returns the Backend's countCache.
+func (b *Backend) reentrantCounts() *countCache {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.counts == nil {
+		b.counts = &countCache{m: make(map[holdKey]nodeCount), local: make(map[holdKey]int)}
+	}
+	return b.counts
+}
+
+// took counts an acquisition through this Backend.
+func (c *countCache) took(hk holdKey) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.local[hk]++
+}
+
+// gave counts a release through this Backend and reports whether the
+// Backend's acquisitions of the hold are all released.
+func (c *countCache) gave(hk holdKey) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.local[hk]
+	if !ok {
+		return false // none through this Backend
+	}
+	if n <= 1 {
+		delete(c.local, hk)
+		return true
+	}
+	c.local[hk] = n - 1
+	return false
 }
 
 // nodeCount is what a reentrant hold's node says.
@@ -146,8 +192,6 @@ type nodeCount struct {
 	version int32
 	n       int
 }
-
-func newCountCache() *countCache { return &countCache{m: make(map[holdKey]nodeCount)} }
 
 func (c *countCache) get(hk holdKey, p string) (nodeCount, bool) {
 	if c == nil {
@@ -168,6 +212,7 @@ func (c *countCache) put(hk holdKey, nc nodeCount) {
 	c.m[hk] = nc
 }
 
+// forget drops what the cache knows of a hold that ended.
 func (c *countCache) forget(hk holdKey) {
 	if c == nil {
 		return
@@ -175,6 +220,7 @@ func (c *countCache) forget(hk holdKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, hk)
+	delete(c.local, hk)
 }
 
 // read returns what the node at p says.
@@ -221,6 +267,7 @@ func (k *seqKind) again(ctx context.Context, hk holdKey, p string, ttl time.Dura
 				return 0, false, fmt.Errorf("zookeeper: count %s: %w", p, err)
 			}
 			k.counts.put(hk, nodeCount{path: p, czxid: nc.czxid, version: st.Version, n: nc.n + 1})
+			k.counts.took(hk)
 		}
 		k.b.armAtLeast(hk, p, ttl)
 		return uint64(nc.czxid), true, nil
@@ -230,7 +277,9 @@ func (k *seqKind) again(ctx context.Context, hk holdKey, p string, ttl time.Dura
 // granted starts the TTL of a hold just granted through a new node.
 func (k *seqKind) granted(hk holdKey, p string, zxid int64, ttl time.Duration) {
 	if k.counted {
+		k.counts.forget(hk)
 		k.counts.put(hk, nodeCount{path: p, czxid: zxid, n: 1})
+		k.counts.took(hk)
 	}
 	k.b.arm(hk, p, ttl)
 }
@@ -452,6 +501,9 @@ func (k *seqKind) Release(ctx context.Context, key, owner string) (_ bool, err e
 			st, err = call(ctx, func() (*zk.Stat, error) { return k.b.conn.Set(p, []byte(strconv.Itoa(nc.n-1)), nc.version) })
 			if err == nil {
 				k.counts.put(hk, nodeCount{path: p, czxid: nc.czxid, version: st.Version, n: nc.n - 1})
+				if k.counts.gave(hk) {
+					k.b.drop(hk) // the acquisitions left are another Backend's
+				}
 			}
 		} else if err == nil {
 			_, err = call(ctx, func() (struct{}, error) { return struct{}{}, k.b.conn.Delete(p, nc.version) })

@@ -240,3 +240,32 @@ func TestKindsInspect(t *testing.T) {
 		})
 	}
 }
+
+// TestReentrantAcrossBackends: an owner that took its hold again through
+// a second Backend and released it there keeps the hold: the second
+// Backend's TTL timer, whose lease is gone, does not end it.
+func TestReentrantAcrossBackends(t *testing.T) {
+	ctx := ctxFor(t, 30*time.Second)
+	r1, r2 := dial(t).Reentrant(), dial(t).Reentrant()
+	const key = "kinds-reentrant-across"
+	tok, ok, err := r1.Acquire(ctx, key, "a", 10*time.Second)
+	if !ok || err != nil {
+		t.Fatalf("acquire: %v, %v", ok, err)
+	}
+	if tok2, ok, err := r2.Acquire(ctx, key, "a", 200*time.Millisecond); !ok || err != nil || tok2 != tok {
+		t.Fatalf("re-entry through another Backend: %d, %v, %v; want token %d", tok2, ok, err, tok)
+	}
+	if ok, err := r2.Release(ctx, key, "a"); !ok || err != nil {
+		t.Fatalf("release through the other Backend: %v, %v", ok, err)
+	}
+	time.Sleep(600 * time.Millisecond) // past the second Backend's TTL
+	if ok, err := r1.Extend(ctx, key, "a", 10*time.Second); !ok || err != nil {
+		t.Fatalf("the first Backend's hold after the other's lease ended: %v, %v; want held", ok, err)
+	}
+	if ok, err := r1.Release(ctx, key, "a"); !ok || err != nil {
+		t.Fatalf("last release: %v, %v", ok, err)
+	}
+	if ok, err := r2.Extend(ctx, key, "a", time.Second); ok || err != nil {
+		t.Fatalf("Extend after the last release: %v, %v; want false", ok, err)
+	}
+}

@@ -43,7 +43,7 @@ var (
 
 // Reentrant returns the reentrant view of b.
 func (b *Backend) Reentrant() *Reentrant {
-	return &Reentrant{seqKind{b: b, kind: "reentrant", side: "reentrant", blocker: exclusive, counted: true, counts: newCountCache()}}
+	return &Reentrant{seqKind{b: b, kind: "reentrant", side: "reentrant", blocker: exclusive, counted: true, counts: b.reentrantCounts()}}
 }
 
 // Name implements driver.Namer.

@@ -36,7 +36,10 @@ const semaphoreTries = 32
 // version. So two acquisitions that read the same holders cannot both
 // succeed: the loser reads again. Leases only ever leave outside these
 // multi-ops (releases, expired sessions), which can only free permits,
-// so a lease is never granted beyond the number. While any lease is
+// so a lease is never granted beyond the number. (ZooKeeper removes the
+// directory once it is empty, and a new one counts its version from 0
+// again: an acquisition whose multi-op met a directory other than the
+// one it read gives its lease back and reads again.) While any lease is
 // held with one number, an acquisition through a Semaphore made with
 // another is refused with an error matching turnstile.ErrInvalidOption
 // that names both; once none is held, the next acquisition's number
@@ -162,6 +165,16 @@ func (s *Semaphore) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 			}
 		})
 		if err == nil && len(res) == 2 && res[0].Error == nil && res[1].Error == nil && res[0].Stat != nil {
+			if res[0].Stat.Czxid != l.stat.Czxid {
+				// ZooKeeper removed the empty directory after the
+				// listing and it was made again: its version counts
+				// anew, and may have met the one read by chance.
+				// Give the lease back and look again.
+				if err := s.b.remove(ctx, mine); err != nil {
+					return 0, false, err
+				}
+				continue
+			}
 			s.b.arm(hk, mine, ttl)
 			return uint64(res[0].Stat.Mzxid), true, nil
 		}
