@@ -110,7 +110,8 @@ func (r *Reentrant) AcquireWait(ctx context.Context, key, owner string, ttl time
 
 func (r *Reentrant) wait(ctx context.Context, w *kindWaiter, key, owner string, ttl time.Duration, holder, queue string) (uint64, error) {
 	lease := func(context.Context) (clientv3.LeaseID, error) { return w.id, nil }
-	tok, ok, again, held, err := r.take(ctx, key, owner, lease)
+	// Re-entry only: a free lock goes to the waiters queued already.
+	tok, ok, again, held, err := r.take(ctx, key, owner, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -151,10 +152,11 @@ func (r *Reentrant) wait(ctx context.Context, w *kindWaiter, key, owner string, 
 }
 
 // take reads key's lock and writes it for owner, together with more,
-// under the lease from lease if it is free; or, if owner holds it,
-// counts one more acquisition (again=true) and returns the lock's lease
-// as held. When another owner holds the lock it returns ok=false and the
-// revision at which it was seen held, as held.
+// under the lease from lease if it is free (unless lease is nil); or, if
+// owner holds it, counts one more acquisition (again=true) and returns
+// the lock's lease as held. When another owner holds the lock (or it is
+// free and lease nil) it returns ok=false and the revision at which it
+// was read, as held.
 func (r *Reentrant) take(ctx context.Context, key, owner string, lease func(context.Context) (clientv3.LeaseID, error), more ...clientv3.Op) (token uint64, ok, again bool, held int64, err error) {
 	holder, count, _ := r.keys(key)
 	mine := clientv3.Compare(clientv3.Value(holder), "=", owner)
@@ -164,6 +166,9 @@ func (r *Reentrant) take(ctx context.Context, key, owner string, lease func(cont
 			return 0, false, false, 0, err
 		}
 		hk := resp.Responses[0].GetResponseRange().GetKvs()
+		if len(hk) == 0 && lease == nil {
+			return 0, false, false, resp.Header.Revision, nil
+		}
 		if len(hk) == 0 {
 			id, err := lease(ctx)
 			if err != nil {
