@@ -58,6 +58,9 @@ const semaphoreTries = 32
 type Semaphore struct {
 	b       *Backend
 	permits int
+
+	mu      sync.Mutex
+	watches map[string]*leaseWatch // of keys with waiters
 }
 
 var (
@@ -297,85 +300,112 @@ func (s *Semaphore) Release(ctx context.Context, key, owner string) (_ bool, err
 	}
 }
 
-// Released implements driver.Notifier: the channel receives a value
-// whenever a lease leaves the directory, seen by a children watch that
-// is set again after each change, until stop is called. Leases that
-// arrive wake nobody: they free no permit.
+// Released implements driver.Notifier: when leases leave key's
+// directory, as many of the Semaphore's waiters as permits were freed
+// receive a value, taken at random; the others' timers retry as usual.
+// Leases that arrive wake nobody: they free no permit. The waiters of one Semaphore on one key
+// share one children watch, set again after each change, so a release
+// costs one listing per Semaphore rather than per waiter.
 func (s *Semaphore) Released(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if err := s.b.live(); err != nil {
 		return nil, nil, err
 	}
-	dir := s.dir(key)
 	ch := make(chan struct{}, 1)
-	done := make(chan struct{})
+	s.mu.Lock()
+	w := s.watches[key]
+	if w == nil {
+		if s.watches == nil {
+			s.watches = make(map[string]*leaseWatch)
+		}
+		w = &leaseWatch{subs: make(map[chan struct{}]bool), done: make(chan struct{})}
+		s.watches[key] = w
+		go s.watch(key, w)
+	}
+	w.subs[ch] = true
+	s.mu.Unlock()
 	var once sync.Once
-	stop := func() { once.Do(func() { close(done) }) }
-	// watch lists the leases and watches for a change; with no directory
-	// there is no lease, and it watches for the directory instead.
-	watch := func() ([]string, <-chan zk.Event, error) {
-		names, _, ev, err := s.b.conn.ChildrenW(dir)
-		if errors.Is(err, zk.ErrNoNode) {
-			var ok bool
-			if ok, _, ev, err = s.b.conn.ExistsW(dir); err == nil && ok {
-				return nil, nil, zk.ErrNodeExists // appeared just now: list again
+	stop := func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			delete(w.subs, ch)
+			if len(w.subs) == 0 && s.watches[key] == w {
+				delete(s.watches, key)
+				close(w.done)
 			}
-		}
-		return names, ev, err
+		})
 	}
-	type watched struct {
-		names []string
-		ev    <-chan zk.Event
-	}
-	w, err := call(ctx, func() (watched, error) {
-		names, ev, err := watch()
-		return watched{names, ev}, err
-	})
-	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-		return nil, nil, s.b.permission(fmt.Errorf("zookeeper: watch %s: %w", dir, err), "watch the permits in "+dir)
-	}
-	go func() {
-		names, ev := w.names, w.ev
-		for {
-			if ev != nil {
-				select {
-				case <-ev:
-				case <-done:
-					return
-				case <-ctx.Done():
-					return
-				}
-			}
-			select {
-			case <-done:
-				return
-			default:
-			}
-			now, next, err := watch()
-			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-				return // the Client's fallback timer takes over
-			}
-			if left(names, now) {
-				select {
-				case ch <- struct{}{}:
-				default:
-				}
-			}
-			names, ev = now, next
-		}
-	}()
 	return ch, stop, nil
 }
 
-// left reports whether a name of before is missing from now.
-func left(before, now []string) bool {
+// leaseWatch is the watch the waiters of one key share.
+type leaseWatch struct {
+	subs map[chan struct{}]bool // guarded by Semaphore.mu
+	done chan struct{}          // closed when the last waiter leaves
+}
+
+// watch lists key's leases and sets a children watch, again after each
+// change, and tells the waiters when a lease has left. With no directory
+// there is no lease, and it watches for the directory instead. It ends
+// when the last waiter leaves, or when ZooKeeper refuses the watch: then
+// the waiters' own timers take over, and the next waiter sets a new one.
+func (s *Semaphore) watch(key string, w *leaseWatch) {
+	defer func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.watches[key] == w {
+			delete(s.watches, key)
+		}
+	}()
+	dir := s.dir(key)
+	var names []string
+	for {
+		now, _, ev, err := s.b.conn.ChildrenW(dir)
+		if errors.Is(err, zk.ErrNoNode) {
+			var ok bool
+			if ok, _, ev, err = s.b.conn.ExistsW(dir); err == nil && ok {
+				continue // made just now: list it
+			}
+		}
+		if err != nil {
+			return
+		}
+		if n := left(names, now); n > 0 {
+			// One waiter per permit freed, taken at random: the others
+			// would only find the permit taken.
+			s.mu.Lock()
+			for ch := range w.subs {
+				if n == 0 {
+					break
+				}
+				select {
+				case ch <- struct{}{}:
+					n--
+				default:
+				}
+			}
+			s.mu.Unlock()
+		}
+		names = now
+		select {
+		case <-ev:
+		case <-w.done:
+			return
+		}
+	}
+}
+
+// left returns how many names of before are missing from now.
+func left(before, now []string) int {
 	in := make(map[string]bool, len(now))
 	for _, n := range now {
 		in[n] = true
 	}
+	gone := 0
 	for _, n := range before {
 		if !in[n] {
-			return true
+			gone++
 		}
 	}
-	return false
+	return gone
 }
