@@ -36,6 +36,17 @@
 // queue or taken again by its owner, of a write made at the moment of the
 // grant. So every token is larger than every token issued before it.
 //
+// # Lock kinds
+//
+// Beside the plain lock, which is fair as it is (turnstile.Fair returns
+// the Backend), the Backend gives Curator's other recipes as views, each
+// in a directory of its own next to the key's, with the same ACL:
+// Reentrant (a counted hold, <escaped key>.reentrant), ReadWrite
+// (readers and writers in one queue, <escaped key>.rw) and Semaphore
+// (one lease per holder, named with the number of permits,
+// <escaped key>.semaphore). Their tokens are the zxids that created the
+// holders' nodes. See each type.
+//
 // # Inspection and forced release
 //
 // Backend is a driver.Inspector and driver.ForceReleaser (turnstile
