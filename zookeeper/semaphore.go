@@ -147,11 +147,11 @@ func (s *Semaphore) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 			if !ok {
 				continue
 			}
-			if ls.owner == eo {
-				return s.again(ctx, hk, dir+"/"+name, ttl)
-			}
 			if ls.permits != s.permits {
 				return 0, false, fmt.Errorf("%w: zookeeper: the permits of %q are held as a semaphore of %d permits; this one has %d", turnstile.ErrInvalidOption, key, ls.permits, s.permits)
+			}
+			if ls.owner == eo {
+				return s.again(ctx, hk, dir+"/"+name, ttl)
 			}
 			held++
 		}
