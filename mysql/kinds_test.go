@@ -104,6 +104,49 @@ func TestKinds(t *testing.T) {
 			t.Fatalf("Fair: %v, want ErrUnsupported", err)
 		}
 	})
+	t.Run("Inspect", func(t *testing.T) {
+		t.Parallel()
+		b := dial(t, srv)
+		sem := must(t)(b.SemaphoreView(3))
+		var toks []uint64
+		for _, kc := range []struct{ key, owner string }{{"kinds-insp/a", "o1"}, {"kinds-insp/a", "o2"}, {"kinds-insp/b", "o3"}} {
+			tok, ok, err := sem.Acquire(ctx(t), kc.key, kc.owner, time.Minute)
+			if !ok || err != nil {
+				t.Fatalf("permit of %s for %s: %v, %v", kc.key, kc.owner, ok, err)
+			}
+			toks = append(toks, tok)
+		}
+		in := sem.(driver.Inspector)
+		st, err := in.Inspect(ctx(t), "kinds-insp/a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.Held || len(st.Holders) != 2 || st.Token != toks[1] || st.Waiters != -1 {
+			t.Fatalf("Inspect = %+v; want 2 holders, token %d, no queue", st, toks[1])
+		}
+		for i, h := range st.Holders {
+			if h.TTL <= 0 || h.TTL > time.Minute || (h.Owner != "o1" && h.Owner != "o2") {
+				t.Fatalf("holder %d = %+v", i, h)
+			}
+		}
+		if st, err := in.Inspect(ctx(t), "kinds-insp/none"); err != nil || st.Held {
+			t.Fatalf("Inspect of a key never locked = %+v, %v; want not held", st, err)
+		}
+		if st, err := must(t)(b.ReentrantView()).(driver.Inspector).Inspect(ctx(t), "kinds-insp/a"); err != nil || st.Held {
+			t.Fatalf("reentrant Inspect of a semaphore's key = %+v, %v; want not held", st, err)
+		}
+		states, more, err := in.List(ctx(t), "kinds-insp/", 1)
+		if err != nil || len(states) != 1 || !more || states[0].Key != "kinds-insp/a" || len(states[0].Holders) != 2 {
+			t.Fatalf("List limit 1 = %+v, %v, %v; want kinds-insp/a's 2 holders and more", states, more, err)
+		}
+		states, more, err = in.List(ctx(t), "kinds-insp/", 10)
+		if err != nil || len(states) != 2 || more || states[1].Key != "kinds-insp/b" || states[1].Holders[0].Owner != "o3" {
+			t.Fatalf("List = %+v, %v, %v; want both keys", states, more, err)
+		}
+		if _, _, err := in.List(ctx(t), "", 0); !errors.Is(err, turnstile.ErrInvalidOption) {
+			t.Fatalf("List with limit 0: %v, want ErrInvalidOption", err)
+		}
+	})
 	t.Run("Privileges", func(t *testing.T) {
 		t.Parallel()
 		// The plain lock's grants: plain locks work, the kinds are refused

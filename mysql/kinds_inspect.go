@@ -1,0 +1,128 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+var _ driver.Inspector = (*kindView)(nil)
+
+const (
+	// The live holders of a name in two kinds, and the name's last
+	// token; no row when the name was never locked.
+	sqlKindsInspect = `SELECT l.name, h.owner, h.token, TIMESTAMPDIFF(MICROSECOND, NOW(6), h.expires_at), l.token
+FROM turnstile_locks l LEFT JOIN turnstile_holds h
+	ON h.name = l.name AND h.kind IN (?, ?) AND h.expires_at > NOW(6)
+WHERE l.name = ?`
+	// The live holders in two kinds of the first names in [?, ?) (no
+	// upper bound when the first ? is true), in byte order through the
+	// primary key. The table keeps live holders only, so the scan's cost
+	// grows with the holders, not with the names ever locked.
+	sqlKindsList = `SELECT h.name, h.owner, h.token, TIMESTAMPDIFF(MICROSECOND, NOW(6), h.expires_at), l.token
+FROM (SELECT DISTINCT name FROM turnstile_holds
+	WHERE name >= ? AND (? OR name < ?) AND kind IN (?, ?) AND expires_at > NOW(6) ORDER BY name LIMIT ?) ks
+JOIN turnstile_holds h ON h.name = ks.name JOIN turnstile_locks l ON l.name = ks.name
+WHERE h.kind IN (?, ?) AND h.expires_at > NOW(6) ORDER BY h.name`
+)
+
+// kinds are the two holders' kinds that make up the view's lock: both
+// sides of a read-write lock, or the view's kind twice.
+func (v *kindView) kinds() (string, string) {
+	if v.kind == "read" || v.kind == "write" {
+		return "read", "write"
+	}
+	return v.kind, v.kind
+}
+
+// Inspect implements driver.Inspector with one query: the key's live
+// holders of the view's kind (readers and writer alike for either side
+// of a read-write lock), each with its token and time left on the
+// server's clock. Token is the name's last token, of any kind; the store
+// keeps no queue, so Waiters is -1.
+func (v *kindView) Inspect(ctx context.Context, key string) (driver.LockState, error) {
+	if err := ctx.Err(); err != nil {
+		return driver.LockState{}, err
+	}
+	name := LockName(key)
+	k1, k2 := v.kinds()
+	var states []driver.LockState
+	err := v.conn(ctx, name, "inspect", func(ctx context.Context, c *sql.Conn) error {
+		var err error
+		states, err = readHolders(c.QueryContext(ctx, sqlKindsInspect, k1, k2, name))
+		return err
+	})
+	if err != nil {
+		return driver.LockState{}, err
+	}
+	st := driver.LockState{Key: key, Waiters: -1}
+	if len(states) > 0 {
+		st.Held, st.Holders, st.Token = states[0].Held, states[0].Holders, states[0].Token
+	}
+	return st, nil
+}
+
+// List implements driver.Inspector with one query over the holders of
+// the view's kind whose lock names start with prefix; as for the plain
+// lock, keys longer than 64 bytes are listed under their hashed names.
+func (v *kindView) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
+	if limit <= 0 {
+		return nil, false, fmt.Errorf("%w: %s: list limit %d must be positive", turnstile.ErrInvalidOption, v.Name(), limit)
+	}
+	if len(prefix) > maxNameLen {
+		return nil, false, fmt.Errorf("%w: %s: list prefix is %d bytes; keys longer than %d bytes are stored under hashed names (see LockName), so no longer prefix can match", turnstile.ErrInvalidKey, v.Name(), len(prefix), maxNameLen)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	end, bounded := successor([]byte(prefix))
+	k1, k2 := v.kinds()
+	var states []driver.LockState
+	err := v.conn(ctx, prefix, "list", func(ctx context.Context, c *sql.Conn) error {
+		var err error
+		states, err = readHolders(c.QueryContext(ctx, sqlKindsList, []byte(prefix), !bounded, end, k1, k2, limit+1, k1, k2))
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if len(states) > limit {
+		return states[:limit], true, nil
+	}
+	return states, false, nil
+}
+
+// readHolders gathers rows (name, owner, token, µs left, name's token)
+// into one state per name, in the order of the rows.
+func readHolders(rows *sql.Rows, err error) ([]driver.LockState, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var states []driver.LockState
+	for rows.Next() {
+		var (
+			name  string
+			owner sql.NullString
+			token sql.Null[uint64]
+			left  sql.NullInt64
+			last  uint64
+		)
+		if err := rows.Scan(&name, &owner, &token, &left, &last); err != nil {
+			return nil, err
+		}
+		if len(states) == 0 || states[len(states)-1].Key != name {
+			states = append(states, driver.LockState{Key: name, Token: last, Waiters: -1})
+		}
+		st := &states[len(states)-1]
+		if owner.Valid && token.Valid && left.Valid && left.Int64 > 0 {
+			st.Held = true
+			st.Holders = append(st.Holders, driver.Holder{Owner: owner.String, Token: token.V, TTL: time.Duration(left.Int64) * time.Microsecond})
+		}
+	}
+	return states, rows.Err()
+}
