@@ -31,6 +31,7 @@ type Backend struct {
 	done    chan struct{}  // closed by Close: ends release subscriptions
 	bg      sync.WaitGroup // every goroutine a call started
 	pending tracker        // cleanups and late answers, per key and owner
+	views   []*Backend     // the lock kinds' views made from it (kinds.go), closed with it
 }
 
 // node is one member store and the capabilities it has.
@@ -131,8 +132,11 @@ func (b *Backend) Close() error {
 	b.closed = true
 	close(b.done)
 	b.mu.Unlock()
-	b.bg.Wait()
 	var errs []error
+	if err := b.closeViews(); err != nil {
+		errs = append(errs, err)
+	}
+	b.bg.Wait()
 	if b.cfg.closeNodes {
 		for _, n := range b.nodes {
 			if c, ok := n.b.(io.Closer); ok {
