@@ -99,15 +99,15 @@ func newBreaker(b *Backend) *gobreaker.CircuitBreaker[bool] {
 // passed, by which time every lock the old store granted has expired.
 func (b *Backend) stateChanged(from, to State) {
 	now := time.Now()
-	b.mu.Lock()
+	b.sw.mu.Lock()
 	switched := target(from) != target(to)
 	if switched {
-		b.epoch++
-		b.target = target(to)
-		b.gateUntil = now.Add(b.cfg.grace)
+		b.sw.epoch++
+		b.sw.target = target(to)
+		b.sw.gateUntil = now.Add(b.cfg.grace)
 	}
-	serving := b.target
-	b.mu.Unlock()
+	serving := b.sw.target
+	b.sw.mu.Unlock()
 
 	level := slog.LevelInfo
 	if to == StateOpen {
@@ -129,14 +129,14 @@ func (b *Backend) stateChanged(from, to State) {
 // route returns the store that serves acquisitions now, the current epoch,
 // and whether that store must still refuse new locks (grace not over).
 func (b *Backend) route() (s store, epoch uint64, gated bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.target, b.epoch, time.Now().Before(b.gateUntil)
+	b.sw.mu.Lock()
+	defer b.sw.mu.Unlock()
+	return b.sw.target, b.sw.epoch, time.Now().Before(b.sw.gateUntil)
 }
 
 // currentEpoch returns the epoch and the store serving it.
 func (b *Backend) currentEpoch() (uint64, store) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.epoch, b.target
+	b.sw.mu.Lock()
+	defer b.sw.mu.Unlock()
+	return b.sw.epoch, b.sw.target
 }

@@ -23,6 +23,13 @@ type Backend struct {
 	cb     *gobreaker.CircuitBreaker[bool]
 	leases leases
 
+	sw *switchState // which store serves acquisitions; shared with the lock kinds' views
+}
+
+// switchState is which store serves acquisitions, shared by a Backend
+// and the views of the lock kinds made from it, so that they switch
+// stores together, with one grace.
+type switchState struct {
 	mu        sync.Mutex // guards the fields below
 	target    store      // the store that serves acquisitions
 	epoch     uint64     // incremented at every change of target
@@ -48,7 +55,7 @@ func New(primary, secondary driver.Backend, opts ...Option) (*Backend, error) {
 	if driver.Same(primary, secondary) {
 		return nil, fmt.Errorf("%w: fallback primary and secondary are the same backend", turnstile.ErrInvalidOption)
 	}
-	b := &Backend{stores: [2]driver.Backend{primary, secondary}, cfg: cfg} // serving the primary
+	b := &Backend{stores: [2]driver.Backend{primary, secondary}, cfg: cfg, sw: &switchState{}} // serving the primary
 	b.names = [2]string{driver.Name(primary), driver.Name(secondary)}
 	b.cb = newBreaker(b)
 	return b, nil
@@ -83,7 +90,8 @@ func (b *Backend) check(ctx context.Context, ttl time.Duration) error {
 
 // do runs f on store s. Calls to the primary pass through the breaker,
 // which counts store errors (not "not acquired" or "not held" answers,
-// and not errors caused by the caller's context ending) as failures.
+// not errors caused by the caller's context ending, and not refusals
+// matching turnstile.ErrInvalidOption) as failures.
 func (b *Backend) do(ctx context.Context, s store, f func(driver.Backend) error) error {
 	if s == secondary {
 		if err := f(b.stores[secondary]); err != nil {
@@ -93,7 +101,10 @@ func (b *Backend) do(ctx context.Context, s store, f func(driver.Backend) error)
 	}
 	_, err := b.cb.Execute(func() (bool, error) {
 		err := f(b.stores[primary])
-		if err != nil && ctx.Err() != nil {
+		if err != nil && (ctx.Err() != nil || errors.Is(err, turnstile.ErrInvalidOption)) {
+			// The caller gave up, or asked what no store grants (a
+			// semaphore's number of permits other than the one its
+			// holders hold): neither says anything about the store.
 			return false, &callerDoneError{err}
 		}
 		return false, err
