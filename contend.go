@@ -85,9 +85,11 @@ func (k *contender) try(ctx context.Context) (*Lease, error) {
 		if ctx.Err() != nil {
 			return nil, k.fail(errors.Join(context.Cause(ctx), err))
 		}
-		if errors.Is(err, ErrPermission) {
-			// The store refuses this user the lock: asking again gets
-			// the same answer until someone changes its permissions.
+		if errors.Is(err, ErrPermission) || errors.Is(err, ErrInvalidOption) {
+			// The store refuses this user the lock, or this view's
+			// settings (a semaphore's number of permits that differs
+			// from its holders'): asking again gets the same answer
+			// until someone changes the permissions or the settings.
 			return nil, k.fail(err)
 		}
 		k.lastErr = err

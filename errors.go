@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/turnstilelock/turnstile/driver"
 )
 
 // Sentinel errors. Every error turnstile returns wraps one of these (or a
@@ -34,7 +36,7 @@ var (
 
 	// ErrInvalidOption: an option has a value that cannot work (negative
 	// retries, a renewal interval not shorter than the TTL, ...).
-	ErrInvalidOption = errors.New("turnstile: invalid option")
+	ErrInvalidOption = driver.ErrInvalidOption
 
 	// ErrNilBackend: New was given a nil backend.
 	ErrNilBackend = errors.New("turnstile: nil backend")

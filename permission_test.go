@@ -11,10 +11,11 @@ import (
 	"github.com/turnstilelock/turnstile"
 )
 
-// TestPermissionEndsTheWait: a store that refuses the user a permission
-// ends Acquire at its first attempt, however patient the Backoff, with an
-// error that is ErrPermission and still says what was refused; other
-// store failures are retried.
+// TestPermissionEndsTheWait: a store that refuses the user a permission,
+// or the view's settings (a semaphore's other number of permits), ends
+// Acquire at its first attempt, however patient the Backoff, with an
+// error that is ErrPermission or ErrInvalidOption and still says what was
+// refused; other store failures are retried.
 func TestPermissionEndsTheWait(t *testing.T) {
 	refused := fmt.Errorf("%w: NOPERM no permissions to run the 'evalsha' command", turnstile.ErrPermission)
 	for _, c := range []struct {
@@ -23,6 +24,7 @@ func TestPermissionEndsTheWait(t *testing.T) {
 		wantTries int32
 	}{
 		{"permission", refused, 1},
+		{"settings", fmt.Errorf("%w: the permits of \"k\" are held with 2 permits; this semaphore has 3", turnstile.ErrInvalidOption), 1},
 		{"other failure", errFlaky, 4},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,5 +1,12 @@
 package driver
 
+import "errors"
+
+// ErrInvalidOption is turnstile.ErrInvalidOption, here so that backends
+// that package turnstile itself imports (memory, for mem:// URLs) can
+// return errors matching it.
+var ErrInvalidOption = errors.New("turnstile: invalid option")
+
 // The lock kinds beside the plain lock. A backend offers each kind it can
 // give safely by implementing that kind's interface; each returns a view
 // of the backend that is itself a Backend, to pass to turnstile.New. A

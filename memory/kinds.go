@@ -147,9 +147,7 @@ func listStates[H any](ctx context.Context, mu *kinds, m func() map[string]H, pr
 
 // PermitsError is the refusal of a semaphore's permit while the key's
 // permits are held with another number. It matches
-// turnstile.ErrInvalidOption (errors.Is). Package memory cannot import
-// package turnstile, which opens mem:// URLs with it, so the match is by
-// that error's text, which the package's tests pin.
+// turnstile.ErrInvalidOption (errors.Is).
 type PermitsError struct {
 	Key   string
 	Held  int // the number the key's permits are held with
@@ -157,21 +155,13 @@ type PermitsError struct {
 }
 
 func (e *PermitsError) Error() string {
-	return fmt.Sprintf("%s: the permits of %q are held with %d permits; this semaphore has %d", invalidOption, e.Key, e.Held, e.Asked)
+	return fmt.Sprintf("%v: the permits of %q are held with %d permits; this semaphore has %d", driver.ErrInvalidOption, e.Key, e.Held, e.Asked)
 }
 
-// invalidOption is turnstile.ErrInvalidOption's text.
-const invalidOption = "turnstile: invalid option"
-
-// Is reports whether target is turnstile.ErrInvalidOption.
-func (e *PermitsError) Is(target error) bool {
-	return target != nil && target.Error() == invalidOption
-}
+// Unwrap makes a PermitsError match turnstile.ErrInvalidOption.
+func (e *PermitsError) Unwrap() error { return driver.ErrInvalidOption }
 
 // optionError is the refusal of a Semaphore's number of permits outside
 // [1, MaxPermits] or of a negative writer claim; it matches
-// turnstile.ErrInvalidOption as PermitsError does.
-type optionError string
-
-func (e optionError) Error() string        { return invalidOption + ": " + string(e) }
-func (e optionError) Is(target error) bool { return target != nil && target.Error() == invalidOption }
+// turnstile.ErrInvalidOption.
+func optionError(msg string) error { return fmt.Errorf("%w: %s", driver.ErrInvalidOption, msg) }

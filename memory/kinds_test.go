@@ -76,8 +76,7 @@ func TestKindViewsRefuseBadOptions(t *testing.T) {
 
 // TestSemaphoreNumberForgotten: the stored number goes with the last
 // permit, whether released or expired, and the refusal names both
-// numbers and matches turnstile.ErrInvalidOption (the text package memory
-// matches it by).
+// numbers and matches turnstile.ErrInvalidOption.
 func TestSemaphoreNumberForgotten(t *testing.T) {
 	ctx := context.Background()
 	b := memory.New()
