@@ -120,10 +120,13 @@ func (o *runOptions) kindFlag() string {
 
 // kindStores says which stores have o's lock kind.
 func (o *runOptions) kindStores() string {
-	if o.kind == kindFair {
-		return "a store with a fair queue (redis, rediss, etcd or zookeeper)"
+	switch o.kind {
+	case kindFair:
+		return "a store with a fair queue (mem, redis, rediss, etcd or zookeeper)"
+	case kindSemaphore:
+		return "a store with semaphores (every store but redlock)"
 	}
-	return "a store with read-write locks and semaphores (redis or rediss)"
+	return "a store with read-write locks"
 }
 
 // scheme is the scheme of o's backend URL ("postgres"), for messages:

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/testserver"
+	"github.com/turnstilelock/turnstile/memory"
 )
 
 // startLogged starts turnstile with args, its stderr going to the file
@@ -196,9 +201,6 @@ func TestRunKindUsageErrors(t *testing.T) {
 		{[]string{"--semaphore", "2", "--exclusive"}, "exclude each other"},
 		{[]string{"--semaphore", "0"}, "from 1 to"},
 		{[]string{"--semaphore", "two"}, "from 1 to"},
-		{[]string{"--backend", "mem://", "--shared"}, "--shared needs a store with read-write locks"},
-		{[]string{"--backend", "mem://", "--semaphore", "3"}, "--semaphore 3 needs"},
-		{[]string{"--backend", "mem://", "--fair"}, "--fair needs a store with a fair queue"},
 	} {
 		args := append(append([]string{"run", "--key", "k"}, tc.args...), "--", "touch", ran)
 		r := runTurnstile(t, nil, args...)
@@ -211,5 +213,51 @@ func TestRunKindUsageErrors(t *testing.T) {
 	}
 	if exists(ran) {
 		t.Fatal("a command ran despite a usage error")
+	}
+}
+
+// plainStore is a backend with the plain lock only.
+type plainStore struct{ driver.Backend }
+
+func (plainStore) Name() string { return "plain" }
+
+// TestKindClientStoreWithoutKind: a kind the store lacks is a usage error
+// naming the flag, the stores that have it and the URL's scheme; the
+// Client is closed.
+func TestKindClientStoreWithoutKind(t *testing.T) {
+	for _, tc := range []struct {
+		o    runOptions
+		want string
+	}{
+		{runOptions{kind: kindShared}, "--shared needs a store with read-write locks; postgres:// has none"},
+		{runOptions{kind: kindExclusive}, "--exclusive needs a store with read-write locks"},
+		{runOptions{kind: kindSemaphore, permits: 3}, "--semaphore 3 needs a store with semaphores (every store but redlock)"},
+		{runOptions{kind: kindFair}, "--fair needs a store with a fair queue"},
+	} {
+		c, err := turnstile.New(plainStore{memory.New()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.o.backend = "postgres://u@h/db"
+		kc, err := tc.o.kindClient(c, nil)
+		if kc != nil || !errors.Is(err, errNoKind) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, %v; want errNoKind with %q", tc.o.kindFlag(), kc, err, tc.want)
+		}
+		if _, err := c.TryAcquire(context.Background(), "k"); !errors.Is(err, turnstile.ErrClosed) {
+			t.Errorf("%s: the Client is open after the refusal: %v", tc.o.kindFlag(), err)
+		}
+	}
+}
+
+// TestRunKindsInMemory: the in-process store has every kind the command
+// offers.
+func TestRunKindsInMemory(t *testing.T) {
+	t.Parallel()
+	for _, kind := range [][]string{{"--shared"}, {"--exclusive"}, {"--semaphore", "3"}, {"--fair"}} {
+		ran := filepath.Join(t.TempDir(), "ran")
+		args := append(append([]string{"run", "--backend", "mem://", "--key", "k"}, kind...), "--", "touch", ran)
+		if r := runTurnstile(t, nil, args...); r.code != 0 || !exists(ran) {
+			t.Errorf("%q on mem://: exit code %d, ran %v; stderr:\n%s", kind, r.code, exists(ran), r.stderr)
+		}
 	}
 }

@@ -303,17 +303,18 @@ Lock kinds (one at most; default: the plain lock, held by one at a time):
                  wait while it waits (writers go first). The read-write
                  lock on KEY is not the plain lock on KEY: runs that share
                  data through it must all give --shared or --exclusive.
-  --semaphore N  hold one of N permits on KEY: up to N runs at once. Every
-                 run on KEY must give the same N. Not the plain lock on KEY.
+  --semaphore N  hold one of N permits on KEY: up to N runs at once. The
+                 store keeps N with the permits: while any is held, a run
+                 with another N is refused. Not the plain lock on KEY.
   --fair         wait in a first-come, first-served line for the plain lock
                  on KEY, printing "turnstile: you are N-th in line for KEY"
-                 on stderr whenever the place changes (Redis; a plain run
-                 may still take a free lock ahead of the line). On etcd and
-                 ZooKeeper every run waits in line already and the store
-                 reports no places.
---shared, --exclusive and --semaphore need a redis:// or rediss:// store,
---fair one of those or etcd:// or zookeeper://; on another store they are a
-usage error (64).
+                 on stderr whenever the place changes (on Redis a plain run
+                 may still take a free lock ahead of the line; on etcd and
+                 ZooKeeper every run waits in line already).
+Every store has --shared and --exclusive; --semaphore every store but
+redlock:// (a quorum of per-node semaphores cannot bound the holders);
+--fair mem://, redis://, rediss://, etcd:// and zookeeper:// (a store with a
+queue in it). On another store a kind is a usage error (64).
 
 Leader election (instead of --key and a lock kind):
   --leader NAME  campaign to lead the election NAME and run COMMAND while
