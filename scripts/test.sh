@@ -73,8 +73,9 @@ status=0
 echo "== go test (tests built only without -race)"
 # Only the packages that have such tests: building every package's tests
 # without -race as well would double the compile time of the run.
-for f in $(grep -rl --include='*_test.go' '^//go:build !race' . | sort); do
-	names=$(grep -ho '^func \(Test[A-Za-z0-9_]*\)' "$f" | sed 's/^func //' | paste -sd'|' -)
+for f in $(grep -rl --include='*_test.go' '^//go:build !race' . | sort || true); do
+	# A file of such a package may hold no test (grep finds none: not an error).
+	names=$( (grep -ho '^func \(Test[A-Za-z0-9_]*\)' "$f" || true) | sed 's/^func //' | paste -sd'|' -)
 	if [ -n "$names" ]; then
 		(cd "$(dirname "$f")" && go test -count=1 -timeout 15m -run "^($names)\$" "$@" .) || status=1
 	fi
