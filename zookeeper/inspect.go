@@ -115,7 +115,17 @@ func (b *Backend) inspect(ctx context.Context, key string) (driver.LockState, []
 // them in key order, listBatch at a time, until it has found limit held
 // locks and one more. So its cost is one listing of all keys plus two
 // reads per key under prefix it looks at.
-func (b *Backend) List(ctx context.Context, prefix string, limit int) (_ []driver.LockState, _ bool, err error) {
+func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
+	return b.listDirs(ctx, prefix, limit, func(n string) (string, bool) { return n, true }, b.Inspect)
+}
+
+// listDirs lists the held locks whose directories are children of the
+// root: dirOf says whether a child's name is a directory of the kind
+// listed and gives its escaped key, inspect reads one key's state. It
+// reads the names once, keeps the keys that start with prefix, and
+// inspects them in key order, listBatch at a time, until it has found
+// limit held keys and one more.
+func (b *Backend) listDirs(ctx context.Context, prefix string, limit int, dirOf func(name string) (string, bool), inspect func(context.Context, string) (driver.LockState, error)) (_ []driver.LockState, _ bool, err error) {
 	defer func() { err = b.permission(err, "list the locks under "+b.root) }()
 	if limit <= 0 {
 		return nil, false, fmt.Errorf("%w: zookeeper: list limit %d must be positive", turnstile.ErrInvalidOption, limit)
@@ -136,10 +146,11 @@ func (b *Backend) List(ctx context.Context, prefix string, limit int) (_ []drive
 	ep := escape(prefix)
 	var keys []string
 	for _, n := range names {
-		if !strings.HasPrefix(n, ep) {
+		base, ok := dirOf(n)
+		if !ok || !strings.HasPrefix(base, ep) {
 			continue
 		}
-		if k, ok := unescape(n); ok {
+		if k, ok := unescape(base); ok {
 			keys = append(keys, k)
 		}
 	}
@@ -152,7 +163,7 @@ func (b *Backend) List(ctx context.Context, prefix string, limit int) (_ []drive
 		errs := make([]error, len(batch))
 		var wg sync.WaitGroup
 		for i, k := range batch {
-			wg.Go(func() { states[i], errs[i] = b.Inspect(ctx, k) })
+			wg.Go(func() { states[i], errs[i] = inspect(ctx, k) })
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {

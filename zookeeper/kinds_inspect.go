@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 )
 
@@ -164,63 +162,13 @@ func (b *Backend) inspectKindRetry(ctx context.Context, key, kind string, by mem
 	}
 }
 
-// listKind is List over the directories of kind: it reads the names
-// under the root once, keeps the kind's directories of keys that start
-// with prefix, and inspects them in key order, listBatch at a time,
-// until it has found limit held keys and one more.
-func (b *Backend) listKind(ctx context.Context, kind, prefix string, limit int, by members) (_ []driver.LockState, _ bool, err error) {
-	defer func() { err = b.permission(err, "list the locks under "+b.root) }()
-	if limit <= 0 {
-		return nil, false, fmt.Errorf("%w: zookeeper: list limit %d must be positive", turnstile.ErrInvalidOption, limit)
-	}
-	if err := b.live(); err != nil {
-		return nil, false, err
-	}
-	names, err := call(ctx, func() ([]string, error) {
-		c, _, err := b.conn.Children(b.root)
-		return c, err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("zookeeper: list %s: %w", b.root, err)
-	}
-	ep := escape(prefix)
-	var keys []string
-	for _, n := range names {
-		base, ok := strings.CutSuffix(n, "."+kind)
-		if !ok || !strings.HasPrefix(base, ep) {
-			continue
-		}
-		if k, ok := unescape(base); ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	var out []driver.LockState
-	for lo := 0; lo < len(keys) && len(out) <= limit; lo += listBatch {
-		batch := keys[lo:min(lo+listBatch, len(keys))]
-		states := make([]driver.LockState, len(batch))
-		errs := make([]error, len(batch))
-		var wg sync.WaitGroup
-		for i, k := range batch {
-			wg.Go(func() { states[i], errs[i] = b.inspectKindRetry(ctx, k, kind, by) })
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return nil, false, err
-		}
-		for _, st := range states {
-			if st.Held {
-				out = append(out, st)
-			}
-		}
-	}
-	if len(out) > limit {
-		return out[:limit], true, nil
-	}
-	return out, false, nil
+// listKind is List over the directories of kind.
+func (b *Backend) listKind(ctx context.Context, kind, prefix string, limit int, by members) ([]driver.LockState, bool, error) {
+	return b.listDirs(ctx, prefix, limit,
+		func(n string) (string, bool) { return strings.CutSuffix(n, "."+kind) },
+		func(ctx context.Context, k string) (driver.LockState, error) {
+			return b.inspectKindRetry(ctx, k, kind, by)
+		})
 }
 
 // forceReleaseKind deletes the holders' nodes of key's directory of kind
