@@ -72,6 +72,22 @@ func (rw *RWLock) hold(key string, now time.Time) *rwHold {
 	return h
 }
 
+// change runs f on key's hold under the kinds' lock, with the time, and
+// forgets the hold if f left it empty: the renewals and releases of both
+// sides.
+func (rw *RWLock) change(ctx context.Context, key string, f func(h *rwHold, now time.Time) bool) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	k := &rw.b.kinds
+	k.lock()
+	defer k.mu.Unlock()
+	now := time.Now()
+	h := rw.hold(key, now)
+	defer rw.tidy(key, h)
+	return f(h, now), nil
+}
+
 // tidy forgets key's lock once nothing is left of it.
 func (rw *RWLock) tidy(key string, h *rwHold) {
 	if h.writer == "" && len(h.readers) == 0 && len(h.claims) == 0 {
@@ -123,20 +139,13 @@ func (r *ReadLock) Acquire(ctx context.Context, key, owner string, ttl time.Dura
 
 // Extend implements driver.Backend.
 func (r *ReadLock) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	k := &r.rw.b.kinds
-	k.lock()
-	defer k.mu.Unlock()
-	now := time.Now()
-	h := r.rw.hold(key, now)
-	defer r.rw.tidy(key, h)
-	if !h.readers.live(owner, now) {
-		return false, nil
-	}
-	h.readers[owner] = now.Add(ttl)
-	return true, nil
+	return r.rw.change(ctx, key, func(h *rwHold, now time.Time) bool {
+		if !h.readers.live(owner, now) {
+			return false
+		}
+		h.readers[owner] = now.Add(ttl)
+		return true
+	})
 }
 
 // ExtendMany implements driver.BatchExtender.
@@ -146,21 +155,14 @@ func (r *ReadLock) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) 
 
 // Release implements driver.Backend.
 func (r *ReadLock) Release(ctx context.Context, key, owner string) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	k := &r.rw.b.kinds
-	k.lock()
-	defer k.mu.Unlock()
-	now := time.Now()
-	h := r.rw.hold(key, now)
-	defer r.rw.tidy(key, h)
-	if !h.readers.live(owner, now) {
-		return false, nil
-	}
-	delete(h.readers, owner)
-	delete(h.rtokens, owner)
-	return true, nil
+	return r.rw.change(ctx, key, func(h *rwHold, now time.Time) bool {
+		if !h.readers.live(owner, now) {
+			return false
+		}
+		delete(h.readers, owner)
+		delete(h.rtokens, owner)
+		return true
+	})
 }
 
 // Name implements driver.Namer.
@@ -189,20 +191,13 @@ func (w *WriteLock) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 
 // Extend implements driver.Backend.
 func (w *WriteLock) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	k := &w.rw.b.kinds
-	k.lock()
-	defer k.mu.Unlock()
-	now := time.Now()
-	h := w.rw.hold(key, now)
-	defer w.rw.tidy(key, h)
-	if h.writer != owner {
-		return false, nil
-	}
-	h.wexp = now.Add(ttl)
-	return true, nil
+	return w.rw.change(ctx, key, func(h *rwHold, now time.Time) bool {
+		if h.writer != owner {
+			return false
+		}
+		h.wexp = now.Add(ttl)
+		return true
+	})
 }
 
 // ExtendMany implements driver.BatchExtender.
@@ -212,18 +207,11 @@ func (w *WriteLock) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest)
 
 // Release implements driver.Backend.
 func (w *WriteLock) Release(ctx context.Context, key, owner string) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	k := &w.rw.b.kinds
-	k.lock()
-	defer k.mu.Unlock()
-	now := time.Now()
-	h := w.rw.hold(key, now)
-	defer w.rw.tidy(key, h)
-	if h.writer != owner {
-		return false, nil
-	}
-	h.writer = ""
-	return true, nil
+	return w.rw.change(ctx, key, func(h *rwHold, _ time.Time) bool {
+		if h.writer != owner {
+			return false
+		}
+		h.writer = ""
+		return true
+	})
 }
