@@ -34,6 +34,7 @@ type Server struct {
 	extra []string // more redis-server arguments, e.g. cluster mode
 	tls   *TLS     // nil: plain text on port
 	dial  *tls.Config
+	clock *proc.Clock // run under this wrong clock, or nil
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -121,6 +122,9 @@ func (s *Server) start() error {
 		"--logfile", filepath.Join(s.dir, "redis.log"),
 	)
 	cmd.Args = append(cmd.Args, s.extra...)
+	if s.clock != nil {
+		s.clock.Apply(cmd)
+	}
 	proc.DieWithParent(cmd)
 	_, err := proc.Start(cmd, "redis-server", filepath.Join(s.dir, "redis.log"), 10*time.Second, 10*time.Millisecond, func() bool { reply, err := s.Do("PING"); return err == nil && reply == "PONG" })
 	if err != nil {

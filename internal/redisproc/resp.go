@@ -1,0 +1,124 @@
+package redisproc
+
+import (
+	"bufio"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Call sends one command and returns its whole reply: a string for a
+// simple or bulk string, an int64 for an integer, nil for a null, []any
+// for an array (of the same), and a Redis error reply as an error. Unlike
+// Do it reads arrays, such as the replies of ROLE, CLUSTER SLOTS and
+// CLUSTER GETKEYSINSLOT. It is for set-up and inspection, not load.
+func (s *Server) Call(args ...string) (any, error) {
+	replies, err := s.exchange([][]string{args})
+	if err != nil {
+		return nil, err
+	}
+	if e, ok := replies[0].(error); ok {
+		return nil, e
+	}
+	return replies[0], nil
+}
+
+// exchange sends cmds on one connection, in order, and returns their
+// replies; an error reply is an error value in its place, so that a
+// command after ASKING can be told from the ASKING.
+func (s *Server) exchange(cmds [][]string) ([]any, error) {
+	var conn net.Conn
+	var err error
+	if s.dial != nil {
+		conn, err = tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", s.Addr(), s.dial)
+	} else {
+		conn, err = net.DialTimeout("tcp", s.Addr(), time.Second)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	var b strings.Builder
+	for _, args := range cmds {
+		fmt.Fprintf(&b, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+		}
+	}
+	if _, err := io.WriteString(conn, b.String()); err != nil {
+		return nil, err
+	}
+	rd := bufio.NewReader(conn)
+	replies := make([]any, len(cmds))
+	for i := range cmds {
+		if replies[i], err = readReply(rd, 0); err != nil {
+			return nil, err
+		}
+	}
+	return replies, nil
+}
+
+// replyError is a Redis error reply.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+
+// readReply reads one RESP2 reply; depth bounds the nesting of arrays.
+func readReply(rd *bufio.Reader, depth int) (any, error) {
+	if depth > 8 {
+		return nil, errors.New("reply nested too deep")
+	}
+	line, err := rd.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return nil, errors.New("empty reply")
+	}
+	switch line[0] {
+	case '+':
+		return line[1:], nil
+	case '-':
+		return replyError(line[1:]), nil
+	case ':':
+		return strconv.ParseInt(line[1:], 10, 64)
+	case '$':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil {
+			return nil, fmt.Errorf("bad bulk length %q", line)
+		}
+		if n < 0 {
+			return nil, nil
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(rd, buf); err != nil {
+			return nil, err
+		}
+		return string(buf[:n]), nil
+	case '*':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil {
+			return nil, fmt.Errorf("bad array length %q", line)
+		}
+		if n < 0 {
+			return nil, nil
+		}
+		out := make([]any, 0, min(n, 1024))
+		for range n {
+			v, err := readReply(rd, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unexpected reply %q", line)
+}
