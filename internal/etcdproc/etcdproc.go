@@ -52,9 +52,16 @@ type Server struct {
 	serverKey  string
 	httpc      *http.Client // for /health and the JSON gateway
 
+	// name and initialCluster make the server a member of a cluster
+	// (StartCluster); "" for a single-member server. extra are more
+	// etcd flags.
+	name, initialCluster string
+	extra                []string
+
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited <-chan struct{} // closed once the process has exited
+	paused bool            // stopped by Pause
 }
 
 // Available reports whether etcd is on PATH.
@@ -149,14 +156,18 @@ func (s *Server) start() error {
 		return err
 	}
 	defer logf.Close()
+	name, initialCluster := "turnstile-test", "turnstile-test="+peer
+	if s.name != "" {
+		name, initialCluster = s.name, s.initialCluster
+	}
 	args := []string{
-		"--name", "turnstile-test",
+		"--name", name,
 		"--data-dir", filepath.Join(s.dir, "data"),
 		"--listen-client-urls", client,
 		"--advertise-client-urls", client,
 		"--listen-peer-urls", peer,
 		"--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "turnstile-test=" + peer,
+		"--initial-cluster", initialCluster,
 		"--initial-cluster-state", "new",
 		"--logger", "zap",
 		"--log-level", "warn",
@@ -164,6 +175,7 @@ func (s *Server) start() error {
 	if s.certs != nil {
 		args = append(args, TLSFlags(s.serverCert, s.serverKey, s.certs.CA)...)
 	}
+	args = append(args, s.extra...)
 	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	proc.DieWithParent(cmd)
@@ -172,7 +184,7 @@ func (s *Server) start() error {
 		return err
 	}
 	s.mu.Lock()
-	s.cmd, s.exited = cmd, exited
+	s.cmd, s.exited, s.paused = cmd, exited, false
 	s.mu.Unlock()
 	return nil
 }
@@ -319,6 +331,12 @@ func PrefixEnd(prefix string) []byte {
 // gateway posts body as JSON to path on etcd's JSON gateway of the v3
 // API and decodes the answer into out.
 func (s *Server) gateway(path string, body, out any) error {
+	return s.gatewayWithin(10*time.Second, path, body, out)
+}
+
+// gatewayWithin is gateway with a timeout of its own: short for the
+// questions a fault-injection test asks of a member that may be paused.
+func (s *Server) gatewayWithin(timeout time.Duration, path string, body, out any) error {
 	data, err := json.Marshal(body)
 	if err != nil {
 		return err
@@ -329,7 +347,7 @@ func (s *Server) gateway(path string, body, out any) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	c := *s.httpc
-	c.Timeout = 10 * time.Second
+	c.Timeout = timeout
 	defer c.CloseIdleConnections()
 	resp, err := c.Do(req)
 	if err != nil {
@@ -352,7 +370,7 @@ func (s *Server) gateway(path string, body, out any) error {
 func (s *Server) Kill() {
 	s.mu.Lock()
 	cmd, exited := s.cmd, s.exited
-	s.cmd = nil
+	s.cmd, s.paused = nil, false
 	s.mu.Unlock()
 	if cmd == nil {
 		return

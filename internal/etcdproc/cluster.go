@@ -1,0 +1,263 @@
+package etcdproc
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/turnstilelock/turnstile/internal/proc"
+)
+
+// Cluster is an etcd cluster of several members, one etcd process each,
+// on loopback, whose members a fault-injection test pauses, kills and
+// restarts (see Server.Pause, Kill and Restart).
+type Cluster struct {
+	members []*Server
+	ids     []uint64 // the members' ids, by index; set at start
+}
+
+// A ClusterOption changes how StartCluster runs the members.
+type ClusterOption func(*clusterConfig)
+
+type clusterConfig struct {
+	heartbeat, election time.Duration
+}
+
+// WithElection sets the members' heartbeat interval and election timeout
+// (--heartbeat-interval, --election-timeout; etcd's defaults are 100 ms
+// and 1 s): a follower that hears no heartbeat for election starts an
+// election.
+func WithElection(heartbeat, election time.Duration) ClusterOption {
+	return func(c *clusterConfig) { c.heartbeat, c.election = heartbeat, election }
+}
+
+// MaxClusterMembers is the most members StartCluster starts.
+const MaxClusterMembers = 7
+
+// StartCluster starts a cluster of members etcd processes on free
+// loopback ports (a client and a peer port each), member i with its data
+// under dir/member<i>, and returns once every member is healthy and they
+// agree on a leader. Stop it with Kill.
+func StartCluster(dir string, members int, opts ...ClusterOption) (*Cluster, error) {
+	if members < 1 || members > MaxClusterMembers {
+		return nil, fmt.Errorf("start etcd cluster: %d members, want 1 to %d", members, MaxClusterMembers)
+	}
+	var cfg clusterConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.heartbeat < 0 || cfg.election < 0 || (cfg.heartbeat > 0 && cfg.election < 5*cfg.heartbeat) {
+		return nil, fmt.Errorf("start etcd cluster: election timeout %v must be at least 5 heartbeats of %v", cfg.election, cfg.heartbeat)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("start etcd cluster: %w", err)
+	}
+	var lastErr error
+	// A port that was free when picked may be taken before etcd binds
+	// it, and the members' ports are in each other's flags: a failed
+	// start is retried with every port picked again.
+	for attempt := range 3 {
+		c, err := startCluster(filepath.Join(dir, "attempt"+strconv.Itoa(attempt)), members, cfg)
+		if err == nil {
+			return c, nil
+		}
+		lastErr = err
+	}
+	return nil, fmt.Errorf("start etcd cluster: %w", lastErr)
+}
+
+func startCluster(dir string, members int, cfg clusterConfig) (*Cluster, error) {
+	bin, err := lookEtcd()
+	if err != nil {
+		return nil, err
+	}
+	ports := map[int]bool{}
+	free := func() (int, error) {
+		for range 20 {
+			p, err := proc.FreePort()
+			if err != nil {
+				return 0, err
+			}
+			if !ports[p] {
+				ports[p] = true
+				return p, nil
+			}
+		}
+		return 0, errors.New("no free loopback port")
+	}
+	c := &Cluster{}
+	var initial []string
+	for i := range members {
+		s := &Server{bin: bin, dir: filepath.Join(dir, "member"+strconv.Itoa(i)), name: "member" + strconv.Itoa(i)}
+		s.httpc = newHTTPClient()
+		if s.clientPort, err = free(); err != nil {
+			return nil, err
+		}
+		if s.peerPort, err = free(); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(s.dir, 0o700); err != nil {
+			return nil, err
+		}
+		initial = append(initial, s.name+"=http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(s.peerPort)))
+		c.members = append(c.members, s)
+	}
+	// A token of this cluster's own keeps members of clusters started
+	// earlier on the same ports from talking to these.
+	token := "turnstile-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	for _, s := range c.members {
+		s.initialCluster = strings.Join(initial, ",")
+		s.extra = []string{"--initial-cluster-token", token}
+		if cfg.heartbeat > 0 {
+			s.extra = append(s.extra,
+				"--heartbeat-interval", strconv.FormatInt(cfg.heartbeat.Milliseconds(), 10),
+				"--election-timeout", strconv.FormatInt(cfg.election.Milliseconds(), 10))
+		}
+	}
+	// Each member is healthy only once a quorum has elected a leader, so
+	// they start together.
+	errs := make([]error, members)
+	var wg sync.WaitGroup
+	for i, s := range c.members {
+		wg.Go(func() { errs[i] = s.start() })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		c.Kill()
+		return nil, err
+	}
+	c.ids = make([]uint64, members)
+	for i, s := range c.members {
+		var err error
+		if c.ids[i], _, err = s.Status(); err != nil {
+			c.Kill()
+			return nil, err
+		}
+	}
+	if err := c.WaitHealthy(30 * time.Second); err != nil {
+		c.Kill()
+		return nil, err
+	}
+	return c, nil
+}
+
+// lookEtcd finds the etcd binary.
+func lookEtcd() (string, error) {
+	bin, err := exec.LookPath("etcd")
+	if err != nil {
+		return "", ErrNotInstalled
+	}
+	return bin, nil
+}
+
+// newHTTPClient is the client a plain-text member is asked through.
+func newHTTPClient() *http.Client { return &http.Client{Timeout: time.Second} }
+
+// Members are the cluster's servers, by index: Leader names one by its
+// index, and each is paused, killed and restarted on its own.
+func (c *Cluster) Members() []*Server { return c.members }
+
+// Addrs are the members' client host:port addresses.
+func (c *Cluster) Addrs() []string {
+	addrs := make([]string, len(c.members))
+	for i, s := range c.members {
+		addrs[i] = s.Addr()
+	}
+	return addrs
+}
+
+// Endpoints are the members' client URLs, http://host:port, as etcd
+// clients want them.
+func (c *Cluster) Endpoints() []string {
+	eps := make([]string, len(c.members))
+	for i, s := range c.members {
+		eps[i] = s.Endpoint()
+	}
+	return eps
+}
+
+// URL is the cluster's turnstile URL, etcd://host1:port1,host2:port2,…
+// with every member.
+func (c *Cluster) URL() string { return "etcd://" + strings.Join(c.Addrs(), ",") }
+
+// Leader is the index in Members of the member the running, unpaused
+// members agree is their leader. It is an error when none answers, when
+// they name no leader or different ones (during an election), or when
+// the leader they name is not running.
+func (c *Cluster) Leader() (int, error) {
+	var leader uint64
+	asked := 0
+	for i, s := range c.members {
+		if s.PID() == 0 || s.Paused() {
+			continue
+		}
+		_, l, err := s.Status()
+		if err != nil {
+			return -1, fmt.Errorf("etcd member %d: %w", i, err)
+		}
+		if l == 0 {
+			return -1, fmt.Errorf("etcd member %d has no leader", i)
+		}
+		if asked > 0 && l != leader {
+			return -1, fmt.Errorf("etcd members disagree on the leader (%x, %x)", leader, l)
+		}
+		leader = l
+		asked++
+	}
+	if asked == 0 {
+		return -1, errors.New("no etcd member is running")
+	}
+	for i, id := range c.ids {
+		if id == leader {
+			if c.members[i].PID() == 0 || c.members[i].Paused() {
+				return -1, fmt.Errorf("etcd members still follow member %d, which is down", i)
+			}
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("etcd leader %x is no member of this cluster", leader)
+}
+
+// WaitHealthy waits until every running, unpaused member reports itself
+// healthy and they agree on a running leader, for at most timeout.
+func (c *Cluster) WaitHealthy(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := c.healthy()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("etcd cluster not healthy within %v: %w", timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (c *Cluster) healthy() error {
+	for i, s := range c.members {
+		if s.PID() == 0 || s.Paused() {
+			continue
+		}
+		if !s.healthy() {
+			return fmt.Errorf("etcd member %d is not healthy", i)
+		}
+	}
+	_, err := c.Leader()
+	return err
+}
+
+// Kill stops every member with SIGKILL.
+func (c *Cluster) Kill() {
+	for _, s := range c.members {
+		s.Kill()
+	}
+}

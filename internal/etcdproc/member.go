@@ -1,0 +1,127 @@
+package etcdproc
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/turnstilelock/turnstile/internal/proc"
+)
+
+var _ proc.Member = (*Server)(nil)
+
+// PID is the process id of the running server, or 0 after Kill.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// Pause stops the server with SIGSTOP: its peers and clients keep their
+// connections, but it answers none of them, nor sends heartbeats, until
+// Resume.
+func (s *Server) Pause() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return proc.ErrNotRunning
+	}
+	if err := proc.Pause(s.cmd.Process.Pid); err != nil {
+		return err
+	}
+	s.paused = true
+	return nil
+}
+
+// Resume continues a paused server.
+func (s *Server) Resume() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return proc.ErrNotRunning
+	}
+	if err := proc.Resume(s.cmd.Process.Pid); err != nil {
+		return err
+	}
+	s.paused = false
+	return nil
+}
+
+// Paused reports whether the server was stopped by Pause.
+func (s *Server) Paused() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paused
+}
+
+// Restart kills the server if it runs and starts it again on the same
+// ports with the same data directory, so that it keeps its data and, in
+// a cluster, rejoins as the same member. It returns once the server
+// reports itself healthy, which a cluster member does once it has a
+// leader again.
+func (s *Server) Restart() error {
+	s.Kill()
+	var err error
+	for range 10 {
+		if err = s.start(); err == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("restart etcd: %w", err)
+}
+
+// Put writes key = value through the server (which a follower forwards to
+// the leader), as a client's put does.
+func (s *Server) Put(key, value string) error {
+	return s.gateway("/v3/kv/put", map[string]string{
+		"key":   base64.StdEncoding.EncodeToString([]byte(key)),
+		"value": base64.StdEncoding.EncodeToString([]byte(value)),
+	}, nil)
+}
+
+// LocalGet reads key from the server's own copy of the data (a
+// serializable read, which asks no leader), and reports whether it was
+// there: what a member that rejoined has caught up on.
+func (s *Server) LocalGet(key string) (value string, ok bool, err error) {
+	var out struct {
+		KVs []struct {
+			Value []byte `json:"value"`
+		} `json:"kvs"`
+	}
+	err = s.gatewayWithin(2*time.Second, "/v3/kv/range", map[string]any{
+		"key":          base64.StdEncoding.EncodeToString([]byte(key)),
+		"serializable": true,
+	}, &out)
+	if err != nil || len(out.KVs) == 0 {
+		return "", false, err
+	}
+	return string(out.KVs[0].Value), true, nil
+}
+
+// Status asks the server's maintenance API for its own member id and
+// the id of the member it follows as leader (0: none).
+func (s *Server) Status() (member, leader uint64, err error) {
+	var out struct {
+		Header struct {
+			MemberID string `json:"member_id"`
+		} `json:"header"`
+		Leader string `json:"leader"`
+	}
+	if err := s.gatewayWithin(time.Second, "/v3/maintenance/status", map[string]string{}, &out); err != nil {
+		return 0, 0, err
+	}
+	if member, err = strconv.ParseUint(out.Header.MemberID, 10, 64); err != nil {
+		return 0, 0, fmt.Errorf("etcdproc: status: member id %q", out.Header.MemberID)
+	}
+	if out.Leader != "" {
+		if leader, err = strconv.ParseUint(out.Leader, 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("etcdproc: status: leader %q", out.Leader)
+		}
+	}
+	return member, leader, nil
+}
