@@ -46,9 +46,14 @@ type Server struct {
 	tlsPort int            // secureClientPort, or 0
 	certs   *testcerts.Set // of the TLS port, or nil
 
+	// member is set for a server of an ensemble (StartEnsemble), nil
+	// for a standalone one.
+	member *ensembleMember
+
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited <-chan struct{} // closed once the process has exited
+	paused bool            // stopped by Pause
 }
 
 // Available reports whether java and the ZooKeeper jar are installed.
@@ -237,7 +242,7 @@ func (s *Server) ping() error {
 func (s *Server) Kill() {
 	s.mu.Lock()
 	cmd, exited := s.cmd, s.exited
-	s.cmd, s.exited = nil, nil
+	s.cmd, s.exited, s.paused = nil, nil, false
 	s.mu.Unlock()
 	if cmd == nil {
 		return

@@ -1,0 +1,326 @@
+package zkproc
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/turnstilelock/turnstile/internal/proc"
+)
+
+// Ensemble is a replicated ZooKeeper service of several servers, one JVM
+// each, on loopback, whose members a fault-injection test pauses, kills
+// and restarts (see Server.Pause, Kill and Restart).
+type Ensemble struct {
+	members []*Server
+}
+
+// ensembleMember is what a server of an ensemble has besides a
+// standalone one's.
+type ensembleMember struct {
+	id                     int // myid, from 1
+	peerPort, electionPort int
+	servers                []string    // the zoo.cfg server.N lines of every member
+	clock                  *proc.Clock // run under this wrong clock, or nil
+}
+
+// An EnsembleOption changes how StartEnsemble runs the servers.
+type EnsembleOption func(*ensembleConfig)
+
+type ensembleConfig struct {
+	clocks bool
+}
+
+// WithClocks runs every server under a wrong clock of its own (see
+// proc.Clock and Server.Clock), which the caller moves while it runs.
+// It needs libfaketime.
+func WithClocks() EnsembleOption { return func(c *ensembleConfig) { c.clocks = true } }
+
+// MaxEnsembleServers is the most servers StartEnsemble starts.
+const MaxEnsembleServers = 7
+
+// StartEnsemble starts servers ZooKeeper servers on free loopback ports
+// (a client, a quorum and an election port each) that form one ensemble,
+// server i (myid i+1) with its data under dir/server<i+1>, with the
+// admin server off and the four-letter word srvr allowed, and returns
+// once each grants sessions and one of them leads. Stop it with Kill.
+func StartEnsemble(dir string, servers int, opts ...EnsembleOption) (*Ensemble, error) {
+	if servers < 1 || servers > MaxEnsembleServers {
+		return nil, fmt.Errorf("start zookeeper ensemble: %d servers, want 1 to %d", servers, MaxEnsembleServers)
+	}
+	var cfg ensembleConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("start zookeeper ensemble: %w", err)
+	}
+	var lastErr error
+	// A port that was free when picked may be taken before the JVM binds
+	// it, and every server's ports are in every server's zoo.cfg: a
+	// failed start is retried with every port picked again.
+	for attempt := range 3 {
+		e, err := startEnsemble(filepath.Join(dir, "attempt"+strconv.Itoa(attempt)), servers, cfg)
+		if err == nil {
+			return e, nil
+		}
+		lastErr = err
+	}
+	return nil, fmt.Errorf("start zookeeper ensemble: %w", lastErr)
+}
+
+func startEnsemble(dir string, n int, cfg ensembleConfig) (*Ensemble, error) {
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return nil, ErrNotInstalled
+	}
+	if _, err := os.Stat(Jar); err != nil {
+		return nil, ErrNotInstalled
+	}
+	used := map[int]bool{}
+	free := func() (int, error) {
+		for range 20 {
+			p, err := proc.FreePort()
+			if err != nil {
+				return 0, err
+			}
+			if !used[p] {
+				used[p] = true
+				return p, nil
+			}
+		}
+		return 0, errors.New("no free loopback port")
+	}
+	e := &Ensemble{}
+	var lines []string
+	for i := range n {
+		m := &ensembleMember{id: i + 1}
+		s := &Server{java: java, dir: filepath.Join(dir, "server"+strconv.Itoa(m.id)), member: m}
+		for _, p := range []*int{&s.port, &m.peerPort, &m.electionPort} {
+			if *p, err = free(); err != nil {
+				return nil, err
+			}
+		}
+		if err := os.MkdirAll(filepath.Join(s.dir, "data"), 0o700); err != nil {
+			return nil, err
+		}
+		if cfg.clocks {
+			if m.clock, err = proc.NewClock(filepath.Join(s.dir, "clock")); err != nil {
+				return nil, err
+			}
+		}
+		lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", m.id, m.peerPort, m.electionPort))
+		e.members = append(e.members, s)
+	}
+	for _, s := range e.members {
+		s.member.servers = lines
+	}
+	// A server grants sessions only once a quorum has formed, so they
+	// start together.
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, s := range e.members {
+		wg.Go(func() { errs[i] = s.startMember() })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		e.Kill()
+		return nil, err
+	}
+	if err := e.WaitHealthy(30 * time.Second); err != nil {
+		e.Kill()
+		return nil, err
+	}
+	return e, nil
+}
+
+// startMember starts a server of an ensemble and waits until it grants
+// sessions.
+func (s *Server) startMember() error {
+	m := s.member
+	data := filepath.Join(s.dir, "data")
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(m.id)+"\n"), 0o600); err != nil {
+		return err
+	}
+	conf := append([]string{
+		"tickTime=" + strconv.Itoa(int(TickTime/time.Millisecond)),
+		// A follower has 5 s to sync with a new leader, and is dropped
+		// after 2 s without hearing from it: long enough for a busy
+		// machine's pauses, short enough for a test's failover.
+		"initLimit=25",
+		"syncLimit=10",
+		"dataDir=" + data,
+		"clientPort=" + strconv.Itoa(s.port),
+		"clientPortAddress=127.0.0.1",
+		"maxSessionTimeout=" + strconv.Itoa(int(600*TickTime/time.Millisecond)),
+		"maxClientCnxns=0",
+		"admin.enableServer=false",
+		"4lw.commands.whitelist=srvr",
+		"forceSync=no",
+	}, m.servers...)
+	cfg := filepath.Join(s.dir, "zoo.cfg")
+	if err := os.WriteFile(cfg, []byte(strings.Join(conf, "\n")+"\n"), 0o600); err != nil {
+		return err
+	}
+	logf, err := os.Create(filepath.Join(s.dir, "zookeeper.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(s.java,
+		"-Xms32m", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dzookeeper.jmx.log4j.disable=true",
+		"-cp", Jar,
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if m.clock != nil {
+		m.clock.Apply(cmd)
+	}
+	proc.DieWithParent(cmd)
+	exited, err := proc.Start(cmd, "zookeeper server "+strconv.Itoa(m.id), logf.Name(), 60*time.Second, 50*time.Millisecond, func() bool { return s.ping() == nil })
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.cmd, s.exited, s.paused = cmd, exited, false
+	s.mu.Unlock()
+	return nil
+}
+
+// Clock is the wrong clock a server of an ensemble started WithClocks
+// runs under, or nil.
+func (s *Server) Clock() *proc.Clock {
+	if s.member == nil {
+		return nil
+	}
+	return s.member.clock
+}
+
+// Mode is what the server says it is in its answer to the four-letter
+// word srvr: "leader", "follower", "observer" or "standalone". A server
+// of an ensemble must be running and in a quorum to answer. (Standalone
+// servers that Start runs allow no four-letter words.)
+func (s *Server) Mode() (string, error) {
+	conn, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.WriteString(conn, "srvr"); err != nil {
+		return "", err
+	}
+	sc := bufio.NewScanner(io.LimitReader(conn, 16<<10))
+	var first string
+	for sc.Scan() {
+		line := sc.Text()
+		if first == "" {
+			first = line
+		}
+		if mode, ok := strings.CutPrefix(line, "Mode: "); ok {
+			return strings.TrimSpace(mode), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return "", fmt.Errorf("zookeeper %s: no mode in the answer to srvr: %q", s.Addr(), first)
+}
+
+// Members are the ensemble's servers, by index (server i has myid i+1):
+// Leader names one by its index, and each is paused, killed and
+// restarted on its own.
+func (e *Ensemble) Members() []*Server { return e.members }
+
+// Addrs are the servers' client host:port addresses.
+func (e *Ensemble) Addrs() []string {
+	addrs := make([]string, len(e.members))
+	for i, s := range e.members {
+		addrs[i] = s.Addr()
+	}
+	return addrs
+}
+
+// ConnectString is ZooKeeper's connect string of the ensemble,
+// host1:port1,host2:port2,…
+func (e *Ensemble) ConnectString() string { return strings.Join(e.Addrs(), ",") }
+
+// URL is the ensemble's turnstile URL, zookeeper://host1:port1,host2:port2,…
+func (e *Ensemble) URL() string { return "zookeeper://" + e.ConnectString() }
+
+// Leader is the index in Members of the server that says it leads (srvr's
+// Mode: leader), among the running, unpaused ones. It is an error when
+// none does (during an election) or when two do.
+func (e *Ensemble) Leader() (int, error) {
+	leader := -1
+	var errs []error
+	for i, s := range e.members {
+		if s.PID() == 0 || s.Paused() {
+			continue
+		}
+		mode, err := s.Mode()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("server %d: %w", i+1, err))
+			continue
+		}
+		if mode != "leader" {
+			continue
+		}
+		if leader >= 0 {
+			return -1, fmt.Errorf("zookeeper servers %d and %d both lead", leader+1, i+1)
+		}
+		leader = i
+	}
+	if leader < 0 {
+		return -1, fmt.Errorf("no zookeeper server leads: %w", errors.Join(errs...))
+	}
+	return leader, nil
+}
+
+// WaitHealthy waits until every running, unpaused server grants sessions
+// and one of them leads, for at most timeout.
+func (e *Ensemble) WaitHealthy(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := e.healthy()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("zookeeper ensemble not healthy within %v: %w", timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (e *Ensemble) healthy() error {
+	for i, s := range e.members {
+		if s.PID() == 0 || s.Paused() {
+			continue
+		}
+		if err := s.ping(); err != nil {
+			return fmt.Errorf("server %d: %w", i+1, err)
+		}
+	}
+	_, err := e.Leader()
+	return err
+}
+
+// Kill stops every server with SIGKILL.
+func (e *Ensemble) Kill() {
+	for _, s := range e.members {
+		s.Kill()
+	}
+}

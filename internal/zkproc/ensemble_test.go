@@ -1,0 +1,211 @@
+package zkproc
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// eventually polls f until it returns nil, for at most timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %v", what, timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// zkSession is a session with one ZooKeeper server over ZooKeeper's wire
+// protocol, just enough to create a node and read one back.
+type zkSession struct {
+	conn net.Conn
+	xid  int32
+}
+
+func dialSession(addr string) (*zkSession, error) {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	// ConnectRequest: protocolVersion, lastZxidSeen, timeOut, sessionId,
+	// passwd (length-prefixed).
+	req := make([]byte, 4+8+4+8+4+16)
+	binary.BigEndian.PutUint32(req[12:], 4000)
+	binary.BigEndian.PutUint32(req[24:], 16)
+	z := &zkSession{conn: conn}
+	resp, err := z.roundTrip(req)
+	if err == nil && (len(resp) < 16 || binary.BigEndian.Uint64(resp[8:]) == 0) {
+		err = errors.New("no session granted")
+	}
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return z, nil
+}
+
+func (z *zkSession) roundTrip(body []byte) ([]byte, error) {
+	frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+	if _, err := z.conn.Write(append(frame, body...)); err != nil {
+		return nil, err
+	}
+	var hdr [4]byte
+	if _, err := io.ReadFull(z.conn, hdr[:]); err != nil {
+		return nil, err
+	}
+	resp := make([]byte, binary.BigEndian.Uint32(hdr[:]))
+	_, err := io.ReadFull(z.conn, resp)
+	return resp, err
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.BigEndian.AppendUint32(b, uint32(len(s))), s...)
+}
+
+// call sends request op with body and returns the reply's error code and
+// body.
+func (z *zkSession) call(op int32, body []byte) (int32, []byte, error) {
+	z.xid++
+	req := binary.BigEndian.AppendUint32(nil, uint32(z.xid))
+	req = binary.BigEndian.AppendUint32(req, uint32(op))
+	resp, err := z.roundTrip(append(req, body...))
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(resp) < 16 {
+		return 0, nil, fmt.Errorf("short reply of %d bytes", len(resp))
+	}
+	return int32(binary.BigEndian.Uint32(resp[12:])), resp[16:], nil
+}
+
+// create makes a persistent node path holding data, open to everyone.
+func (z *zkSession) create(path, data string) error {
+	b := appendString(nil, path)
+	b = appendString(b, data)
+	b = binary.BigEndian.AppendUint32(b, 1)  // one ACL:
+	b = binary.BigEndian.AppendUint32(b, 31) // every permission
+	b = appendString(b, "world")
+	b = appendString(b, "anyone")
+	b = binary.BigEndian.AppendUint32(b, 0) // persistent
+	code, _, err := z.call(1, b)
+	if err == nil && code != 0 {
+		err = fmt.Errorf("create %s: error %d", path, code)
+	}
+	return err
+}
+
+// get reads the data of node path.
+func (z *zkSession) get(path string) (string, error) {
+	code, resp, err := z.call(4, append(appendString(nil, path), 0))
+	if err != nil {
+		return "", err
+	}
+	if code != 0 || len(resp) < 4 {
+		return "", fmt.Errorf("get %s: error %d", path, code)
+	}
+	n := binary.BigEndian.Uint32(resp)
+	if int(n) > len(resp)-4 {
+		return "", fmt.Errorf("get %s: bad data length %d", path, n)
+	}
+	return string(resp[4 : 4+n]), nil
+}
+
+func (z *zkSession) close() { z.conn.Close() }
+
+// create makes node path through the server at addr.
+func create(addr, path, data string) error {
+	z, err := dialSession(addr)
+	if err != nil {
+		return err
+	}
+	defer z.close()
+	return z.create(path, data)
+}
+
+func TestEnsembleSurvivesItsLeader(t *testing.T) {
+	if !Available() {
+		t.Fatal(ErrNotInstalled)
+	}
+	e, err := StartEnsemble(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Kill)
+	if want := "zookeeper://" + strings.Join(e.Addrs(), ","); e.URL() != want || strings.Count(e.ConnectString(), ",") != 2 {
+		t.Fatalf("URL = %q, ConnectString = %q", e.URL(), e.ConnectString())
+	}
+	old, err := e.Leader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower := (old + 1) % 3
+	if mode, err := e.Members()[follower].Mode(); err != nil || mode != "follower" {
+		t.Fatalf("server %d: mode %q, %v; want follower", follower+1, mode, err)
+	}
+	if err := create(e.Members()[follower].Addr(), "/before", "1"); err != nil {
+		t.Fatal(err)
+	}
+
+	// The leader crashes: the other two elect one of themselves and take
+	// writes.
+	e.Members()[old].Kill()
+	var leader int
+	eventually(t, 60*time.Second, "a new leader", func() error {
+		var err error
+		leader, err = e.Leader()
+		return err
+	})
+	if leader == old {
+		t.Fatalf("the killed server %d still leads", old+1)
+	}
+	eventually(t, 30*time.Second, "a create without the old leader", func() error {
+		return create(e.Members()[leader].Addr(), "/during", "2")
+	})
+
+	// The old leader comes back with its data directory and rejoins as a
+	// follower that has the node created while it was down.
+	if err := e.Members()[old].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.WaitHealthy(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if mode, err := e.Members()[old].Mode(); err != nil || mode != "follower" {
+		t.Fatalf("restarted server %d: mode %q, %v; want follower", old+1, mode, err)
+	}
+	z, err := dialSession(e.Members()[old].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.close()
+	for path, want := range map[string]string{"/before": "1", "/during": "2"} {
+		if got, err := z.get(path); err != nil || got != want {
+			t.Fatalf("get %s from the restarted server = %q, %v; want %q", path, got, err, want)
+		}
+	}
+}
+
+func TestStartEnsembleRefusesBadInput(t *testing.T) {
+	for _, n := range []int{0, -1, MaxEnsembleServers + 1} {
+		if _, err := StartEnsemble(t.TempDir(), n); err == nil {
+			t.Errorf("StartEnsemble with %d servers: no error", n)
+		}
+	}
+}
