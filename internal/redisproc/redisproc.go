@@ -32,12 +32,14 @@ type Server struct {
 	dir   string
 	port  int
 	extra []string // more redis-server arguments, e.g. cluster mode
+	conf  string   // a configuration file, the first argument (Sentinel); "" for none
 	tls   *TLS     // nil: plain text on port
 	dial  *tls.Config
 	clock *proc.Clock // run under this wrong clock, or nil
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	paused bool // stopped by Pause
 }
 
 // Available reports whether redis-server is on PATH.
@@ -111,6 +113,9 @@ func (s *Server) start() error {
 	if s.tls != nil {
 		port = append([]string{"--port", "0", "--tls-port", strconv.Itoa(s.port)}, s.tls.args()...)
 	}
+	if s.conf != "" {
+		port = append([]string{s.conf}, port...)
+	}
 	cmd := exec.Command(s.bin, port...)
 	cmd.Args = append(cmd.Args,
 		"--bind", "127.0.0.1",
@@ -131,7 +136,7 @@ func (s *Server) start() error {
 		return err
 	}
 	s.mu.Lock()
-	s.cmd = cmd
+	s.cmd, s.paused = cmd, false
 	s.mu.Unlock()
 	return nil
 }
@@ -204,7 +209,7 @@ func (s *Server) Restart() error {
 func (s *Server) Kill() {
 	s.mu.Lock()
 	cmd := s.cmd
-	s.cmd = nil
+	s.cmd, s.paused = nil, false
 	s.mu.Unlock()
 	if cmd == nil {
 		return

@@ -1,0 +1,305 @@
+package redisproc
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/turnstilelock/turnstile/internal/proc"
+)
+
+// SentinelInstallHint is the command that installs redis-sentinel on
+// Debian.
+const SentinelInstallHint = "apt-get update && apt-get install -y redis-server redis-sentinel"
+
+// SentinelMasterSet is the name under which a Sentinel group started by
+// StartSentinel monitors its primary.
+const SentinelMasterSet = "turnstile"
+
+// Sentinel settings of the groups StartSentinel starts: a primary that
+// answers no PING for SentinelDownAfter is down for a Sentinel, and two
+// Sentinels agreeing on it start a failover; a failover that stalls is
+// tried again after SentinelFailoverTimeout.
+const (
+	SentinelQuorum          = 2
+	SentinelDownAfter       = time.Second
+	SentinelFailoverTimeout = 5 * time.Second
+)
+
+// Sentinel is a primary, its replicas and the Sentinels that watch them,
+// each one redis-server process on loopback with persistence off. Every
+// member is a *Server the caller can Kill, Pause, Resume and Restart.
+type Sentinel struct {
+	nodes     []*Server // the data nodes; nodes[0] was the first primary
+	sentinels []*Server
+	primary   string // the primary's address when last looked at (WaitFailover)
+}
+
+// StartSentinel starts a primary, replicas replicas of it (--replicaof)
+// and sentinels Sentinel processes monitoring it as SentinelMasterSet
+// with quorum SentinelQuorum, each in a directory of its own under dir,
+// and returns once every replica is in sync and every Sentinel knows
+// every replica and every other Sentinel. Stop it with Kill.
+//
+// The Sentinels run redis-sentinel, or redis-server --sentinel where
+// redis-sentinel is not installed.
+func StartSentinel(dir string, replicas, sentinels int) (*Sentinel, error) {
+	if replicas < 0 || sentinels < SentinelQuorum {
+		return nil, fmt.Errorf("start redis sentinel: %d replicas and %d sentinels: want replicas >= 0 and at least %d sentinels (the quorum)", replicas, sentinels, SentinelQuorum)
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, ErrNotInstalled
+	}
+	sbin, sentinelFlag := bin, true
+	if p, err := exec.LookPath("redis-sentinel"); err == nil {
+		sbin, sentinelFlag = p, false
+	}
+	g := &Sentinel{}
+	fail := func(err error) (*Sentinel, error) {
+		g.Kill()
+		return nil, fmt.Errorf("start redis sentinel: %w", err)
+	}
+	primary, err := startMember(bin, filepath.Join(dir, "node0"), nil)
+	if err != nil {
+		return fail(err)
+	}
+	g.nodes = append(g.nodes, primary)
+	g.primary = primary.Addr()
+	host, port, _ := net.SplitHostPort(primary.Addr())
+	for i := range replicas {
+		r, err := startMember(bin, filepath.Join(dir, "node"+strconv.Itoa(i+1)), []string{"--replicaof", host, port})
+		if err != nil {
+			return fail(err)
+		}
+		g.nodes = append(g.nodes, r)
+	}
+	// A Sentinel learns the replicas from the primary's INFO, which it
+	// reads at once and then every 10 s: start it once they are there.
+	deadline := time.Now().Add(30 * time.Second)
+	if err := g.waitReplicas(deadline); err != nil {
+		return fail(err)
+	}
+	for i := range sentinels {
+		sdir := filepath.Join(dir, "sentinel"+strconv.Itoa(i))
+		if err := os.MkdirAll(sdir, 0o755); err != nil {
+			return fail(err)
+		}
+		// Sentinel rewrites its configuration file with what it learns:
+		// the file must be its own and writable.
+		conf := filepath.Join(sdir, "sentinel.conf")
+		text := fmt.Sprintf("sentinel monitor %[1]s %[2]s %[3]s %[4]d\n"+
+			"sentinel down-after-milliseconds %[1]s %[5]d\n"+
+			"sentinel failover-timeout %[1]s %[6]d\n"+
+			"sentinel parallel-syncs %[1]s 1\n",
+			SentinelMasterSet, host, port, SentinelQuorum, SentinelDownAfter.Milliseconds(), SentinelFailoverTimeout.Milliseconds())
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			return fail(err)
+		}
+		var extra []string
+		if sentinelFlag {
+			extra = []string{"--sentinel"}
+		}
+		s, err := startMemberConf(sbin, sdir, conf, extra)
+		if err != nil {
+			if sentinelFlag {
+				err = fmt.Errorf("%w (redis-sentinel is not installed; install it with: %s)", err, SentinelInstallHint)
+			}
+			return fail(err)
+		}
+		g.sentinels = append(g.sentinels, s)
+	}
+	if err := g.waitSentinels(replicas, sentinels, deadline); err != nil {
+		return fail(err)
+	}
+	return g, nil
+}
+
+// startMember starts one data node in a directory of its own, on a free
+// port, trying other ports when the one picked was taken meanwhile. Any
+// node may become the primary: each starts a replica's full sync at once
+// rather than after the default 5 s wait for more replicas.
+func startMember(bin, dir string, extra []string) (*Server, error) {
+	return startMemberConf(bin, dir, "", append([]string{"--repl-diskless-sync-delay", "0"}, extra...))
+}
+
+func startMemberConf(bin, dir, conf string, extra []string) (*Server, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var lastErr error
+	for range 5 {
+		port, err := proc.FreePort()
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		s := &Server{bin: bin, dir: dir, port: port, conf: conf, extra: extra}
+		if lastErr = s.start(); lastErr == nil {
+			return s, nil
+		}
+	}
+	return nil, lastErr
+}
+
+// waitReplicas waits until every replica's link to the primary is up.
+func (g *Sentinel) waitReplicas(deadline time.Time) error {
+	for _, r := range g.nodes[1:] {
+		for {
+			info, err := r.Do("INFO", "replication")
+			if err == nil && strings.Contains(info, "master_link_status:up") {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("replica %s not in sync in time: %v %s", r.Addr(), err, info)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// waitSentinels waits until every Sentinel reports the primary with all
+// its replicas and every Sentinel (itself included).
+func (g *Sentinel) waitSentinels(replicas, sentinels int, deadline time.Time) error {
+	want := fmt.Sprintf("name=%s,status=ok,address=%s,slaves=%d,sentinels=%d", SentinelMasterSet, g.primary, replicas, sentinels)
+	for _, s := range g.sentinels {
+		for {
+			info, err := s.Do("INFO", "sentinel")
+			if err == nil && strings.Contains(info, want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("sentinel %s not ready in time (want %s): %v %s", s.Addr(), want, err, info)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// MasterSet is the name the Sentinels monitor the primary under.
+func (g *Sentinel) MasterSet() string { return SentinelMasterSet }
+
+// SentinelAddrs are the Sentinels' host:port addresses.
+func (g *Sentinel) SentinelAddrs() []string {
+	addrs := make([]string, len(g.sentinels))
+	for i, s := range g.sentinels {
+		addrs[i] = s.Addr()
+	}
+	return addrs
+}
+
+// URL is the group's turnstile URL:
+// redis+sentinel://s1:p1,s2:p2,.../MASTERSET.
+func (g *Sentinel) URL() string {
+	return "redis+sentinel://" + strings.Join(g.SentinelAddrs(), ",") + "/" + SentinelMasterSet
+}
+
+// Nodes are the data nodes: Nodes()[0] is the primary the group started
+// with, the others its replicas then.
+func (g *Sentinel) Nodes() []*Server { return g.nodes }
+
+// Sentinels are the Sentinel processes.
+func (g *Sentinel) Sentinels() []*Server { return g.sentinels }
+
+// PrimaryAddr asks the Sentinels, in turn until one answers, where the
+// primary is (SENTINEL get-master-addr-by-name).
+func (g *Sentinel) PrimaryAddr() (string, error) {
+	var lastErr error
+	for _, s := range g.sentinels {
+		addr, err := masterAddr(s)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		return addr, nil
+	}
+	return "", fmt.Errorf("no sentinel answered: %w", lastErr)
+}
+
+// Primary is the data node the Sentinels name as the primary.
+func (g *Sentinel) Primary() (*Server, error) {
+	addr, err := g.PrimaryAddr()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range g.nodes {
+		if n.Addr() == addr {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("the sentinels name %s as the primary, which is none of the group's nodes", addr)
+}
+
+// WaitFailover waits, at most timeout, until the Sentinels have promoted
+// another node than the primary they named when the group started or
+// WaitFailover last returned, and that node reports itself a primary
+// (role:master). It returns the new primary.
+func (g *Sentinel) WaitFailover(timeout time.Duration) (*Server, error) {
+	deadline := time.Now().Add(timeout)
+	old := g.primary
+	for {
+		// Every Sentinel that answers must agree: a client may ask any.
+		var addr string
+		agreed := true
+		for _, s := range g.sentinels {
+			a, err := masterAddr(s)
+			if err != nil {
+				continue // killed or paused
+			}
+			if a == old || (addr != "" && a != addr) {
+				agreed = false
+				break
+			}
+			addr = a
+		}
+		if agreed && addr != "" {
+			for _, n := range g.nodes {
+				if n.Addr() != addr {
+					continue
+				}
+				if info, err := n.Do("INFO", "replication"); err == nil && strings.Contains(info, "role:master") {
+					g.primary = addr
+					return n, nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no failover away from %s within %v (sentinels name %q)", old, timeout, addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Kill stops every member with SIGKILL.
+func (g *Sentinel) Kill() {
+	for _, s := range g.sentinels {
+		s.Kill()
+	}
+	for _, n := range g.nodes {
+		n.Kill()
+	}
+}
+
+// masterAddr asks the Sentinel s where the primary is (SENTINEL
+// get-master-addr-by-name).
+func masterAddr(s *Server) (string, error) {
+	reply, err := s.Call("SENTINEL", "get-master-addr-by-name", SentinelMasterSet)
+	if err != nil {
+		return "", err
+	}
+	if a, ok := reply.([]any); ok && len(a) == 2 {
+		host, _ := a[0].(string)
+		port, _ := a[1].(string)
+		if host != "" && port != "" {
+			return net.JoinHostPort(host, port), nil
+		}
+	}
+	return "", fmt.Errorf("sentinel %s: get-master-addr-by-name replied %v", s.Addr(), reply)
+}

@@ -1,0 +1,91 @@
+package redisproc
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSentinelFailover: the Sentinels of a started group agree on its
+// primary, a paused member answers nothing until resumed, and the
+// Sentinels promote the replica, with the primary's data, once the
+// primary is killed.
+func TestSentinelFailover(t *testing.T) {
+	if !Available() {
+		t.Fatal(ErrNotInstalled)
+	}
+	start := time.Now()
+	g, err := StartSentinel(t.TempDir(), 1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Kill)
+	t.Logf("started in %v", time.Since(start))
+	if got := len(g.SentinelAddrs()); got != 3 {
+		t.Fatalf("%d sentinel addresses, want 3", got)
+	}
+	if !strings.HasPrefix(g.URL(), "redis+sentinel://") || !strings.HasSuffix(g.URL(), "/"+g.MasterSet()) {
+		t.Fatalf("URL %q", g.URL())
+	}
+	p, err := g.Primary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p != g.Nodes()[0] {
+		t.Fatalf("primary %s, want the first node %s", p.Addr(), g.Nodes()[0].Addr())
+	}
+	if _, err := p.Do("SET", "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	replica := g.Nodes()[1]
+	waitFor(t, func() bool { v, err := replica.Do("GET", "k"); return err == nil && v == "v" })
+
+	if err := replica.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replica.Do("PING"); err == nil {
+		t.Fatal("a paused replica answered PING")
+	}
+	if err := replica.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { v, err := replica.Do("PING"); return err == nil && v == "PONG" })
+
+	start = time.Now()
+	p.Kill()
+	np, err := g.WaitFailover(30 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("failover in %v", time.Since(start))
+	if np != replica {
+		t.Fatalf("promoted %s, want the replica %s", np.Addr(), replica.Addr())
+	}
+	if v, err := np.Do("GET", "k"); err != nil || v != "v" {
+		t.Fatalf("the new primary has k = %q, %v; want v", v, err)
+	}
+	if _, err := np.Do("SET", "k2", "v"); err != nil {
+		t.Fatalf("the new primary refuses a write: %v", err)
+	}
+	if _, err := g.WaitFailover(100 * time.Millisecond); err == nil {
+		t.Fatal("WaitFailover returned without a second failover")
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestStartSentinelRefusesTooFewSentinels(t *testing.T) {
+	if _, err := StartSentinel(t.TempDir(), 1, 1); err == nil || !strings.Contains(err.Error(), "at least 2 sentinels") {
+		t.Fatalf("err = %v, want one naming at least 2 sentinels", err)
+	}
+}

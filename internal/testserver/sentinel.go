@@ -1,0 +1,41 @@
+package testserver
+
+import (
+	"testing"
+
+	"github.com/turnstilelock/turnstile/internal/redisproc"
+)
+
+// RedisSentinel is a primary, its replicas and the Sentinels watching
+// them, started for a test (see redisproc.StartSentinel): every member
+// can be killed, paused, resumed and restarted, and the group says which
+// node the Sentinels name the primary and waits for a failover.
+type RedisSentinel struct {
+	*redisproc.Sentinel
+	t testing.TB
+}
+
+// StartRedisSentinel starts a primary with replicas replicas and
+// sentinels Sentinels (at least 2, the quorum) on free loopback ports with
+// persistence off, and stops them all when the test ends. Its URL is
+// redis+sentinel://s1:p1,.../MASTERSET.
+func StartRedisSentinel(t testing.TB, replicas, sentinels int) *RedisSentinel {
+	t.Helper()
+	g, err := redisproc.StartSentinel(t.TempDir(), replicas, sentinels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Kill)
+	return &RedisSentinel{Sentinel: g, t: t}
+}
+
+// MustPrimary is the node the Sentinels name the primary; it fails the
+// test when none answers.
+func (g *RedisSentinel) MustPrimary() *redisproc.Server {
+	g.t.Helper()
+	p, err := g.Primary()
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return p
+}
