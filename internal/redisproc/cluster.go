@@ -19,8 +19,8 @@ import (
 // its cluster bus port, which redis-cli --cluster create relies on.
 const clusterBusOffset = 10000
 
-// Cluster is a Redis Cluster of masters without replicas, one redis-server
-// process each, on loopback.
+// Cluster is a Redis Cluster of masters, without replicas or (started
+// WithReplicas) with them, one redis-server process each, on loopback.
 type Cluster struct {
 	nodes []*Server
 	tls   *TLS // nil: plain text
@@ -32,7 +32,7 @@ type Cluster struct {
 // reports the cluster healthy with all 16384 slots served. Stop it with
 // Kill.
 func StartCluster(dir string, masters int) (*Cluster, error) {
-	return startCluster(dir, masters, nil)
+	return startCluster(dir, masters, nil, clusterConfig{})
 }
 
 // StartClusterTLS starts a cluster as StartCluster does, whose nodes
@@ -41,10 +41,10 @@ func StartCluster(dir string, masters int) (*Cluster, error) {
 // certificates of t, the client certificate for their connections to
 // each other (--tls-client-cert-file, --tls-client-key-file).
 func StartClusterTLS(dir string, masters int, t TLS) (*Cluster, error) {
-	return startCluster(dir, masters, &t)
+	return startCluster(dir, masters, &t, clusterConfig{})
 }
 
-func startCluster(dir string, masters int, t *TLS) (*Cluster, error) {
+func startCluster(dir string, masters int, t *TLS, cfg clusterConfig) (*Cluster, error) {
 	if masters < 3 {
 		return nil, fmt.Errorf("start redis cluster: %d masters, Redis Cluster needs at least 3", masters)
 	}
@@ -57,15 +57,15 @@ func startCluster(dir string, masters int, t *TLS) (*Cluster, error) {
 		return nil, fmt.Errorf("redis-cli not found on PATH; install it with: %s", InstallHint)
 	}
 	c := &Cluster{tls: t}
-	for i := range masters {
-		s, err := startClusterNode(bin, filepath.Join(dir, "node"+strconv.Itoa(i)), t)
+	for i := range masters * (1 + cfg.replicas) {
+		s, err := startClusterNode(bin, filepath.Join(dir, "node"+strconv.Itoa(i)), t, cfg)
 		if err != nil {
 			c.Kill()
 			return nil, err
 		}
 		c.nodes = append(c.nodes, s)
 	}
-	if err := c.create(cli); err != nil {
+	if err := c.create(cli, cfg.replicas); err != nil {
 		c.Kill()
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func startCluster(dir string, masters int, t *TLS) (*Cluster, error) {
 // startClusterNode starts one node in a directory of its own. A port that
 // was free when picked may be taken by the time the server binds it (and
 // the bus port with it), so a failed start is retried on other ports.
-func startClusterNode(bin, dir string, t *TLS) (*Server, error) {
+func startClusterNode(bin, dir string, t *TLS, cfg clusterConfig) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -90,6 +90,9 @@ func startClusterNode(bin, dir string, t *TLS) (*Server, error) {
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
 		}}
+		if err := cfg.apply(s); err != nil {
+			return nil, fmt.Errorf("start cluster node: %w", err)
+		}
 		if t != nil {
 			if err := s.setTLS(*t); err != nil {
 				return nil, fmt.Errorf("start cluster node: %w", err)
@@ -133,7 +136,7 @@ func freeClusterPort() (int, error) {
 // waits until every node agrees that the cluster is up: redis-cli returns
 // as soon as the configuration is consistent, which can be before every
 // node has marked every slot served.
-func (c *Cluster) create(cli string) error {
+func (c *Cluster) create(cli string, replicas int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var args []string
@@ -142,7 +145,7 @@ func (c *Cluster) create(cli string) error {
 	}
 	args = append(args, "--cluster", "create")
 	args = append(args, c.Addrs()...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("redis-cli --cluster create: %w: %s", err, strings.TrimSpace(string(out)))
@@ -158,6 +161,9 @@ func (c *Cluster) create(cli string) error {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+	}
+	if replicas > 0 {
+		return c.waitReplicasInSync(ctx)
 	}
 	return nil
 }

@@ -57,7 +57,44 @@ func (s *Server) PID() int {
 
 // Pause stops the server with SIGSTOP: its clients' and its peers'
 // connections stay open, but it answers nothing until Resume.
-func (s *Server) Pause() error { return proc.Pause(s.PID()) }
+func (s *Server) Pause() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return proc.ErrNotRunning
+	}
+	if err := proc.Pause(s.cmd.Process.Pid); err != nil {
+		return err
+	}
+	s.paused = true
+	return nil
+}
 
 // Resume continues a paused server.
-func (s *Server) Resume() error { return proc.Resume(s.PID()) }
+func (s *Server) Resume() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return proc.ErrNotRunning
+	}
+	if err := proc.Resume(s.cmd.Process.Pid); err != nil {
+		return err
+	}
+	s.paused = false
+	return nil
+}
+
+// Paused reports whether the server was stopped by Pause.
+func (s *Server) Paused() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paused
+}
+
+// running reports whether the server runs and is not paused: whether it
+// can answer.
+func (s *Server) running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil && !s.paused
+}

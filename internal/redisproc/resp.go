@@ -69,6 +69,11 @@ type replyError string
 
 func (e replyError) Error() string { return string(e) }
 
+// maxBulk bounds the bulk strings readReply reads: the replies of
+// set-up and inspection commands are small, and a garbled length must
+// not allocate gigabytes.
+const maxBulk = 64 << 20
+
 // readReply reads one RESP2 reply; depth bounds the nesting of arrays.
 func readReply(rd *bufio.Reader, depth int) (any, error) {
 	if depth > 8 {
@@ -96,6 +101,9 @@ func readReply(rd *bufio.Reader, depth int) (any, error) {
 		}
 		if n < 0 {
 			return nil, nil
+		}
+		if n > maxBulk {
+			return nil, fmt.Errorf("bulk string of %d bytes, more than %d", n, maxBulk)
 		}
 		buf := make([]byte, n+2)
 		if _, err := io.ReadFull(rd, buf); err != nil {
