@@ -43,6 +43,7 @@ type Server struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited <-chan struct{}
+	paused bool // stopped by Pause
 }
 
 // Available reports whether the server and its tools are on PATH.
@@ -174,7 +175,7 @@ func (s *Server) start() error {
 		return err
 	}
 	s.mu.Lock()
-	s.cmd, s.exited = cmd, exited
+	s.cmd, s.exited, s.paused = cmd, exited, false
 	s.mu.Unlock()
 	return nil
 }
@@ -212,7 +213,7 @@ func (s *Server) Restart() error {
 func (s *Server) Kill() {
 	s.mu.Lock()
 	cmd, exited := s.cmd, s.exited
-	s.cmd = nil
+	s.cmd, s.paused = nil, false
 	s.mu.Unlock()
 	if cmd == nil {
 		return

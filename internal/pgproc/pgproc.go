@@ -40,8 +40,9 @@ type Server struct {
 	opts  Options
 	certs *testcerts.Set
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	paused bool // stopped by Pause
 }
 
 func lookPath(name string) (string, error) {
@@ -179,7 +180,7 @@ func (s *Server) start(bin, data string, cred *syscall.Credential) error {
 		return err
 	}
 	s.mu.Lock()
-	s.cmd = cmd
+	s.cmd, s.paused = cmd, false
 	s.mu.Unlock()
 	return nil
 }
@@ -252,11 +253,23 @@ func (s *Server) URL() string {
 
 // Kill stops the server with SIGKILL and removes its files.
 func (s *Server) Kill() {
+	s.stop()
+	_ = os.RemoveAll(s.dir)
+}
+
+// stop kills the server with SIGKILL and waits until its port is closed.
+func (s *Server) stop() {
 	s.mu.Lock()
-	cmd := s.cmd
-	s.cmd = nil
+	cmd, paused := s.cmd, s.paused
+	s.cmd, s.paused = nil, false
 	s.mu.Unlock()
 	if cmd != nil {
+		if paused {
+			// Backends stopped by Pause would outlive the postmaster,
+			// holding its shared memory: they continue first, to notice
+			// its death and exit.
+			_ = proc.Resume(cmd.Process.Pid)
+		}
 		_ = cmd.Process.Kill()
 		for range 500 {
 			if c, err := net.DialTimeout("tcp", s.Addr(), 100*time.Millisecond); err != nil {
@@ -267,5 +280,4 @@ func (s *Server) Kill() {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	_ = os.RemoveAll(s.dir)
 }
