@@ -8,9 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the tests start as real servers (each test package starts
-# its own server processes on free loopback ports), and prometheus for
-# promtool, which checks and tests the alert rules in deploy/prometheus.
-packages=(redis-server etcd-server zookeeper postgresql mariadb-server prometheus)
+# its own server processes on free loopback ports), prometheus for
+# promtool, which checks and tests the alert rules in deploy/prometheus,
+# and faketime, whose library runs servers under a wrong wall clock.
+packages=(redis-server etcd-server zookeeper postgresql mariadb-server prometheus faketime)
 
 missing=()
 for p in "${packages[@]}"; do
