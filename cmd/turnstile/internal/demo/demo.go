@@ -39,6 +39,7 @@ var scenarios = []scenario{
 	{"herd", "2,000 waiters in 2 processes on one key, 1 ms hold each, four ways of waiting", runHerd},
 	{"coupon", "8 shoppers race for each of 200 single-use coupon codes", runCoupon},
 	{"jobs", "4 workers take 200 jobs from one table; a worker crashes holding jobs", runJobs},
+	{"redlock-outage", "3 of a Redlock's 5 nodes die: fail fast, fall back to PostgreSQL, come back", runRedlockOutage},
 }
 
 // options is a parsed "turnstile demo" command line.
@@ -55,6 +56,11 @@ type options struct {
 	units     int64
 	orders    int
 	waiters   int // in herd
+	// outageTTL is the lease TTL of redlock-outage, which every other
+	// duration of that scenario is a multiple of.
+	outageTTL time.Duration
+	// outagePhase is the least time its steady phases last; 0: 3 TTLs.
+	outagePhase time.Duration
 	// metricsAddr serves /metrics there, and keeps serving after the
 	// scenarios until interrupted.
 	metricsAddr string
@@ -96,6 +102,8 @@ func parseArgs(args []string) (*options, error) {
 	fs.Int64Var(&o.units, "units", defaultFlashUnits, "")
 	fs.IntVar(&o.orders, "orders", defaultFlashOrders, "")
 	fs.IntVar(&o.waiters, "waiters", herdWaiters, "")
+	fs.DurationVar(&o.outageTTL, "outage-ttl", defaultOutageTTL, "")
+	fs.DurationVar(&o.outagePhase, "outage-phase", 0, "")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "")
 	// Flags may come before or after the scenario names.
 	var names []string
@@ -141,6 +149,10 @@ func parseArgs(args []string) (*options, error) {
 		return nil, fmt.Errorf("--orders %d is outside [1, %d]", o.orders, maxFlashOrders)
 	case o.waiters < herdProcesses || o.waiters > maxHerdWaiters:
 		return nil, fmt.Errorf("--waiters %d is outside [%d, %d]", o.waiters, herdProcesses, maxHerdWaiters)
+	case o.outageTTL < minOutageTTL || o.outageTTL > maxOutageTTL:
+		return nil, fmt.Errorf("--outage-ttl %v is outside [%v, %v]", o.outageTTL, minOutageTTL, maxOutageTTL)
+	case o.outagePhase != 0 && (o.outagePhase < minOutagePhase || o.outagePhase > maxOutagePhase):
+		return nil, fmt.Errorf("--outage-phase %v is outside [%v, %v]", o.outagePhase, minOutagePhase, maxOutagePhase)
 	}
 	if o.redisURL != "" && !strings.HasPrefix(o.redisURL, "redis://") && !strings.HasPrefix(o.redisURL, "rediss://") {
 		hint := ""
@@ -297,6 +309,13 @@ Flags:
                    most 20000)
   --waiters N      waiters in herd, spread over 2 processes (default 2000,
                    at most 20000)
+  --outage-ttl D   lease TTL in redlock-outage (default 1s, 200ms to 10s);
+                   the switch grace is 2x, the breaker probes every 0.5x
+                   and restarted nodes refuse locks for 1x
+  --outage-phase D
+                   how long redlock-outage's normal, fallback and
+                   recovered phases last at least (default 3x the TTL,
+                   50ms to 1h)
   --metrics-addr HOST:PORT
                    serve Prometheus metrics of the demo's own lock clients
                    at http://HOST:PORT/metrics; after the scenarios the demo
@@ -311,7 +330,8 @@ also on Ctrl-C. On servers given with --backend or --postgres it leaves its
 data behind: keys named demo:* and lock keys, and the tables
 turnstile_demo_stock, turnstile_stock, turnstile_fences,
 turnstile_idempotency, turnstile_demo_coupons, turnstile_coupons,
-turnstile_demo_jobs and turnstile_jobs. Give it scratch servers.
+turnstile_demo_jobs, turnstile_jobs, turnstile_locks and turnstile_holds.
+Give it scratch servers.
 
 Exit status:
   0      every turnstile variant was right

@@ -77,7 +77,7 @@ func checkTurnstileRuns(t *testing.T, runs []demoRun) {
 func TestDemoJSONAllScenarios(t *testing.T) {
 	rs := testserver.StartRedis(t)
 	pg := testserver.StartPostgres(t)
-	r := runDemo(t, "--json", "--redis", rs.URL(), "--postgres", pg.URL(), "--waiters", "200")
+	r := runDemo(t, "--json", "--redis", rs.URL(), "--postgres", pg.URL(), "--waiters", "200", "--outage-ttl", outageTestTTL, "--outage-phase", outageTestPhase)
 	if r.code != 0 {
 		t.Fatalf("exit code %d, want 0; stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -86,6 +86,8 @@ func TestDemoJSONAllScenarios(t *testing.T) {
 	}
 	runs := parseDemoJSON(t, r.stdout)
 	checkTurnstileRuns(t, runs)
+	checkOutageRuns(t, runs, "postgres")
+	checkOutageRealServers(t, r.stderr)
 	want := map[string][]string{
 		"flash-sale":     {"naive", "lock", "atomic-decr", "sharded", "cas"},
 		"double-payment": {"naive", "idempotency+lock"},
@@ -96,6 +98,7 @@ func TestDemoJSONAllScenarios(t *testing.T) {
 		"herd":           {"fixed-interval", "jitter", "notify", "notify+coalesce"},
 		"coupon":         {"naive", "update-where-unused", "redis-script"},
 		"jobs":           {"naive", "skip-locked", "crashed-worker"},
+		"redlock-outage": append(outagePhaseNames[:], "tokens", "fence"),
 	}
 	n := 0
 	for s, vs := range want {

@@ -30,6 +30,13 @@
 //     queue runs each once, and a crashed worker's jobs come back after
 //     its lease while its late Completes are refused. It needs
 //     PostgreSQL, and says it skipped itself without.
+//   - redlock-outage (redlockoutage.go): 3 of a Redlock's 5 Redis nodes
+//     die under four service instances, each with a fallback pair over
+//     the Redlock and PostgreSQL; acquisitions fail fast, the breakers
+//     open, PostgreSQL grants after the grace, and the pair goes back to
+//     the Redlock once the nodes restart. Phase by phase it reports the
+//     acquisitions, failures, granting store and latency, and checks that
+//     fencing tokens only increase and no two holders overlap.
 //
 // The servers they run on (env.go) are given with --redis and --postgres,
 // started for the run (redis-server, PostgreSQL) or in-process

@@ -45,6 +45,11 @@ type environment struct {
 	flashOrders int
 	// herdWaiters sizes the herd.
 	herdWaiters int
+	// outageTTL and outagePhase time redlock-outage; inProcess is
+	// --in-process.
+	outageTTL   time.Duration
+	outagePhase time.Duration
+	inProcess   bool
 	notes       []string
 
 	rc   rueidis.Client
@@ -60,7 +65,7 @@ type environment struct {
 
 // startEnv starts or connects to the servers the options ask for.
 func startEnv(ctx context.Context, o *options, stderr io.Writer) (env *environment, err error) {
-	env = &environment{stderr: stderr, redisURL: o.redisURL, pgURL: o.pgURL, flashUnits: o.units, flashOrders: o.orders, herdWaiters: o.waiters}
+	env = &environment{stderr: stderr, redisURL: o.redisURL, pgURL: o.pgURL, flashUnits: o.units, flashOrders: o.orders, herdWaiters: o.waiters, outageTTL: o.outageTTL, outagePhase: o.outagePhase, inProcess: o.inProcess}
 	defer func() {
 		if err != nil {
 			env.Close()

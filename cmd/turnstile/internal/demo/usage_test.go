@@ -19,7 +19,7 @@ func TestDemoUsageErrors(t *testing.T) {
 		args []string
 		want string // in stderr
 	}{
-		{"unknown scenario", []string{"flash"}, `unknown scenario "flash" (known: flash-sale, double-payment, rider, gc-pause, long-job, owner-id, herd, coupon, jobs)`},
+		{"unknown scenario", []string{"flash"}, `unknown scenario "flash" (known: flash-sale, double-payment, rider, gc-pause, long-job, owner-id, herd, coupon, jobs, redlock-outage)`},
 		{"unknown flag", []string{"--bogus"}, "flag provided but not defined: -bogus"},
 		{"unknown flag after a scenario", []string{"rider", "--fast"}, "flag provided but not defined: -fast"},
 		{"flag without value", []string{"--redis"}, "flag needs an argument: -redis"},
@@ -34,6 +34,9 @@ func TestDemoUsageErrors(t *testing.T) {
 		{"orders not a number", []string{"--orders", "many"}, `invalid value "many" for flag -orders`},
 		{"bad bool", []string{"--json=maybe"}, "invalid boolean value"},
 		{"one waiter", []string{"--waiters", "1"}, "--waiters 1 is outside [2, 20000]"},
+		{"outage ttl too short", []string{"redlock-outage", "--outage-ttl", "100ms"}, "--outage-ttl 100ms is outside [200ms, 10s]"},
+		{"outage ttl not a duration", []string{"--outage-ttl", "1"}, `invalid value "1" for flag -outage-ttl`},
+		{"outage phase too long", []string{"--outage-phase", "2h"}, "--outage-phase 2h0m0s is outside [50ms, 1h0m0s]"},
 		{"metrics addr without port", []string{"--metrics-addr", "9100"}, "--metrics-addr wants host:port"},
 		{"worker without spec", []string{workerArg}, "turnstile demo"},
 		{"worker with a bad spec", []string{workerArg, "{"}, "bad spec"},
