@@ -63,6 +63,9 @@ func Dial(ctx context.Context, opt rueidis.ClientOption, opts ...Option) (*Backe
 			opt.Dialer.Timeout = rueidis.DefaultDialTimeout
 		}
 		opt.Dialer.Timeout = max(min(opt.Dialer.Timeout, time.Until(dl)), time.Millisecond)
+		if opt.Sentinel.MasterSet != "" && (opt.Sentinel.Dialer.Timeout == 0 || opt.Sentinel.Dialer.Timeout > opt.Dialer.Timeout) {
+			opt.Sentinel.Dialer.Timeout = opt.Dialer.Timeout
+		}
 	}
 	client, err := rueidis.NewClient(opt)
 	if err != nil {
@@ -72,6 +75,10 @@ func Dial(ctx context.Context, opt rueidis.ClientOption, opts ...Option) (*Backe
 		return nil, connectError(opt, err)
 	}
 	c := &rueidisConn{c: client, owns: true}
+	if err := checkWait(c, cfg); err != nil {
+		client.Close()
+		return nil, err
+	}
 	return &Backend{conn: c, cfg: cfg, watchers: watchersFor(c)}, nil
 }
 
@@ -89,6 +96,8 @@ func connectError(opt rueidis.ClientOption, err error) error {
 	case strings.Contains(msg, "DB index is out of range"):
 		return fmt.Errorf("%w: redis at %s has no database %d (%s): the server's \"databases\" setting bounds the database number",
 			turnstile.ErrInvalidURL, addr, opt.SelectDB, msg)
+	case opt.Sentinel.MasterSet != "" && strings.Contains(msg, "without any password configured"):
+		return fmt.Errorf("redis: connect to the sentinels %s of %q: %w: the Sentinels have no password; add sentinel_auth=none to the URL", addr, opt.Sentinel.MasterSet, err)
 	case strings.HasPrefix(msg, "received unknown message type") || strings.HasPrefix(msg, "received unexpected"):
 		return fmt.Errorf("redis: %s does not speak the Redis protocol (%s): is the address another kind of server?", addr, msg)
 	}
@@ -98,6 +107,9 @@ func connectError(opt rueidis.ClientOption, err error) error {
 func newBackend(c conn, opts []Option) (*Backend, error) {
 	cfg := defaultConfig()
 	if err := cfg.apply(opts); err != nil {
+		return nil, err
+	}
+	if err := checkWait(c, cfg); err != nil {
 		return nil, err
 	}
 	return &Backend{conn: c, cfg: cfg, watchers: watchersFor(c)}, nil
@@ -127,7 +139,13 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 		c.args = append(c.args, millis(b.cfg.quarantine))
 	}
 	sctx, stop := settling(ctx)
-	tok, err := b.conn.eval(sctx, acquireScript, c)
+	var tok int64
+	var err error
+	if b.waits() {
+		tok, err = b.grant(sctx, sources[acquireScript], plainSHA[acquireScript], c, func(ctx context.Context) { _, _ = b.ReleaseQuiet(ctx, key, owner) })
+	} else {
+		tok, err = b.conn.eval(sctx, acquireScript, c)
+	}
 	stop()
 	if err == nil && ctx.Err() != nil {
 		// The caller gave up while the script ran: it has its outcome, an
@@ -232,10 +250,17 @@ func (b *Backend) HandOff(ctx context.Context, key, owner, next string, ttl time
 	}
 	n := b.names(key)
 	lockTTL, fenceTTL := b.ttlArgs(ttl)
-	r, err := b.conn.eval(ctx, handoffScript, call{
+	c := call{
 		keys: []string{n.lock, n.fence},
 		args: []string{owner, next, lockTTL, fenceTTL},
-	})
+	}
+	var r int64
+	var err error
+	if b.waits() {
+		r, err = b.grant(ctx, sources[handoffScript], plainSHA[handoffScript], c, func(ctx context.Context) { _, _ = b.ReleaseQuiet(ctx, key, next) })
+	} else {
+		r, err = b.conn.eval(ctx, handoffScript, c)
+	}
 	if err != nil || r <= 0 {
 		return 0, false, err
 	}

@@ -7,6 +7,7 @@
 //
 //	c, err := turnstile.Open(ctx, "redis://127.0.0.1:6379/0")  // after importing this package
 //	c, err := turnstile.Open(ctx, "redis://h1:7000,h2:7000,h3:7000")  // a Redis Cluster
+//	c, err := turnstile.Open(ctx, "redis+sentinel://s1:26379,s2:26379,s3:26379/mymaster?wait_replicas=1")
 //
 // Several hosts in one URL are one Redis Cluster (the list need not be
 // complete), not independent servers: for those, use package redlock.
@@ -59,14 +60,29 @@
 // least the longest TTL any client uses. Off by default on a single node;
 // package redlock turns it on for its nodes.
 //
+// # Replicas and Sentinel
+//
+// A redis+sentinel:// URL names the Sentinels that watch a primary and its
+// replicas, and the master set they watch it under: the client asks them
+// where the primary is and follows a failover to the replica they
+// promote. Replication is asynchronous: a lock granted just before the
+// primary fails may not have reached the replica promoted in its place,
+// which then grants it again. WithWaitReplicas (wait_replicas=N in a URL)
+// makes every grant and renewal wait until N replicas have it (Redis's
+// WAIT, sent on the grant's own connection), and fail, releasing the
+// grant, when fewer confirm in time: a *ReplicationError, which a Client
+// retries as it retries an outage. docs/guarantees.md says what this does
+// and does not make safe.
+//
 // # What a lock does not guarantee
 //
 // A single Redis server, or a primary with asynchronous replicas, can lose
 // a lock: a restart without persistence or a failover before the write was
 // replicated frees it while its holder still runs. The fencing token
 // still grows across such a loss, so storage that checks tokens refuses
-// the late writes of the old holder. Use several independent servers with
-// package redlock to make losing a lock need a majority of failures.
+// the late writes of the old holder. WithWaitReplicas narrows the
+// failover case; use several independent servers with package redlock to
+// make losing a lock need a majority of failures.
 //
 // TLS and ACLs. rediss:// — or any of the TLS parameters every turnstile
 // URL takes, ca_file, cert_file, key_file and server_name — connects with

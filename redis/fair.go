@@ -139,10 +139,14 @@ func (f *Fair) attempt(ctx context.Context, key, owner string, ttl time.Duration
 	if join {
 		mode = "1"
 	}
-	return f.b.run(ctx, fairAcquire, call{
+	c := call{
 		keys: append([]string{n.lock, n.fence}, f.queueKeys(n)...),
 		args: []string{owner, lockTTL, fenceTTL, millis(f.timeout), mode},
-	})
+	}
+	if f.b.waits() {
+		return f.b.grant(ctx, fairAcquire.src, fairAcquire.sha, c, func(context.Context) { f.leave(key, owner, true) })
+	}
+	return f.b.run(ctx, fairAcquire, c)
 }
 
 // Acquire implements driver.Backend: it takes the lock only if it is

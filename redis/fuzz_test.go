@@ -17,7 +17,8 @@ import (
 	"github.com/turnstilelock/turnstile/internal/testcerts"
 )
 
-// FuzzParseURL: the redis:// and rediss:// URL parser never panics and
+// FuzzParseURL: the URL parser (redis://, rediss://, redis+sentinel://,
+// rediss+sentinel://) never panics and
 // refuses what it cannot use with ErrInvalidURL; what it accepts has
 // usable addresses, and the URL written back from the settings it read
 // parses to the same settings.
@@ -40,6 +41,12 @@ func FuzzParseURL(f *testing.F) {
 		"redis://h?x=1", "redis://h/-1", "redis://h:0", "redis://h#f", "redis:opaque",
 		"REDIS://H", "redis://h?prefix=a&prefix=b", "redis://h1,h2/1", "redis://:@h",
 		"redis://h?fence_grace=0s", "redis://h?flush_delay=2ms", "redis://a]:1",
+		"redis://h?wait_replicas=1", "redis://h?wait_replicas=2&wait_timeout=50ms", "redis://h?wait_replicas=-1",
+		"redis://h?wait_replicas=x", "redis://h?wait_timeout=1s", "redis://h1,h2?wait_replicas=1", "redis://h?wait_replicas=0&wait_timeout=1s",
+		"redis+sentinel://s1:26379,s2,s3:1/mymaster", "redis+sentinel://u:p@s1/m/3?wait_replicas=1&sentinel_auth=none",
+		"rediss+sentinel://u:p@s1,s2/m?server_name=x", "redis+sentinel://s1", "redis+sentinel://s1/", "redis+sentinel://s1/m/x",
+		"redis+sentinel://s1/m%20n", "redis+sentinel://s1/m/1/2", "redis+sentinel://s1/m?sentinel_auth=other", "redis?sentinel://h",
+		"REDIS+SENTINEL://S/M", "redis+sentinel://s1/m?wait_replicas=1&wait_timeout=0s",
 	} {
 		f.Add(s)
 	}
@@ -56,8 +63,12 @@ func FuzzParseURL(f *testing.F) {
 			return
 		}
 		scheme := strings.ToLower(u.Scheme)
-		if scheme != "redis" && scheme != "rediss" {
+		if !slices.Contains([]string{"redis", "rediss", "redis+sentinel", "rediss+sentinel"}, scheme) {
 			t.Fatalf("parseURL(%q) accepted scheme %q", raw, u.Scheme)
+		}
+		sentinel := strings.HasSuffix(scheme, "+sentinel")
+		if sentinel != (opt.Sentinel.MasterSet != "") {
+			t.Fatalf("parseURL(%q): scheme %q, master set %q", raw, scheme, opt.Sentinel.MasterSet)
 		}
 		checkAddrs(t, raw, opt.InitAddress)
 		cfg := defaultConfig()
@@ -81,7 +92,9 @@ func FuzzParseURL(f *testing.F) {
 			opt.Password != opt2.Password || opt.SelectDB != opt2.SelectDB ||
 			opt.Dialer.Timeout != opt2.Dialer.Timeout || opt.MaxFlushDelay != opt2.MaxFlushDelay ||
 			opt.AlwaysRESP2 != opt2.AlwaysRESP2 || (opt.TLSConfig == nil) != (opt2.TLSConfig == nil) ||
-			cfg.prefix != cfg2.prefix || cfg.grace != cfg2.grace {
+			cfg.prefix != cfg2.prefix || cfg.grace != cfg2.grace || cfg.wait != cfg2.wait ||
+			opt.Sentinel.MasterSet != opt2.Sentinel.MasterSet || opt.Sentinel.Username != opt2.Sentinel.Username ||
+			opt.Sentinel.Password != opt2.Sentinel.Password || (opt.Sentinel.TLSConfig == nil) != (opt2.Sentinel.TLSConfig == nil) {
 			t.Fatalf("%q and its settings written back as %q parse differently", raw, back)
 		}
 		if opt.TLSConfig != nil && opt.TLSConfig.ServerName != opt2.TLSConfig.ServerName {
@@ -96,7 +109,13 @@ func FuzzParseURL(f *testing.F) {
 				t.Fatalf("%q and its settings written back as %q trust or present different certificates", raw, back)
 			}
 		}
-		if (scheme == "rediss") != (opt.TLSConfig != nil) && !tlsParamGiven(u.Query()) {
+		if cfg.wait.replicas > 0 && len(opt.InitAddress) > 1 && !sentinel {
+			t.Fatalf("%q: wait replicas accepted on a Redis Cluster", raw)
+		}
+		if sentinel && (opt.TLSConfig == nil) != (opt.Sentinel.TLSConfig == nil) {
+			t.Fatalf("%q: TLS to the data nodes is %v, to the Sentinels %v", raw, opt.TLSConfig != nil, opt.Sentinel.TLSConfig != nil)
+		}
+		if strings.HasPrefix(scheme, "rediss") != (opt.TLSConfig != nil) && !tlsParamGiven(u.Query()) {
 			t.Fatalf("%q: TLS on is %v", raw, opt.TLSConfig != nil)
 		}
 	})
@@ -137,10 +156,20 @@ func formatURL(scheme string, opt rueidis.ClientOption, cfg config, q0 url.Value
 	if opt.Username != "" || opt.Password != "" {
 		u.User = url.UserPassword(opt.Username, opt.Password)
 	}
-	if opt.SelectDB != 0 {
+	switch {
+	case opt.Sentinel.MasterSet != "":
+		u.Path = "/" + opt.Sentinel.MasterSet + "/" + strconv.Itoa(opt.SelectDB)
+	case opt.SelectDB != 0:
 		u.Path = "/" + strconv.Itoa(opt.SelectDB)
 	}
 	q := url.Values{}
+	if opt.Sentinel.MasterSet != "" && opt.Sentinel.Password == "" && opt.Sentinel.Username == "" {
+		q.Set("sentinel_auth", "none")
+	}
+	if cfg.wait.replicas > 0 {
+		q.Set("wait_replicas", strconv.Itoa(cfg.wait.replicas))
+		q.Set("wait_timeout", cfg.wait.timeout.String())
+	}
 	q.Set("dial_timeout", opt.Dialer.Timeout.String())
 	q.Set("flush_delay", opt.MaxFlushDelay.String())
 	if opt.AlwaysRESP2 {

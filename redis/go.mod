@@ -6,6 +6,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79
 	github.com/turnstilelock/turnstile v0.1.0
+	github.com/turnstilelock/turnstile/fence v0.1.0
 )
 
 require (

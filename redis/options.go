@@ -23,6 +23,7 @@ type config struct {
 	prefix     string
 	grace      time.Duration
 	quarantine time.Duration // 0: off
+	wait       waitConfig    // WithWaitReplicas
 	graceArg   string        // grace in script form (millis), set by apply
 }
 

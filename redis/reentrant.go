@@ -17,7 +17,7 @@ var (
 	reentrantReleaseLua string
 
 	reentrantAcquire = newKindScript(tokenLua + reentrantAcquireLua)
-	reentrantExtend  = newKindScript(reentrantExtendLua)
+	reentrantExtend  = newRenewScript(reentrantExtendLua)
 	reentrantRelease = newKindScript(reentrantReleaseLua)
 )
 
@@ -78,7 +78,13 @@ func (r *Reentrant) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 	if err := checkLease(ctx, key, owner, ttl); err != nil {
 		return 0, false, err
 	}
-	tok, err := r.b.run(ctx, reentrantAcquire, r.call(key, owner, ttl))
+	var tok int64
+	var err error
+	if r.b.waits() {
+		tok, err = r.b.grant(ctx, reentrantAcquire.src, reentrantAcquire.sha, r.call(key, owner, ttl), func(ctx context.Context) { _, _ = r.Release(ctx, key, owner) })
+	} else {
+		tok, err = r.b.run(ctx, reentrantAcquire, r.call(key, owner, ttl))
+	}
 	if err != nil {
 		return 0, false, err
 	}

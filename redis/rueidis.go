@@ -29,9 +29,14 @@ const unsubscribeTimeout = 2 * time.Second
 type rueidisConn struct {
 	c    rueidis.Client
 	owns bool
+	wait waitConfig // WithWaitReplicas: renewals wait for replicas
 }
 
 func (r *rueidisConn) eval(ctx context.Context, s script, c call) (int64, error) {
+	if s == extendScript && r.wait.replicas > 0 {
+		rep := r.evalWait(ctx, sources[s], plainSHA[s], []call{c}, "extend")[0]
+		return rep.n, rep.err
+	}
 	n, err := rueidisScripts[s].Exec(ctx, r.c, c.keys, c.args).AsInt64()
 	if err != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		// Not this call's context: rueidis closes a pipelined connection
@@ -49,6 +54,9 @@ func (r *rueidisConn) eval(ctx context.Context, s script, c call) (int64, error)
 // round trip per batch), so no call of the batch meets NOSCRIPT, then
 // sends every EVALSHA in one pipeline.
 func (r *rueidisConn) evalMulti(ctx context.Context, s script, cs []call) []reply {
+	if s == extendScript && r.wait.replicas > 0 {
+		return r.evalWait(ctx, sources[s], plainSHA[s], cs, "extend")
+	}
 	execs := make([]rueidis.LuaExec, len(cs))
 	for i, c := range cs {
 		execs[i] = rueidis.LuaExec{Keys: c.keys, Args: c.args}

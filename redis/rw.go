@@ -22,7 +22,7 @@ var (
 
 	readAcquire   = newKindScript(tokenLua + readAcquireLua)
 	writeAcquire  = newKindScript(tokenLua + writeAcquireLua)
-	memberExtend  = newKindScript(memberExtendLua)
+	memberExtend  = newRenewScript(memberExtendLua)
 	memberRelease = newKindScript(memberReleaseLua)
 )
 
@@ -144,10 +144,17 @@ func (r *ReadLock) Acquire(ctx context.Context, key, owner string, ttl time.Dura
 	}
 	k := r.rw.keys(key)
 	lockTTL, fenceTTL := r.rw.b.ttlArgs(ttl)
-	tok, err := r.rw.b.run(ctx, readAcquire, call{
+	c := call{
 		keys: []string{k.readers, k.writer, k.claims, k.fence},
 		args: []string{owner, lockTTL, fenceTTL},
-	})
+	}
+	var tok int64
+	var err error
+	if r.rw.b.waits() {
+		tok, err = r.rw.b.grant(ctx, readAcquire.src, readAcquire.sha, c, func(ctx context.Context) { _, _ = r.Release(ctx, key, owner) })
+	} else {
+		tok, err = r.rw.b.run(ctx, readAcquire, c)
+	}
 	if err != nil {
 		return 0, false, err
 	}
@@ -216,10 +223,17 @@ func (w *WriteLock) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 	}
 	k := w.rw.keys(key)
 	lockTTL, fenceTTL := w.rw.b.ttlArgs(ttl)
-	tok, err := w.rw.b.run(ctx, writeAcquire, call{
+	c := call{
 		keys: []string{k.writer, k.readers, k.claims, k.fence},
 		args: []string{owner, lockTTL, fenceTTL, millis(w.rw.claim)},
-	})
+	}
+	var tok int64
+	var err error
+	if w.rw.b.waits() {
+		tok, err = w.rw.b.grant(ctx, writeAcquire.src, writeAcquire.sha, c, func(ctx context.Context) { _, _ = w.Release(ctx, key, owner) })
+	} else {
+		tok, err = w.rw.b.run(ctx, writeAcquire, c)
+	}
 	if err != nil {
 		return 0, false, err
 	}

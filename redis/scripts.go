@@ -59,6 +59,9 @@ type call struct {
 type reply struct {
 	n   int64
 	err error
+	// unconfirmed: the script wrote a grant or renewal that fewer
+	// replicas confirmed than WithWaitReplicas asks for (evalWait).
+	unconfirmed bool
 }
 
 // conn is what the backend needs from a Redis client: run the scripts,

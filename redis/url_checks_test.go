@@ -20,9 +20,16 @@ var redactChecks = redacttest.Backend{Schemes: urlForm.Schemes, Parse: redacttes
 
 // hostChecks: hosts named by IPv6 literals, alone and in lists, are
 // dialled at their addresses; malformed ones make an invalid URL.
-var hostChecks = storeurltest.Hosts{Schemes: urlForm.Schemes, User: true, Port: "6379", List: true, Addrs: urlAddrs}
+var hostChecks = storeurltest.Hosts{Schemes: []string{"redis", "rediss"}, User: true, Port: "6379", List: true, Addrs: urlAddrs}
 
-func TestURLHosts(t *testing.T) { hostChecks.Check(t) }
+// sentinelHostChecks: the same of the Sentinels of a redis+sentinel://
+// URL, whose port defaults to 26379.
+var sentinelHostChecks = storeurltest.Hosts{Schemes: []string{"redis+sentinel", "rediss+sentinel"}, User: true, Path: "/mymaster", Port: DefaultSentinelPort, List: true, Addrs: urlAddrs}
+
+func TestURLHosts(t *testing.T) {
+	hostChecks.Check(t)
+	sentinelHostChecks.Check(t)
+}
 
 func FuzzParseURLRedacts(f *testing.F) { redactChecks.Fuzz(f) }
 

@@ -24,14 +24,29 @@ type kindScript struct {
 	r   *rueidis.Lua
 	g   *goredis.Script
 	src string // for the line an error names (storeError)
+	sha string // src's SHA-1, for EVALSHA with WAIT (evalWait)
+	// renews marks a script that renews a lease: with WithWaitReplicas,
+	// its renewals wait for the replicas.
+	renews bool
 }
 
 func newKindScript(src string) *kindScript {
-	return &kindScript{r: rueidis.NewLuaScript(src), g: goredis.NewScript(src), src: src}
+	return &kindScript{r: rueidis.NewLuaScript(src), g: goredis.NewScript(src), src: src, sha: scriptSHA(src)}
+}
+
+// newRenewScript is newKindScript for a script that renews leases.
+func newRenewScript(src string) *kindScript {
+	s := newKindScript(src)
+	s.renews = true
+	return s
 }
 
 // run executes s once and returns its integer reply.
 func (b *Backend) run(ctx context.Context, s *kindScript, c call) (n int64, err error) {
+	if s.renews && b.waits() {
+		rep := b.conn.(*rueidisConn).evalWait(ctx, s.src, s.sha, []call{c}, "extend")[0]
+		return rep.n, rep.err
+	}
 	switch cn := b.conn.(type) {
 	case *rueidisConn:
 		n, err = s.r.Exec(ctx, cn.c, c.keys, c.args).AsInt64()
@@ -45,6 +60,9 @@ func (b *Backend) run(ctx context.Context, s *kindScript, c call) (n int64, err 
 
 // runMulti executes s once per call in one pipelined batch.
 func (b *Backend) runMulti(ctx context.Context, s *kindScript, cs []call) []reply {
+	if s.renews && b.waits() {
+		return b.conn.(*rueidisConn).evalWait(ctx, s.src, s.sha, cs, "extend")
+	}
 	out := make([]reply, len(cs))
 	switch cn := b.conn.(type) {
 	case *rueidisConn:

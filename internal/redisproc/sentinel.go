@@ -147,8 +147,21 @@ func startMemberConf(bin, dir, conf string, extra []string) (*Server, error) {
 	return nil, lastErr
 }
 
-// waitReplicas waits until every replica's link to the primary is up.
+// waitReplicas waits until every replica's link to the primary is up,
+// and the primary counts every replica online: only then does a replica
+// acknowledge writes (WAIT).
 func (g *Sentinel) waitReplicas(deadline time.Time) error {
+	want := len(g.nodes) - 1
+	for {
+		info, err := g.nodes[0].Do("INFO", "replication")
+		if err == nil && strings.Count(info, ",state=online,") == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("primary %s does not count %d replicas online in time: %v %s", g.nodes[0].Addr(), want, err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	for _, r := range g.nodes[1:] {
 		for {
 			info, err := r.Do("INFO", "replication")
