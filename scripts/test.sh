@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # its own server processes on free loopback ports), prometheus for
 # promtool, which checks and tests the alert rules in deploy/prometheus,
 # and faketime, whose library runs servers under a wrong wall clock.
-packages=(redis-server etcd-server zookeeper postgresql mariadb-server prometheus faketime)
+packages=(redis-server redis-sentinel etcd-server zookeeper postgresql mariadb-server prometheus faketime)
 
 missing=()
 for p in "${packages[@]}"; do

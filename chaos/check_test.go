@@ -1,0 +1,149 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// cleanSection is a clean critical section of worker w: granted token tok at
+// t (ms), the fenced counter read as v and written as v+1.
+func cleanSection(w, cs int, tok uint64, t int64, v int64) []event {
+	ms := func(x int64) int64 { return (t + x) * int64(time.Millisecond) }
+	return []event{
+		{W: w, CS: cs, Ev: evAcquired, Tok: tok, Start: ms(0), End: ms(1)},
+		{W: w, CS: cs, Ev: evCall, Op: evMark, Tok: tok, Start: ms(2)},
+		{W: w, CS: cs, Ev: evMark, Tok: tok, Res: resOK, Start: ms(2), End: ms(3)},
+		{W: w, CS: cs, Ev: evRead, Tok: tok, Val: v, Start: ms(3), End: ms(4)},
+		{W: w, CS: cs, Ev: evCRead, Tok: tok, Val: v, Start: ms(4), End: ms(5)},
+		{W: w, CS: cs, Ev: evHold, Tok: tok, Start: ms(5)},
+		{W: w, CS: cs, Ev: evCall, Op: evCWrite, Tok: tok, Val: v + 1, Start: ms(6)},
+		{W: w, CS: cs, Ev: evCWrite, Tok: tok, Val: v + 1, Res: resOK, Start: ms(6), End: ms(7)},
+		{W: w, CS: cs, Ev: evCall, Op: evWrite, Tok: tok, Val: v + 1, Start: ms(7)},
+		{W: w, CS: cs, Ev: evWrite, Tok: tok, Val: v + 1, Res: resOK, Start: ms(7), End: ms(8)},
+		{W: w, CS: cs, Ev: evReleased, Tok: tok, Res: resOK, Start: ms(8), End: ms(9)},
+	}
+}
+
+func history(parts ...[]event) []event {
+	var out []event
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// TestCheckCleanHistory: three sections one after another with rising
+// tokens pass every check.
+func TestCheckCleanHistory(t *testing.T) {
+	h := history(cleanSection(1, 1, 10, 0, 0), cleanSection(2, 1, 11, 10, 1), cleanSection(1, 2, 12, 20, 2))
+	v := check(h, nil, 3, 3, time.Second, int64(30*time.Millisecond))
+	if v.Violations() != 0 || v.Linearizable != "ok" || v.ControlLost != 0 || v.Sections != 3 || v.Overlaps != 0 {
+		t.Fatalf("clean history judged %+v", v)
+	}
+}
+
+// TestCheckTokenOrder: a grant that returned after another completed
+// must carry a larger token.
+func TestCheckTokenOrder(t *testing.T) {
+	h := history(cleanSection(1, 1, 10, 0, 0), cleanSection(2, 1, 9, 10, 1))
+	v := check(h, nil, 2, 2, time.Second, int64(30*time.Millisecond))
+	if v.TokenOrder != 1 || !strings.Contains(v.Example, "token 9") {
+		t.Fatalf("token 9 after token 10: %+v", v)
+	}
+}
+
+// TestCheckLostUpdate: two sections that both read 0 and wrote 1 lost an
+// increment, fenced (a violation) or in the control (its count).
+func TestCheckLostUpdate(t *testing.T) {
+	h := history(cleanSection(1, 1, 10, 0, 0), cleanSection(2, 1, 11, 10, 0))
+	v := check(h, nil, 1, 1, time.Second, int64(30*time.Millisecond))
+	if v.FencedLost != 1 || v.ControlLost != 1 {
+		t.Fatalf("two writes of 1: %+v", v)
+	}
+	if v.Linearizable != "illegal" {
+		t.Errorf("a read of 0 after a write of 1 was judged %q", v.Linearizable)
+	}
+	// The final value short of the acknowledged increments is a loss too.
+	v = check(history(cleanSection(1, 1, 10, 0, 0), cleanSection(2, 1, 11, 10, 1)), nil, 1, 2, time.Second, 0)
+	if v.FencedLost != 1 {
+		t.Fatalf("final 1 after 2 acknowledged increments: %+v", v)
+	}
+}
+
+// TestCheckStaleWriteAccepted: a register that accepts a write with a
+// token below one it accepted before is not linearizable.
+func TestCheckStaleWriteAccepted(t *testing.T) {
+	h := history(cleanSection(1, 1, 10, 0, 0), cleanSection(2, 1, 11, 10, 1))
+	// Worker 1, token 10, writes after token 11 did and is accepted.
+	h = append(h,
+		event{W: 1, CS: 9, Ev: evCall, Op: evWrite, Tok: 10, Val: 7, Start: int64(40 * time.Millisecond)},
+		event{W: 1, CS: 9, Ev: evWrite, Tok: 10, Val: 7, Res: resOK, Start: int64(40 * time.Millisecond), End: int64(41 * time.Millisecond)})
+	v := check(h, nil, 7, 2, time.Second, 0)
+	if v.Linearizable != "illegal" {
+		t.Fatalf("a stale write accepted was judged %q", v.Linearizable)
+	}
+	// Refused, it is fine — and counted.
+	h[len(h)-1].Res = resStale
+	v = check(h, nil, 2, 2, time.Second, 0)
+	if v.Linearizable != "ok" || v.StaleRefused != 1 || v.Violations() != 0 {
+		t.Fatalf("a stale write refused: %+v", v)
+	}
+}
+
+// TestCheckUnknownOutcome: a write whose worker was killed may or may not
+// have landed; either is linearizable.
+func TestCheckUnknownOutcome(t *testing.T) {
+	killed := cleanSection(1, 1, 10, 0, 0)[:9] // the fenced write was called, never returned
+	for _, final := range []int64{0, 1} {
+		h := history(killed)
+		if final == 1 {
+			h = append(h, cleanSection(2, 1, 11, 20, 1)...)
+		} else {
+			h = append(h, cleanSection(2, 1, 11, 20, 0)...)
+		}
+		v := check(h, nil, final+1, 2, time.Second, 0)
+		if v.Linearizable != "ok" || v.FencedPending != 1 || v.Violations() != 0 {
+			t.Fatalf("killed writer, write landed=%v: %+v", final == 1, v)
+		}
+	}
+}
+
+// TestCheckLiveness: no grant within the bound after a heal is counted;
+// the p99 covers attempts begun during the fault.
+func TestCheckLiveness(t *testing.T) {
+	ms := int64(time.Millisecond)
+	h := history(cleanSection(1, 1, 10, 0, 0),
+		[]event{{W: 2, CS: 1, Ev: evAcquireFail, Start: 20 * ms, End: 520 * ms}},
+		cleanSection(2, 2, 11, 3000, 1))
+	v := check(h, []window{{Inject: 10 * ms, Heal: 100 * ms}}, 2, 2, time.Second, 4000*ms)
+	if v.Unrecovered != 1 || v.AcquireP99 != 500*time.Millisecond || v.AcquireFailed != 1 {
+		t.Fatalf("grant 2.9 s after the heal, bound 1 s: %+v", v)
+	}
+	v = check(h, []window{{Inject: 10 * ms, Heal: 100 * ms}}, 2, 2, 5*time.Second, 4000*ms)
+	if v.Unrecovered != 0 || v.Recovery != 2901*time.Millisecond {
+		t.Fatalf("grant 2.9 s after the heal, bound 5 s: %+v", v)
+	}
+}
+
+// FuzzCheck: any history, however malformed, is judged without a panic,
+// and the counts stay consistent.
+func FuzzCheck(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+	f.Add([]byte("\x00\x01\x02\x03\x00\x01\x02\x03"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		kinds := []string{evAcquired, evAcquireFail, evCall, evMark, evRead, evWrite, evCRead, evCWrite, evHold, evReleased}
+		ops := []string{evMark, evWrite, evCWrite, "long", ""}
+		res := []string{resOK, resStale, resUnknown, ""}
+		var h []event
+		for i := 0; i+3 < len(b) && len(h) < 40; i += 4 {
+			h = append(h, event{W: int(b[i] % 3), CS: int(b[i+1] % 4), Ev: kinds[int(b[i+2])%len(kinds)],
+				Op: ops[int(b[i+3])%len(ops)], Tok: uint64(b[i+1] % 5), Val: int64(b[i+3] % 4),
+				Res: res[int(b[i])%len(res)], Start: int64(i), End: int64(i + int(b[i+2]%7))})
+		}
+		v := check(h, []window{{Inject: 2, Heal: 9}}, int64(len(b)%5), int64(len(b)%3), 5, 100)
+		if v.Violations() < 0 || v.Sections < 0 || v.FencedLost < 0 || v.ControlLost < 0 {
+			t.Fatalf("negative counts: %+v", v)
+		}
+	})
+}
