@@ -310,7 +310,7 @@ Flags:
   --waiters N      waiters in herd, spread over 2 processes (default 2000,
                    at most 20000)
   --outage-ttl D   lease TTL in redlock-outage (default 1s, 200ms to 10s);
-                   the switch grace is 2x, the breaker probes every 0.5x
+                   the switch grace is 2x, the breaker probes every 0.25x
                    and restarted nodes refuse locks for 1x
   --outage-phase D
                    how long redlock-outage's normal, fallback and

@@ -83,11 +83,13 @@ type outageConfig struct {
 	secondaryName string
 }
 
-// grace is the fallback's switch grace: the TTL plus the open timeout
-// (the most by which two instances' breakers close apart) plus as much
-// again for drift and a busy machine.
+// grace is the fallback's switch grace: the TTL, plus a TTL for how far
+// apart two instances' breakers close. On an idle machine that is at
+// most the open timeout, a quarter TTL, as each probes at its first
+// acquisition after its own timeout; the rest is for drift and a busy
+// machine, which delays an instance's next acquisition.
 func (c outageConfig) grace() time.Duration       { return 2 * c.ttl }
-func (c outageConfig) openTimeout() time.Duration { return c.ttl / 2 }
+func (c outageConfig) openTimeout() time.Duration { return c.ttl / 4 }
 
 // phase is the least time the steady phases (normal, fallback,
 // recovered) run: each also lasts until its store has granted every key
