@@ -275,11 +275,11 @@ func runOutage(ctx context.Context, env *environment, cfg outageConfig) ([]resul
 		o.note("redlock-outage: the fallback's secondary is the demo's Redis (%s) instead of PostgreSQL, as the run has none", redact.URL(env.redisURL))
 	}
 	for i := range outageInstances {
-		inst, close, err := o.newInstance(ctx, i)
+		inst, closeInst, err := o.newInstance(ctx, i)
 		if err != nil {
 			return nil, err
 		}
-		closers = append(closers, close)
+		closers = append(closers, closeInst)
 		o.inst = append(o.inst, inst)
 	}
 	o.env.progress("redlock-outage: %d instances (goroutines, each with its own Redlock connections, %s backend, fallback breaker and client) take %d keys in turn, hold each %v and write its token to a fenced register on the demo's Redis",
