@@ -96,8 +96,9 @@ func connectError(opt rueidis.ClientOption, err error) error {
 	case strings.Contains(msg, "DB index is out of range"):
 		return fmt.Errorf("%w: redis at %s has no database %d (%s): the server's \"databases\" setting bounds the database number",
 			turnstile.ErrInvalidURL, addr, opt.SelectDB, msg)
-	case opt.Sentinel.MasterSet != "" && strings.Contains(msg, "without any password configured"):
-		return fmt.Errorf("redis: connect to the sentinels %s of %q: %w: the Sentinels have no password; add sentinel_auth=none to the URL", addr, opt.Sentinel.MasterSet, err)
+	case opt.Sentinel.MasterSet != "" && opt.Sentinel.Password != "" &&
+		(strings.HasPrefix(msg, "WRONGPASS") || strings.Contains(msg, "without any password configured")):
+		return fmt.Errorf("redis: connect to the sentinels %s of %q: %w (the URL's credentials log in to the Sentinels too: Sentinels without that user or password take sentinel_auth=none)", addr, opt.Sentinel.MasterSet, err)
 	case strings.HasPrefix(msg, "received unknown message type") || strings.HasPrefix(msg, "received unexpected"):
 		return fmt.Errorf("redis: %s does not speak the Redis protocol (%s): is the address another kind of server?", addr, msg)
 	}

@@ -73,6 +73,16 @@ func TestSentinelFailoverIncident(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The URL's credentials log in to the Sentinels too; these have no
+	// such user, and the error says how to leave them out.
+	bad := strings.Replace(g.URL(), "://", "://u:s3cret@", 1)
+	if c, err := turnstile.Open(ctx, bad); err == nil || !strings.Contains(err.Error(), "sentinel_auth=none") || strings.Contains(err.Error(), "s3cret") {
+		if c != nil {
+			_ = c.Close()
+		}
+		t.Fatalf("open with credentials the Sentinels do not know: %v", err)
+	}
+
 	a := openURL(t, g.URL(), turnstile.WithTTL(30*time.Second), retrying)
 	l, err := a.Acquire(ctx, "basic")
 	if err != nil {
