@@ -420,7 +420,9 @@ func TestWaitReplicasRefused(t *testing.T) {
 // one pair.
 func BenchmarkWaitReplicas(b *testing.B) {
 	p, _ := startReplicated(b)
-	for _, q := range []string{"", "?wait_replicas=1"} {
+	// A generous timeout: TryAcquire makes one attempt, and a replica on a
+	// loaded machine may take longer than the default to confirm.
+	for _, q := range []string{"", "?wait_replicas=1&wait_timeout=1s"} {
 		name := "wait_replicas=0"
 		if q != "" {
 			name = "wait_replicas=1"
