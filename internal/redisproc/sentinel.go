@@ -35,8 +35,8 @@ const (
 // each one redis-server process on loopback with persistence off. Every
 // member is a *Server the caller can Kill, Pause, Resume and Restart. A
 // data node restarts empty, as a replica of the first primary if it was
-// started as one, else as a primary: the Sentinels then make it a replica
-// of the current primary. A Sentinel restarts with what it had learnt,
+// started as one, else as a primary, which the Sentinels turn into a
+// replica if they promoted another node meanwhile. A Sentinel restarts with what it had learnt,
 // which it keeps in its configuration file.
 type Sentinel struct {
 	nodes     []*Server // the data nodes; nodes[0] was the first primary
