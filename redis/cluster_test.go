@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
+	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/locktest"
@@ -28,6 +30,7 @@ func TestCluster(t *testing.T) {
 	// Conformance last: rueidis cluster clients leave timers of a few
 	// seconds behind (see awaitRueidisClusterTimers), which it outlasts.
 	t.Run("URL", func(t *testing.T) { testClusterURL(t, cl) })
+	t.Run("WaitReplicasRefused", func(t *testing.T) { testClusterWaitReplicas(t, cl) })
 	t.Run("KeysShareASlot", func(t *testing.T) { testClusterSlots(t, cl, admin) })
 	t.Run("ReleaseNotices", func(t *testing.T) { testClusterNotices(t, cl, admin) })
 	t.Run("GoRedisClusterClient", func(t *testing.T) { testClusterGoRedis(t, cl) })
@@ -330,5 +333,23 @@ func awaitRueidisClusterTimers(t testing.TB) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// testClusterWaitReplicas: wait_replicas cannot work on a cluster (WAIT
+// has no key to route it by): a URL with several hosts is refused as it
+// is read, one host that turns out to be a cluster node when dialled.
+func testClusterWaitReplicas(t *testing.T, cl *testserver.RedisCluster) {
+	ctx := ctxFor(t, 30*time.Second)
+	for _, u := range []string{cl.URL() + "?wait_replicas=1", "redis://" + cl.Addrs()[0] + "?wait_replicas=1"} {
+		c, err := turnstile.Open(ctx, u)
+		if c != nil {
+			_ = c.Close()
+		}
+		if !errors.Is(err, turnstile.ErrInvalidURL) && !errors.Is(err, turnstile.ErrInvalidOption) {
+			t.Errorf("Open(%s) = %v, want ErrInvalidURL or ErrInvalidOption", u, err)
+		} else if !strings.Contains(err.Error(), "Cluster") {
+			t.Errorf("Open(%s) = %v: the error does not name the cluster", u, err)
+		}
 	}
 }
