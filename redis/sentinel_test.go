@@ -17,6 +17,7 @@ import (
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/fence"
+	"github.com/turnstilelock/turnstile/internal/testcerts"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/locktest"
 	"github.com/turnstilelock/turnstile/redis"
@@ -500,5 +501,31 @@ func TestWaitOnTheGrantsConnection(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSentinelTLS: rediss+sentinel:// talks TLS, with the same
+// authorities and client certificate, to the Sentinels and to the
+// primary they name, each certificate checked against the address
+// dialled.
+func TestSentinelTLS(t *testing.T) {
+	certs := testcerts.New(t)
+	g := testserver.StartRedisSentinelTLS(t, certs, 0, 2)
+	if !strings.HasPrefix(g.URL(), "rediss+sentinel://") {
+		t.Fatalf("URL %q", g.URL())
+	}
+	ctx := ctxFor(t, 30*time.Second)
+	c := openURL(t, g.URL())
+	l, err := c.Acquire(ctx, "tls")
+	if err != nil {
+		t.Fatalf("acquire through TLS sentinels: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// redis+sentinel:// with a TLS parameter speaks TLS too; a name no
+	// certificate carries is refused.
+	if _, err := turnstile.Open(ctx, strings.Replace(g.URL(), "rediss+sentinel", "redis+sentinel", 1)+"&server_name=elsewhere.example"); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("open with a server name that no certificate carries: %v", err)
 	}
 }

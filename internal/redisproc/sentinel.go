@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +43,7 @@ type Sentinel struct {
 	nodes     []*Server // the data nodes; nodes[0] was the first primary
 	sentinels []*Server
 	primary   string // the primary's address when last looked at (WaitFailover)
+	tls       *TLS   // nil: plain text
 }
 
 // StartSentinel starts a primary, replicas replicas of it (--replicaof)
@@ -53,6 +55,18 @@ type Sentinel struct {
 // The Sentinels run redis-sentinel, or redis-server --sentinel where
 // redis-sentinel is not installed.
 func StartSentinel(dir string, replicas, sentinels int) (*Sentinel, error) {
+	return startSentinel(dir, replicas, sentinels, nil)
+}
+
+// StartSentinelTLS starts a group as StartSentinel does whose members
+// speak TLS only, to clients and to each other: each runs with --port 0
+// --tls-port P --tls-replication yes and the certificates of t, the
+// client certificate for their connections to each other.
+func StartSentinelTLS(dir string, replicas, sentinels int, t TLS) (*Sentinel, error) {
+	return startSentinel(dir, replicas, sentinels, &t)
+}
+
+func startSentinel(dir string, replicas, sentinels int, t *TLS) (*Sentinel, error) {
 	if replicas < 0 || sentinels < SentinelQuorum {
 		return nil, fmt.Errorf("start redis sentinel: %d replicas and %d sentinels: want replicas >= 0 and at least %d sentinels (the quorum)", replicas, sentinels, SentinelQuorum)
 	}
@@ -64,12 +78,12 @@ func StartSentinel(dir string, replicas, sentinels int) (*Sentinel, error) {
 	if p, err := exec.LookPath("redis-sentinel"); err == nil {
 		sbin, sentinelFlag = p, false
 	}
-	g := &Sentinel{}
+	g := &Sentinel{tls: t}
 	fail := func(err error) (*Sentinel, error) {
 		g.Kill()
 		return nil, fmt.Errorf("start redis sentinel: %w", err)
 	}
-	primary, err := startMember(bin, filepath.Join(dir, "node0"), nil)
+	primary, err := startMember(bin, filepath.Join(dir, "node0"), t, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -77,7 +91,7 @@ func StartSentinel(dir string, replicas, sentinels int) (*Sentinel, error) {
 	g.primary = primary.Addr()
 	host, port, _ := net.SplitHostPort(primary.Addr())
 	for i := range replicas {
-		r, err := startMember(bin, filepath.Join(dir, "node"+strconv.Itoa(i+1)), []string{"--replicaof", host, port})
+		r, err := startMember(bin, filepath.Join(dir, "node"+strconv.Itoa(i+1)), t, []string{"--replicaof", host, port})
 		if err != nil {
 			return fail(err)
 		}
@@ -109,7 +123,7 @@ func StartSentinel(dir string, replicas, sentinels int) (*Sentinel, error) {
 		if sentinelFlag {
 			extra = []string{"--sentinel"}
 		}
-		s, err := startMemberConf(sbin, sdir, conf, extra)
+		s, err := startMemberConf(sbin, sdir, conf, t, extra)
 		if err != nil {
 			if sentinelFlag {
 				err = fmt.Errorf("%w (redis-sentinel is not installed; install it with: %s)", err, SentinelInstallHint)
@@ -128,11 +142,13 @@ func StartSentinel(dir string, replicas, sentinels int) (*Sentinel, error) {
 // port, trying other ports when the one picked was taken meanwhile. Any
 // node may become the primary: each starts a replica's full sync at once
 // rather than after the default 5 s wait for more replicas.
-func startMember(bin, dir string, extra []string) (*Server, error) {
-	return startMemberConf(bin, dir, "", append([]string{"--repl-diskless-sync-delay", "0"}, extra...))
+func startMember(bin, dir string, t *TLS, extra []string) (*Server, error) {
+	return startMemberConf(bin, dir, "", t, append([]string{"--repl-diskless-sync-delay", "0"}, extra...))
 }
 
-func startMemberConf(bin, dir, conf string, extra []string) (*Server, error) {
+// startMemberConf starts a member with a configuration file (a
+// Sentinel) or none (""), speaking TLS with t unless t is nil.
+func startMemberConf(bin, dir, conf string, t *TLS, extra []string) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -144,6 +160,15 @@ func startMemberConf(bin, dir, conf string, extra []string) (*Server, error) {
 			continue
 		}
 		s := &Server{bin: bin, dir: dir, port: port, conf: conf, extra: extra}
+		if t != nil {
+			if err := s.setTLS(*t); err != nil {
+				return nil, err
+			}
+			// Members dial each other (replication, Sentinels' links)
+			// with the client certificate: the server's is for servers.
+			s.extra = append(slices.Clip(s.extra), "--tls-replication", "yes",
+				"--tls-client-cert-file", t.ClientCert, "--tls-client-key-file", t.ClientKey)
+		}
 		if lastErr = s.start(); lastErr == nil {
 			return s, nil
 		}
@@ -213,9 +238,13 @@ func (g *Sentinel) SentinelAddrs() []string {
 }
 
 // URL is the group's turnstile URL:
-// redis+sentinel://s1:p1,s2:p2,.../MASTERSET.
+// redis+sentinel://s1:p1,s2:p2,.../MASTERSET, or for a group that speaks
+// TLS rediss+sentinel://...?ca_file=...&cert_file=...&key_file=...
 func (g *Sentinel) URL() string {
-	return "redis+sentinel://" + strings.Join(g.SentinelAddrs(), ",") + "/" + SentinelMasterSet
+	if g.tls == nil {
+		return "redis+sentinel://" + strings.Join(g.SentinelAddrs(), ",") + "/" + SentinelMasterSet
+	}
+	return "rediss+sentinel://" + strings.Join(g.SentinelAddrs(), ",") + "/" + SentinelMasterSet + "?" + g.tls.Query()
 }
 
 // Nodes are the data nodes: Nodes()[0] is the primary the group started

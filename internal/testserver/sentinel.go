@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/turnstilelock/turnstile/internal/redisproc"
+	"github.com/turnstilelock/turnstile/internal/testcerts"
 )
 
 // RedisSentinel is a primary, its replicas and the Sentinels watching
@@ -38,4 +39,18 @@ func (g *RedisSentinel) MustPrimary() *redisproc.Server {
 		g.t.Fatal(err)
 	}
 	return p
+}
+
+// StartRedisSentinelTLS starts a group as StartRedisSentinel does whose
+// members speak TLS only, to clients and to each other, with the
+// certificates of certs (see StartRedisTLS). Its URL is
+// rediss+sentinel:// with ca_file, cert_file and key_file.
+func StartRedisSentinelTLS(t testing.TB, certs *testcerts.Set, replicas, sentinels int) *RedisSentinel {
+	t.Helper()
+	g, err := redisproc.StartSentinelTLS(t.TempDir(), replicas, sentinels, RedisTLS(certs, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Kill)
+	return &RedisSentinel{Sentinel: g, t: t}
 }
