@@ -2,13 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"syscall"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
+
+	"github.com/turnstilelock/turnstile/internal/clusterslot"
+	"github.com/turnstilelock/turnstile/internal/proc"
+	"github.com/turnstilelock/turnstile/internal/redisproc"
 )
 
 // faultEnv is what a fault acts on.
@@ -34,6 +40,123 @@ type fault struct {
 }
 
 func always(*target) string { return "" }
+
+// primary is the member that member faults hit for the cell's key.
+func (env *faultEnv) primary() *member { return env.t.members[env.t.primary(env.pool.key)] }
+
+func needClock(t *target) string {
+	if t.noClock != "" {
+		return t.noClock
+	}
+	return ""
+}
+
+// crashMember crashes m: through its launcher for a redis-server (which
+// keeps no files here, and must know the server is down), else with
+// crash, which leaves the data directory for the restart.
+func crashMember(m *member) error {
+	if s, ok := m.ctl.(*redisproc.Server); ok {
+		s.Kill()
+		return nil
+	}
+	return crash(m)
+}
+
+// restart brings a crashed member back. A Sentinel group's old primary
+// comes back as a replica of the primary the Sentinels promoted, as a
+// deployment that follows its Sentinels configures it; without that it
+// would start as a second primary until the Sentinels notice.
+func (env *faultEnv) restart(m *member) func() error {
+	return func() error {
+		if err := m.ctl.Restart(); err != nil {
+			return err
+		}
+		s, ok := m.ctl.(*redisproc.Server)
+		if env.t.sentinel == nil || !ok {
+			return nil
+		}
+		addr, err := env.t.sentinel.PrimaryAddr()
+		if err != nil || addr == s.Addr() {
+			return err
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return err
+		}
+		_, err = s.Do("REPLICAOF", host, port)
+		return err
+	}
+}
+
+// clockJump moves clock by d and returns the function that puts it back.
+func clockJump(clock *proc.Clock, d time.Duration) (func() error, error) {
+	if err := clock.Jump(d); err != nil {
+		return nil, err
+	}
+	return func() error { return clock.Set(0) }, nil
+}
+
+// failover reproduces a lost grant: the replica is stopped, so that a
+// grant made now on the primary does not reach it; a worker takes the
+// lock and holds it (a long hold, past the fault); the primary is killed
+// and the replica resumed, and the Sentinels or the cluster promote it —
+// without the grant, so another worker is granted the same lock. The heal
+// restarts the old primary, which rejoins as a replica. With
+// wait_replicas=1 the grant is refused while the replica is stopped, and
+// the long holder never appears.
+func failover(ctx context.Context, env *faultEnv) (func() error, error) {
+	t := env.t
+	old := env.primary()
+	var replica proc.Member
+	if t.sentinel != nil {
+		for _, n := range t.sentinel.Nodes() {
+			if proc.Member(n) != old.ctl {
+				replica = n
+			}
+		}
+	} else {
+		owner, ok := old.ctl.(*redisproc.Server)
+		if !ok {
+			return nil, errors.New("the cluster's primary is no redis-server")
+		}
+		r, err := t.cluster.ReplicaOf(owner)
+		if err != nil {
+			return nil, err
+		}
+		replica = r
+	}
+	if replica == nil {
+		return nil, errors.New("no replica to fail over to")
+	}
+	if err := replica.Pause(); err != nil {
+		return nil, err
+	}
+	// Cut the stopped replica off, or it would find the grant in its
+	// socket's buffer when it runs again.
+	if s, ok := old.ctl.(*redisproc.Server); ok {
+		if _, err := s.Do("CLIENT", "KILL", "TYPE", "replica"); err != nil {
+			_ = replica.Resume()
+			return nil, err
+		}
+	}
+	// The grant the failover loses; with wait_replicas none is made.
+	_, _ = env.pool.longHolder(ctx, 3*env.ttl)
+	if err := crashMember(old); err != nil {
+		_ = replica.Resume()
+		return nil, err
+	}
+	if err := replica.Resume(); err != nil {
+		return nil, err
+	}
+	if t.sentinel != nil {
+		if _, err := t.sentinel.WaitFailover(time.Minute); err != nil {
+			return nil, err
+		}
+	} else if err := t.cluster.WaitHealthy(time.Minute); err != nil {
+		return nil, err
+	}
+	return env.restart(old), nil
+}
 
 func needProxies(t *target) string {
 	if len(t.proxies) == 0 {
@@ -85,37 +208,89 @@ func faults() map[string]fault {
 		},
 		{
 			name: "member-pause", desc: "a server (the primary or leader) stopped (SIGSTOP) for 2 TTLs, then resumed",
-			long: true,
-			applies: func(t *target) string {
-				if t.members[t.primary()].pause == nil {
-					return "the launcher cannot pause this server"
-				}
-				return ""
-			},
+			long:    true,
+			applies: always,
 			inject: func(_ context.Context, env *faultEnv) (func() error, error) {
-				m := env.t.members[env.t.primary()]
-				if err := m.pause(); err != nil {
+				m := env.primary()
+				if err := m.ctl.Pause(); err != nil {
 					return nil, err
 				}
-				return m.resume, nil
+				return m.ctl.Resume, nil
 			},
 			length: func(ttl time.Duration) time.Duration { return 2 * ttl },
 		},
 		{
-			name: "member-kill", desc: "a server (the primary or leader) killed (SIGKILL), restarted a TTL later",
+			name: "member-kill", desc: "a server (the primary or leader) killed (SIGKILL), restarted a TTL later (with its data where the store persists it)",
+			long:    true,
+			applies: always,
+			inject: func(_ context.Context, env *faultEnv) (func() error, error) {
+				m := env.primary()
+				if err := crashMember(m); err != nil {
+					return nil, err
+				}
+				return env.restart(m), nil
+			},
+			length: func(ttl time.Duration) time.Duration { return ttl },
+		},
+		{
+			name: "clock-forward", desc: "a server's (the primary's or leader's) wall clock jumps 60 s ahead for 2 TTLs, then back (libfaketime)",
+			long:    true,
+			applies: needClock,
+			inject: func(_ context.Context, env *faultEnv) (func() error, error) {
+				return clockJump(env.primary().clock, time.Minute)
+			},
+			length: func(ttl time.Duration) time.Duration { return 2 * ttl },
+		},
+		{
+			name: "clock-back", desc: "a server's (the primary's or leader's) wall clock jumps 60 s back for 2 TTLs, then forward again (libfaketime)",
+			long:    true,
+			applies: needClock,
+			inject: func(_ context.Context, env *faultEnv) (func() error, error) {
+				return clockJump(env.primary().clock, -time.Minute)
+			},
+			length: func(ttl time.Duration) time.Duration { return 2 * ttl },
+		},
+		{
+			name: "failover", desc: "the replica stopped, a lock granted on the primary, the primary killed before the grant replicates, the replica resumed and promoted; the old primary restarted a TTL later as a replica",
+			applies: func(t *target) string {
+				if t.sentinel == nil && t.cluster == nil {
+					return "the configuration has no replicas to fail over to"
+				}
+				return ""
+			},
+			inject: failover,
+			// The long hold must outlast the failover: the Sentinels
+			// notice a dead primary after a second and then elect.
+			length: func(ttl time.Duration) time.Duration { return 5 * ttl },
+		},
+		{
+			name: "slot-migration", desc: "the hash slot of the lock key migrated to another primary (MIGRATING/IMPORTING, MIGRATE, SETSLOT NODE) while a holder holds the lock",
 			long: true,
 			applies: func(t *target) string {
-				if t.members[t.primary()].restart == nil {
-					return "the launcher cannot restart this server"
+				if t.cluster == nil {
+					return "only a Redis Cluster has slots"
 				}
 				return ""
 			},
 			inject: func(_ context.Context, env *faultEnv) (func() error, error) {
-				m := env.t.members[env.t.primary()]
-				m.kill()
-				return m.restart, nil
+				c := env.t.cluster
+				slot := clusterslot.Of("{" + env.pool.key + "}")
+				from, err := c.Owner(slot)
+				if err != nil {
+					return nil, err
+				}
+				primaries, err := c.Primaries()
+				if err != nil {
+					return nil, err
+				}
+				for _, p := range primaries {
+					if p != from {
+						return nil, c.MigrateSlot(slot, p)
+					}
+				}
+				return nil, errors.New("no other primary to migrate the slot to")
 			},
-			length: func(ttl time.Duration) time.Duration { return ttl },
+			length: func(time.Duration) time.Duration { return 0 },
 		},
 		{
 			name: "latency", desc: "150 ms added each way between the clients and every server, for 2 TTLs",
@@ -173,7 +348,8 @@ func faults() map[string]fault {
 }
 
 // faultOrder is the order of faults in the table and in --all.
-var faultOrder = []string{"holder-pause", "holder-kill", "member-pause", "member-kill", "latency", "blackhole", "reset", "partition-minority", "partition-majority"}
+var faultOrder = []string{"holder-pause", "holder-kill", "member-pause", "member-kill", "clock-forward", "clock-back",
+	"failover", "slot-migration", "latency", "blackhole", "reset", "partition-minority", "partition-majority"}
 
 // toxics adds one toxic to both directions of every proxy in ps and
 // returns the function that removes them again.

@@ -45,8 +45,8 @@ func main() {
 }
 
 // quickFaults are the faults of --quick: one that only the fence can
-// survive, one on the servers, one on the network.
-var quickFaults = []string{"holder-pause", "member-kill", "reset"}
+// survive, a server crash, and the lost grant of a failover.
+var quickFaults = []string{"holder-pause", "member-kill", "failover"}
 
 // options are the command line, parsed.
 type options struct {

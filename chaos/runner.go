@@ -486,4 +486,3 @@ func (pw *prefixWriter) Write(b []byte) (int, error) {
 	_, err := pw.w.Write(append([]byte(pw.prefix), b...))
 	return len(b), err
 }
-

@@ -13,21 +13,21 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
 
+	"github.com/turnstilelock/turnstile/internal/clusterslot"
 	"github.com/turnstilelock/turnstile/internal/etcdproc"
 	"github.com/turnstilelock/turnstile/internal/mysqlproc"
 	"github.com/turnstilelock/turnstile/internal/pgproc"
+	"github.com/turnstilelock/turnstile/internal/proc"
 	"github.com/turnstilelock/turnstile/internal/redisproc"
 	"github.com/turnstilelock/turnstile/internal/zkproc"
 )
 
 // member is one server process of a store configuration and what a
-// fault can do to it. A nil function is a control this member lacks.
+// fault can do to it.
 type member struct {
-	name    string
-	pause   func() error // SIGSTOP
-	resume  func() error // SIGCONT
-	kill    func()       // SIGKILL
-	restart func() error // start again on the same port (after kill)
+	name  string
+	ctl   proc.Member
+	clock *proc.Clock // nil: the server runs on the real clock
 }
 
 // target is a running store configuration.
@@ -38,15 +38,16 @@ type target struct {
 	// proxies[i] carries the clients' traffic to members[i] (toxiproxy),
 	// when the configuration lets clients reach every member through one.
 	proxies []*toxiproxy.Proxy
-	// primary is the member a member fault hits: the primary or leader
-	// where the configuration has one, else the first.
-	primary func() int
-	// persistent: a killed and restarted member comes back with its data.
-	persistent bool
+	// primary is the member a member fault hits for a lock key: the
+	// primary or leader where the configuration has one, else the first.
+	primary func(key string) int
 	// leaseFloor is the shortest lease the store keeps: etcd's leases
 	// count whole seconds and have a minimum, so its locks outlive a
 	// shorter TTL. Faults are timed in multiples of the longer of the two.
 	leaseFloor time.Duration
+	noClock    string              // why the servers run on the real clock, if they do
+	sentinel   *redisproc.Sentinel // the Sentinel group, for failover
+	cluster    *redisproc.Cluster  // the Redis Cluster, for failover and slot migration
 	stop       []func()
 }
 
@@ -66,15 +67,22 @@ type storeDef struct {
 	start  func(dir string, ttl time.Duration) (*target, error)
 }
 
-// stores are the configurations, by name, in the order of the table.
+// stores are the configurations, by name.
 func stores() map[string]storeDef {
 	return map[string]storeDef{
 		"redis": {"one redis-server, no persistence", startRedis},
+		"redis-sentinel": {"redis-server primary + 1 replica + 3 Sentinels, no persistence (redis+sentinel://)", func(dir string, ttl time.Duration) (*target, error) {
+			return startSentinel(dir, "redis-sentinel", "")
+		}},
+		"redis-sentinel-wait": {"as redis-sentinel, with ?wait_replicas=1", func(dir string, ttl time.Duration) (*target, error) {
+			return startSentinel(dir, "redis-sentinel-wait", "?wait_replicas=1&wait_timeout=100ms")
+		}},
+		"redis-cluster": {"Redis Cluster, 3 primaries + 3 replicas, no persistence", startRedisCluster},
 		"redlock": {"Redlock of 5 redis-servers, no persistence", func(dir string, ttl time.Duration) (*target, error) {
 			return startRedlock(dir, 5, ttl)
 		}},
-		"etcd":      {"etcd", startEtcd},
-		"zookeeper": {"ZooKeeper", startZooKeeper},
+		"etcd":      {"etcd cluster of 3 members", startEtcd},
+		"zookeeper": {"ZooKeeper ensemble of 3 servers", startZooKeeper},
 		"postgres":  {"PostgreSQL", startPostgres},
 		"mysql":     {"MariaDB", startMySQL},
 		"fallback":  {"fallback pair: redis-server primary, PostgreSQL secondary", startFallback},
@@ -82,7 +90,7 @@ func stores() map[string]storeDef {
 }
 
 // storeOrder is the order of stores in the table and in --all.
-var storeOrder = []string{"redis", "redlock", "etcd", "zookeeper", "postgres", "mysql", "fallback"}
+var storeOrder = []string{"redis", "redis-sentinel", "redis-sentinel-wait", "redis-cluster", "redlock", "etcd", "zookeeper", "postgres", "mysql", "fallback"}
 
 // proxyServer hosts the proxies of every target.
 var proxyServer = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
@@ -101,25 +109,78 @@ func (t *target) proxy(name, upstream string) (string, error) {
 	return p.Listen, nil
 }
 
-func first() int { return 0 }
+func first(string) int { return 0 }
 
-func redisMember(name string, s *redisproc.Server) *member {
-	return &member{name: name, kill: s.Kill, restart: s.Restart}
+// clockFor makes a wrong clock for a server whose files are in dir.
+func clockFor(dir string) (*proc.Clock, error) {
+	return proc.NewClock(filepath.Join(dir, "faketime"))
 }
 
 func startRedis(dir string, _ time.Duration) (*target, error) {
-	s, err := redisproc.Start(dir)
+	clock, err := clockFor(dir)
+	if err != nil {
+		return nil, err
+	}
+	s, err := redisproc.StartWith(dir, redisproc.WithClock(clock))
 	if err != nil {
 		return nil, err
 	}
 	t := &target{name: "redis", primary: first, stop: []func(){s.Kill}}
-	t.members = []*member{redisMember("redis-server", s)}
+	t.members = []*member{{name: "redis-server", ctl: s, clock: clock}}
 	addr, err := t.proxy("redis", s.Addr())
 	if err != nil {
 		t.close()
 		return nil, err
 	}
 	t.url = "redis://" + addr
+	return t, nil
+}
+
+// startSentinel: the Sentinels tell clients the primary's own address,
+// so client traffic cannot go through a proxy.
+func startSentinel(dir, name, query string) (*target, error) {
+	g, err := redisproc.StartSentinel(dir, 1, 3)
+	if err != nil {
+		return nil, err
+	}
+	t := &target{name: name, sentinel: g, url: g.URL() + query, stop: []func(){g.Kill},
+		noClock: "the launcher starts Sentinel groups on the real clock"}
+	for i, n := range g.Nodes() {
+		t.members = append(t.members, &member{name: "data node " + strconv.Itoa(i+1), ctl: n})
+	}
+	t.primary = func(string) int {
+		p, err := g.Primary()
+		for i, n := range g.Nodes() {
+			if err == nil && n == p {
+				return i
+			}
+		}
+		return 0
+	}
+	return t, nil
+}
+
+// startRedisCluster: the cluster tells clients its nodes' own addresses,
+// so client traffic cannot go through a proxy.
+func startRedisCluster(dir string, _ time.Duration) (*target, error) {
+	c, err := redisproc.StartClusterWith(dir, 3, redisproc.WithReplicas(1), redisproc.WithNodeTimeout(time.Second))
+	if err != nil {
+		return nil, err
+	}
+	t := &target{name: "redis-cluster", cluster: c, url: c.URL(), stop: []func(){c.Kill},
+		noClock: "the cluster runs on the real clock here (the launcher can start it under libfaketime; not wired into this runner yet)"}
+	for i, n := range c.Nodes() {
+		t.members = append(t.members, &member{name: "node " + strconv.Itoa(i+1), ctl: n})
+	}
+	t.primary = func(key string) int {
+		owner, err := c.Owner(clusterslot.Of("{" + key + "}"))
+		for i, n := range c.Nodes() {
+			if err == nil && n == owner {
+				return i
+			}
+		}
+		return 0
+	}
 	return t, nil
 }
 
@@ -132,13 +193,18 @@ func startRedlock(dir string, n int, ttl time.Duration) (*target, error) {
 			t.close()
 			return nil, err
 		}
-		s, err := redisproc.Start(d)
+		clock, err := clockFor(d)
+		if err != nil {
+			t.close()
+			return nil, err
+		}
+		s, err := redisproc.StartWith(d, redisproc.WithClock(clock))
 		if err != nil {
 			t.close()
 			return nil, err
 		}
 		t.stop = append(t.stop, s.Kill)
-		t.members = append(t.members, redisMember("node "+strconv.Itoa(i+1), s))
+		t.members = append(t.members, &member{name: "node " + strconv.Itoa(i+1), ctl: s, clock: clock})
 		addr, err := t.proxy("node"+strconv.Itoa(i), s.Addr())
 		if err != nil {
 			t.close()
@@ -153,35 +219,65 @@ func startRedlock(dir string, n int, ttl time.Duration) (*target, error) {
 	return t, nil
 }
 
+// etcdLeaseFloor: etcd rounds a lease up to whole seconds and grants at
+// least 1.5 election timeouts (1.5 s at the defaults), and expires leases
+// on a coarse timer: a lock can live ~3 s after its last renewal.
+const etcdLeaseFloor = 3 * time.Second
+
 func startEtcd(dir string, _ time.Duration) (*target, error) {
-	s, err := etcdproc.Start(dir)
+	c, err := etcdproc.StartCluster(dir, 3)
 	if err != nil {
 		return nil, err
 	}
-	t := &target{name: "etcd", primary: first, persistent: true, stop: []func(){s.Kill}, leaseFloor: etcdLeaseFloor}
-	t.members = []*member{{name: "etcd", kill: s.Kill}}
-	addr, err := t.proxy("etcd", s.Addr())
-	if err != nil {
-		t.close()
-		return nil, err
+	t := &target{name: "etcd", leaseFloor: etcdLeaseFloor, stop: []func(){c.Kill},
+		noClock: "etcd is a Go program: Go reads the clock through the vDSO, not libc, so libfaketime cannot move it"}
+	var addrs []string
+	for i, m := range c.Members() {
+		t.members = append(t.members, &member{name: "member " + strconv.Itoa(i+1), ctl: m})
+		addr, err := t.proxy("member"+strconv.Itoa(i), m.Addr())
+		if err != nil {
+			t.close()
+			return nil, err
+		}
+		addrs = append(addrs, addr)
 	}
-	t.url = "etcd://" + addr
+	t.primary = func(string) int {
+		l, err := c.Leader()
+		if err != nil {
+			return 0
+		}
+		return l
+	}
+	t.url = "etcd://" + strings.Join(addrs, ",")
 	return t, nil
 }
 
 func startZooKeeper(dir string, _ time.Duration) (*target, error) {
-	s, err := zkproc.Start(dir)
+	e, err := zkproc.StartEnsemble(dir, 3)
 	if err != nil {
 		return nil, err
 	}
-	t := &target{name: "zookeeper", primary: first, persistent: true, stop: []func(){s.Kill}}
-	t.members = []*member{{name: "zookeeper", kill: s.Kill}}
-	addr, err := t.proxy("zookeeper", s.Addr())
-	if err != nil {
-		t.close()
-		return nil, err
+	t := &target{name: "zookeeper", stop: []func(){e.Kill},
+		noClock: "the ensemble runs on the real clock: under libfaketime (every clock read of the JVM rereads the offset file) it did not start within a minute on 2 busy cores"}
+	var addrs []string
+	for i, m := range e.Members() {
+		t.members = append(t.members, &member{name: "server " + strconv.Itoa(i+1), ctl: m})
+		addr, err := t.proxy("server"+strconv.Itoa(i), m.Addr())
+		if err != nil {
+			t.close()
+			return nil, err
+		}
+		addrs = append(addrs, addr)
 	}
-	t.url = "zookeeper://" + addr + "?session_timeout=4s"
+	t.primary = func(string) int {
+		l, err := e.Leader()
+		if err != nil {
+			return 0
+		}
+		return l
+	}
+	// The session is the lease: a short session timeout is the short TTL.
+	t.url = "zookeeper://" + strings.Join(addrs, ",") + "?session_timeout=4s"
 	return t, nil
 }
 
@@ -190,15 +286,15 @@ func startPostgres(string, time.Duration) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &target{name: "postgres", primary: first, persistent: true, stop: []func(){s.Kill}}
-	t.members = []*member{{name: "postgres", kill: s.Kill}}
+	t := &target{name: "postgres", primary: first, stop: []func(){s.Kill},
+		noClock: "the launcher starts PostgreSQL on the real clock"}
+	t.members = []*member{{name: "postgres", ctl: s}}
 	addr, err := t.proxy("postgres", s.Addr())
 	if err != nil {
 		t.close()
 		return nil, err
 	}
-	t.url, err = withHost(s.URL(), addr)
-	if err != nil {
+	if t.url, err = withHost(s.URL(), addr); err != nil {
 		t.close()
 		return nil, err
 	}
@@ -210,15 +306,15 @@ func startMySQL(dir string, _ time.Duration) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &target{name: "mysql", primary: first, persistent: true, stop: []func(){s.Kill, s.Remove}}
-	t.members = []*member{{name: "mariadbd", kill: s.Kill, restart: s.Restart}}
+	t := &target{name: "mysql", primary: first, stop: []func(){s.Kill, s.Remove},
+		noClock: "the launcher starts MariaDB on the real clock"}
+	t.members = []*member{{name: "mariadbd", ctl: s}}
 	addr, err := t.proxy("mysql", s.Addr())
 	if err != nil {
 		t.close()
 		return nil, err
 	}
-	t.url, err = withHost(s.URL(), addr)
-	if err != nil {
+	if t.url, err = withHost(s.URL(), addr); err != nil {
 		t.close()
 		return nil, err
 	}
@@ -235,21 +331,16 @@ func startFallback(dir string, ttl time.Duration) (*target, error) {
 		r.close()
 		return nil, err
 	}
-	t := &target{name: "fallback", primary: first}
+	t := &target{name: "fallback", primary: first, noClock: "the pair's servers run on the real clock (see redis and postgres for each alone)"}
 	t.members = append(r.members, pg.members...)
 	t.proxies = append(r.proxies, pg.proxies...)
 	t.stop = []func(){r.close, pg.close}
 	// The grace covers the workers' TTL: a lock granted by the primary
 	// cannot outlive a switch to the secondary.
 	t.url = "fallback://?primary=" + url.QueryEscape(r.url) + "&secondary=" + url.QueryEscape(pg.url) +
-		"&grace=" + (2 * time.Second).String() + "&trip_after=2&open_timeout=1s"
+		"&grace=" + max(2*time.Second, 2*ttl).String() + "&trip_after=2&open_timeout=1s"
 	return t, nil
 }
-
-// etcdLeaseFloor: etcd rounds a lease up to whole seconds and grants at
-// least 1.5 election timeouts (1.5 s at the defaults), and expires leases
-// on a coarse timer: a lock can live ~3 s after its last renewal.
-const etcdLeaseFloor = 3 * time.Second
 
 // withHost is raw with its host:port replaced by addr.
 func withHost(raw, addr string) (string, error) {
