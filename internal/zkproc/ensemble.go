@@ -42,7 +42,8 @@ type ensembleConfig struct {
 
 // WithClocks runs every server under a wrong clock of its own (see
 // proc.Clock and Server.Clock), which the caller moves while it runs.
-// It needs libfaketime.
+// It needs libfaketime, and slows the JVMs down (each clock call reads
+// the clock's offset file): use it for the tests of wrong clocks.
 func WithClocks() EnsembleOption { return func(c *ensembleConfig) { c.clocks = true } }
 
 // MaxEnsembleServers is the most servers StartEnsemble starts.

@@ -111,20 +111,23 @@ func (z *zkSession) create(path, data string) error {
 	return err
 }
 
-// get reads the data of node path.
-func (z *zkSession) get(path string) (string, error) {
+// get reads the data of node path and the time it was created, by the
+// clock of the leader that created it.
+func (z *zkSession) get(path string) (string, time.Time, error) {
 	code, resp, err := z.call(4, append(appendString(nil, path), 0))
 	if err != nil {
-		return "", err
+		return "", time.Time{}, err
 	}
 	if code != 0 || len(resp) < 4 {
-		return "", fmt.Errorf("get %s: error %d", path, code)
+		return "", time.Time{}, fmt.Errorf("get %s: error %d", path, code)
 	}
-	n := binary.BigEndian.Uint32(resp)
-	if int(n) > len(resp)-4 {
-		return "", fmt.Errorf("get %s: bad data length %d", path, n)
+	n := int(binary.BigEndian.Uint32(resp))
+	// The data, then the Stat: czxid, mzxid, ctime (ms), ...
+	if n > len(resp)-4-24 {
+		return "", time.Time{}, fmt.Errorf("get %s: bad data length %d", path, n)
 	}
-	return string(resp[4 : 4+n]), nil
+	ctime := int64(binary.BigEndian.Uint64(resp[4+n+16:]))
+	return string(resp[4 : 4+n]), time.UnixMilli(ctime), nil
 }
 
 func (z *zkSession) close() { z.conn.Close() }
@@ -143,7 +146,7 @@ func TestEnsembleSurvivesItsLeader(t *testing.T) {
 	if !Available() {
 		t.Fatal(ErrNotInstalled)
 	}
-	e, err := StartEnsemble(t.TempDir(), 3)
+	e, err := StartEnsemble(t.TempDir(), 3, WithClocks())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,6 +161,11 @@ func TestEnsembleSurvivesItsLeader(t *testing.T) {
 	follower := (old + 1) % 3
 	if mode, err := e.Members()[follower].Mode(); err != nil || mode != "follower" {
 		t.Fatalf("server %d: mode %q, %v; want follower", follower+1, mode, err)
+	}
+	// The leader's clock is an hour ahead: the node it creates says so
+	// (a node's ctime is the leader's wall clock).
+	if err := e.Members()[old].Clock().Set(time.Hour); err != nil {
+		t.Fatal(err)
 	}
 	if err := create(e.Members()[follower].Addr(), "/before", "1"); err != nil {
 		t.Fatal(err)
@@ -195,9 +203,16 @@ func TestEnsembleSurvivesItsLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer z.close()
-	for path, want := range map[string]string{"/before": "1", "/during": "2"} {
-		if got, err := z.get(path); err != nil || got != want {
-			t.Fatalf("get %s from the restarted server = %q, %v; want %q", path, got, err, want)
+	for path, want := range map[string]struct {
+		data string
+		skew time.Duration
+	}{"/before": {"1", time.Hour}, "/during": {"2", 0}} {
+		got, ctime, err := z.get(path)
+		if err != nil || got != want.data {
+			t.Fatalf("get %s from the restarted server = %q, %v; want %q", path, got, err, want.data)
+		}
+		if skew := time.Until(ctime); skew < want.skew-time.Minute || skew > want.skew+time.Second {
+			t.Fatalf("%s was created %v ahead of now, want about %v", path, skew, want.skew)
 		}
 	}
 }
