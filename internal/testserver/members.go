@@ -76,3 +76,15 @@ func NewClock(t testing.TB) *proc.Clock {
 	}
 	return c
 }
+
+// StartRedisWith starts redis-server as StartRedis does, changed by opts
+// (redisproc.WithClock), and stops it when the test (or benchmark) ends.
+func StartRedisWith(t testing.TB, opts ...redisproc.Option) *Redis {
+	t.Helper()
+	s, err := redisproc.StartWith(t.TempDir(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Kill)
+	return &Redis{Server: s, t: t}
+}
