@@ -252,12 +252,17 @@ func startEtcd(dir string, _ time.Duration) (*target, error) {
 	return t, nil
 }
 
+// zkSession is the ZooKeeper session timeout the workers ask for: the
+// shortest a server grants at its default tick (2 × 2 s). A lock node is
+// ephemeral: it outlives its holder by up to this long.
+const zkSession = 4 * time.Second
+
 func startZooKeeper(dir string, _ time.Duration) (*target, error) {
 	e, err := zkproc.StartEnsemble(dir, 3)
 	if err != nil {
 		return nil, err
 	}
-	t := &target{name: "zookeeper", stop: []func(){e.Kill},
+	t := &target{name: "zookeeper", stop: []func(){e.Kill}, leaseFloor: zkSession,
 		noClock: "the ensemble runs on the real clock: under libfaketime (every clock read of the JVM rereads the offset file) it did not start within a minute on 2 busy cores"}
 	var addrs []string
 	for i, m := range e.Members() {
@@ -277,7 +282,7 @@ func startZooKeeper(dir string, _ time.Duration) (*target, error) {
 		return l
 	}
 	// The session is the lease: a short session timeout is the short TTL.
-	t.url = "zookeeper://" + strings.Join(addrs, ",") + "?session_timeout=4s"
+	t.url = "zookeeper://" + strings.Join(addrs, ",") + "?session_timeout=" + zkSession.String()
 	return t, nil
 }
 

@@ -74,15 +74,29 @@ status=0
 echo "== go test (tests built only without -race)"
 # Only the packages that have such tests: building every package's tests
 # without -race as well would double the compile time of the run.
-for f in $(grep -rl --include='*_test.go' '^//go:build !race' . | sort || true); do
+# The fault-injection quick mode (chaos/quick_test.go) is one of them; it
+# runs beside the race tests below instead, being mostly waiting.
+for f in $( (grep -rl --include='*_test.go' '^//go:build !race' . || true) | grep -v '^\./chaos/' | sort); do
 	# A file of such a package may hold no test (grep finds none: not an error).
 	names=$( (grep -ho '^func \(Test[A-Za-z0-9_]*\)' "$f" || true) | sed 's/^func //' | paste -sd'|' -)
 	if [ -n "$names" ]; then
 		(cd "$(dirname "$f")" && go test -count=1 -timeout 15m -run "^($names)\$" "$@" .) || status=1
 	fi
 done
+# The fault-injection suite's quick mode: every store, a few faults, real
+# servers and worker processes (chaos/quick_test.go, a few minutes, most
+# of it waiting out faults). It runs in the background beside the race
+# tests, and its output is printed when they are done.
+echo "== chaos quick mode (in the background)"
+chaos_log=$(mktemp)
+(cd chaos && go test -count=1 -timeout 15m -run '^TestQuick$' "$@" .) >"$chaos_log" 2>&1 &
+chaos_pid=$!
 echo "== go test -race"
 for m in $modules; do
 	(cd "$m" && go test -race -count=1 -timeout 15m "$@" ./...) || status=1
 done
+echo "== chaos quick mode"
+wait "$chaos_pid" || status=1
+cat "$chaos_log"
+rm -f "$chaos_log"
 exit $status
