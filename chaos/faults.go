@@ -178,7 +178,7 @@ func needMembers(n int) func(*target) string {
 func faults() map[string]fault {
 	list := []fault{
 		{
-			name: "holder-pause", desc: "the lock holder's process stopped (SIGSTOP) for 2.5 TTLs, then resumed",
+			name: "holder-pause", desc: "the lock holder's process stopped (SIGSTOP) for 2.5 TTLs (at least a TTL + 2 s), then resumed",
 			long:    true,
 			applies: always,
 			inject: func(ctx context.Context, env *faultEnv) (func() error, error) {
@@ -191,7 +191,9 @@ func faults() map[string]fault {
 				}
 				return func() error { return env.pool.signal(w, syscall.SIGCONT) }, nil
 			},
-			length: func(ttl time.Duration) time.Duration { return 5 * ttl / 2 },
+			// Long enough for the lease to run out and another worker to be
+			// granted the lock, on a busy machine too.
+			length: func(ttl time.Duration) time.Duration { return max(5*ttl/2, ttl+2*time.Second) },
 		},
 		{
 			name: "holder-kill", desc: "the lock holder's process killed (SIGKILL) mid-section; a new worker replaces it",
@@ -261,7 +263,7 @@ func faults() map[string]fault {
 			inject: failover,
 			// The long hold must outlast the failover: the Sentinels
 			// notice a dead primary after a second and then elect.
-			length: func(ttl time.Duration) time.Duration { return 5 * ttl },
+			length: func(ttl time.Duration) time.Duration { return max(5*ttl, 10*time.Second) },
 		},
 		{
 			name: "slot-migration", desc: "the hash slot of the lock key migrated to another primary (MIGRATING/IMPORTING, MIGRATE, SETSLOT NODE) while a holder holds the lock",

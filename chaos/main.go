@@ -18,8 +18,10 @@
 // that a clean fenced register means the fence held, not that nothing
 // happened.
 //
-// Exit status: 0 when every fenced register was safe, 1 when one was not,
-// 2 when a cell could not run, 64 for bad flags.
+// Exit status: 0 when every fenced register was safe and every store
+// granted again after each fault; 1 when a register was unsafe, its check
+// undecided, or a store did not recover in time; 2 when a cell could not
+// run; 64 for bad flags.
 package main
 
 import (

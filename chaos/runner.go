@@ -123,7 +123,10 @@ type cellResult struct {
 func runCell(ctx context.Context, s settings, t *target, f fault, register string) (cellResult, error) {
 	key := fmt.Sprintf("chaos-%s-%d", f.name, time.Now().UnixNano())
 	lease := t.lease(s.TTL)
-	pool := &workers{s: s, t: t, key: key, register: register, longFor: f.length(lease) + lease}
+	// A long hold outlasts the fault by a lease, so that the lock can
+	// pass to another worker meanwhile, and by 2 s more: on a busy
+	// machine a restart or a grant can take that long.
+	pool := &workers{s: s, t: t, key: key, register: register, longFor: f.length(lease) + lease + 2*time.Second}
 	defer pool.stopAll()
 	for range s.Workers {
 		if err := pool.start(); err != nil {
