@@ -73,7 +73,7 @@ func TestClusterMigrateSlotAndFailover(t *testing.T) {
 	if !Available() {
 		t.Fatal(ErrNotInstalled)
 	}
-	c, err := StartClusterWith(t.TempDir(), 3, WithReplicas(1))
+	c, err := StartClusterWith(t.TempDir(), 3, WithReplicas(1), WithClusterClocks())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +95,33 @@ func TestClusterMigrateSlotAndFailover(t *testing.T) {
 			t.Fatalf("replica %s of %s: not a replica of its own", r.Addr(), p.Addr())
 		}
 		replicas[r] = true
+	}
+
+	// Each node has a clock of its own: a replica's jump moves its TIME
+	// only. (A replica's, as a node's jump makes it suspect the others
+	// failed for a moment, and only masters' suspicions count.)
+	jumper := primaries[0]
+	for r := range replicas {
+		jumper = r
+		break
+	}
+	if err := jumper.Clock().Jump(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []*Server{primaries[0], jumper} {
+		want := time.Duration(i) * time.Hour
+		reply, err := s.Call("TIME")
+		parts, _ := reply.([]any)
+		if err != nil || len(parts) != 2 {
+			t.Fatalf("TIME = %#v, %v", reply, err)
+		}
+		sec, _ := strconv.ParseInt(parts[0].(string), 10, 64)
+		if skew := time.Until(time.Unix(sec, 0)); skew < want-time.Minute || skew > want+time.Minute {
+			t.Fatalf("node %s's clock is %v ahead, want %v", s.Addr(), skew, want)
+		}
+	}
+	if err := jumper.Clock().Set(0); err != nil {
+		t.Fatal(err)
 	}
 
 	cc := &clusterClient{c: c}
