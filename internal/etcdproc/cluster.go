@@ -64,12 +64,16 @@ func StartCluster(dir string, members int, opts ...ClusterOption) (*Cluster, err
 	// A port that was free when picked may be taken before etcd binds
 	// it, and the members' ports are in each other's flags: a failed
 	// start is retried with every port picked again.
-	for attempt := range 3 {
-		c, err := startCluster(filepath.Join(dir, "attempt"+strconv.Itoa(attempt)), members, cfg)
+	for range 3 {
+		c, err := startCluster(dir, members, cfg)
 		if err == nil {
 			return c, nil
 		}
 		lastErr = err
+		// The next attempt's members start afresh.
+		for i := range members {
+			_ = os.RemoveAll(filepath.Join(dir, "member"+strconv.Itoa(i)))
+		}
 	}
 	return nil, fmt.Errorf("start etcd cluster: %w", lastErr)
 }

@@ -69,12 +69,16 @@ func StartEnsemble(dir string, servers int, opts ...EnsembleOption) (*Ensemble, 
 	// A port that was free when picked may be taken before the JVM binds
 	// it, and every server's ports are in every server's zoo.cfg: a
 	// failed start is retried with every port picked again.
-	for attempt := range 3 {
-		e, err := startEnsemble(filepath.Join(dir, "attempt"+strconv.Itoa(attempt)), servers, cfg)
+	for range 3 {
+		e, err := startEnsemble(dir, servers, cfg)
 		if err == nil {
 			return e, nil
 		}
 		lastErr = err
+		// The next attempt's servers start afresh.
+		for i := range servers {
+			_ = os.RemoveAll(filepath.Join(dir, "server"+strconv.Itoa(i+1)))
+		}
 	}
 	return nil, fmt.Errorf("start zookeeper ensemble: %w", lastErr)
 }
