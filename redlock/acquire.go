@@ -9,11 +9,35 @@ import (
 // succeeds when a quorum granted the lock, the token was written back to a
 // quorum (unless WithoutFencing), and the lease still has validity left:
 // TTL − elapsed − (TTL × 0.01 + 2 ms) > 0. Otherwise it releases the lock
-// on every node that may hold it, in the background, and returns
-// ok=false: with a *QuorumError when more nodes failed (or did not answer
-// in time) than a quorum can spare, or when the token could not be
-// written back or no validity was left; with a nil error when enough
-// nodes answered but other owners held the key on too many of them.
+// on every node that may hold it, in the background, and returns ok=false
+// with an error that says why.
+//
+// Each node says yes (granted), no (held by another owner) or fails (an
+// error, or no answer within the node timeout). With N nodes and quorum
+// q, a round without q yes is:
+//
+//   - a definite "not acquired", ok=false with a nil error, only when
+//     more than N − q nodes said no — the refusals alone rule a quorum
+//     out, whatever the other nodes said or would have said — and at
+//     least q nodes answered (which more than N − q refusals imply for an
+//     odd N; with 4 nodes, 2 refusals and 2 failures are not enough);
+//   - a *QuorumError otherwise: failed nodes are what keep the quorum out
+//     of reach (had they said yes, it might have been reached, or too few
+//     nodes are up to decide at all), so the outcome is unknown even if
+//     every node that answered said no. With 5 nodes, 2 refusals and 3
+//     failures are a QuorumError, not "held by someone else".
+//
+// A *QuorumError is also the result when the token could not be written
+// back or no validity was left. Acquire returns as soon as the result is
+// certain: at once after q yes; once more than N − q nodes said no and at
+// least q answered; or, once yes + pending < q, when even all the pending nodes
+// saying no could not make a definite refusal (yes + failed ≥ q, or more
+// than N − q failed). Until then it takes the pending answers, at most
+// until the node timeout, when those still pending count as failed.
+// With an odd N and no failed node this is the moment a quorum of yes
+// became impossible, so a key held elsewhere is refused as fast as ever;
+// with an even N it takes q answers, one more than the N − q + 1
+// refusals that rule the quorum out.
 //
 // The token is the largest of the granting quorum's tokens; with fencing
 // it is then raised on a quorum, so that every later holder's quorum meets
@@ -85,6 +109,7 @@ func (b *Backend) writeBack(ctx context.Context, key, owner string, token uint64
 		return answer{yes: ok && err == nil, err: err}
 	})
 	r.yes += fenced
+	r.refusable = false // a shortfall is an error, whatever the nodes said
 	r.wait(b, b.quorum, time.Now().Add(timeout))
 	if r.yes >= b.quorum {
 		return nil

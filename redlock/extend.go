@@ -11,10 +11,13 @@ import (
 
 // Extend implements driver.Backend. It goes to every node and succeeds
 // when a quorum extended the lock and the lease still has validity left
-// after the round trip: TTL − elapsed − drift > 0. It returns false when
-// so many nodes no longer hold the lock that no quorum can, and a
-// *QuorumError when the outcome is unknown (the watchdog then retries
-// until the lease's deadline).
+// after the round trip: TTL − elapsed − drift > 0. It returns false (with
+// a nil error) only when more than N − quorum nodes said they no longer
+// hold the lock, so that no quorum can, and a quorum of nodes answered;
+// it returns a *QuorumError when the outcome is unknown because failed
+// nodes keep the quorum out of reach (the watchdog then retries until the
+// lease's deadline). It decides as early as Acquire does, by the same
+// rule.
 func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
 	if err := b.check(ctx, ttl); err != nil {
 		return false, err
@@ -68,7 +71,7 @@ func (b *Backend) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) [
 	answers := make(chan batch, len(b.nodes))
 	rounds := make([]*round, len(reqs))
 	for j := range rounds {
-		rounds[j] = &round{op: "extend", timeout: timeout, state: make([]uint8, len(b.nodes)), tokens: make([]uint64, len(b.nodes)), pending: len(b.nodes)}
+		rounds[j] = &round{op: "extend", timeout: timeout, state: make([]uint8, len(b.nodes)), tokens: make([]uint64, len(b.nodes)), pending: len(b.nodes), refusable: true}
 	}
 	nctx, stop := nodeContext(ctx, timeout)
 	var running sync.WaitGroup

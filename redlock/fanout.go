@@ -41,6 +41,13 @@ type round struct {
 	tokens  []uint64
 	errs    []error
 
+	// refusable marks a round over every node whose "no" answers are a
+	// result of their own — not acquired, not held — as opposed to a
+	// failure: wait then also waits until it is known which of the two
+	// rules a quorum out (see decided). A round whose every shortfall is
+	// an error (the fence write-back) has it cleared.
+	refusable bool
+
 	yes, no, failed, pending int
 }
 
@@ -55,6 +62,9 @@ func (b *Backend) start(ctx context.Context, op string, timeout time.Duration, a
 		tokens:  make([]uint64, len(b.nodes)),
 		unread:  len(ask),
 		pending: len(ask),
+		// Its caller clears it for a round whose refusals mean nothing
+		// of their own (writeBack).
+		refusable: true,
 	}
 	// One context for all the round's calls, ended when the last returns.
 	nctx, stop := nodeContext(ctx, timeout)
@@ -85,10 +95,10 @@ func (b *Backend) start(ctx context.Context, op string, timeout time.Duration, a
 	return r
 }
 
-// wait takes answers until the outcome is decided — need nodes said yes,
-// or too few are left to get there — or, with WithWaitAll, until every
-// node answered; in both cases at most until deadline. Nodes that have not
-// answered by then count as failed with ErrNodeTimeout.
+// wait takes answers until the outcome is decided (see decided) or, with
+// WithWaitAll, until every node answered; in both cases at most until
+// deadline. Nodes that have not answered by then count as failed with
+// ErrNodeTimeout.
 //
 // need 0 waits for every node, whatever the setting.
 func (r *round) wait(b *Backend, need int, deadline time.Time) {
@@ -121,9 +131,45 @@ func (r *round) expire(b *Backend) {
 }
 
 // decided reports whether the outcome is known before every node
-// answered: need nodes said yes, or too few are left to get there.
+// answered: need nodes said yes, or too few are left to get there — and,
+// in a refusable round, also which of the two kinds of "no" it is: a
+// definite refusal (refusedByNodes) or an unknown outcome. It is a
+// definite refusal once more than N − need nodes said no and need nodes
+// answered; it is unknown once no pending answers could make it one:
+// even if every pending node said no, the refusals would stay at N − need
+// or fewer (that is, yes + failed ≥ need), or more than N − need nodes
+// failed, so that fewer than need can answer. Between the two, the
+// pending answers decide which it is, and wait takes them, at most until
+// the node timeout. With an odd N, a round with no failed node is never in
+// between: once too few nodes are left for a quorum of yes, more than
+// N − need said no, and so at least need answered; the fast path of a
+// contended key is unchanged, and only a failed node makes wait take more
+// answers. With an even N it takes need answers, one more than the
+// N − need + 1 refusals that rule the quorum out.
 func (r *round) decided(need int) bool {
-	return r.yes >= need || r.yes+r.pending < need
+	if r.yes >= need {
+		return true
+	}
+	if r.yes+r.pending >= need {
+		return false
+	}
+	if !r.refusable {
+		return true
+	}
+	spare := len(r.state) - need // how many nodes can say no, or fail, with a quorum still possible
+	return r.refusedByNodes(need) || r.no+r.pending <= spare || r.failed > spare
+}
+
+// refusedByNodes reports whether the round is a definite refusal: the
+// nodes that said no are, on their own, more than a quorum can spare, so
+// no answers the other nodes could give, nor could have given, would have
+// made a quorum of yes; and a quorum of nodes answered, so the nodes are
+// up to decide at all. The second part only matters for an even number
+// of nodes: with 4 nodes (quorum 3), 2 refusals rule a quorum out, but
+// with the 2 other nodes failed no quorum could have answered either, and
+// that is a lost quorum, not a key held elsewhere.
+func (r *round) refusedByNodes(quorum int) bool {
+	return r.no > len(r.state)-quorum && r.yes+r.no >= quorum
 }
 
 // take files one answer that arrived in time.
@@ -156,29 +202,33 @@ func (r *round) late(f func(answer)) {
 
 // verdict turns a settled round into the result of a driver call: yes
 // from a quorum; a definite no when so many nodes said no that the others
-// could not have made a quorum; otherwise a QuorumError, as the outcome
-// is unknown.
+// could not have made a quorum, and a quorum answered (refusedByNodes);
+// otherwise a QuorumError, as the outcome is unknown: a failed or silent
+// node might have said yes.
 func (r *round) verdict(b *Backend) (bool, error) {
 	if r.yes >= b.quorum {
 		return true, nil
 	}
-	if r.yes+r.failed+r.pending < b.quorum {
+	if r.refusedByNodes(b.quorum) {
 		return false, nil
 	}
 	return false, r.quorumError(b)
 }
 
-// refused turns an acquisition round without a quorum of grants into the
-// result of Acquire: a QuorumError when so many nodes failed (or did not
-// answer in time) that no quorum was possible, and a plain "not acquired"
-// when the nodes that refused made the difference: other owners hold the
-// key. In both cases abandon takes care of every grant the round may have
-// made.
+// refused turns a settled acquisition round into the error of its vote:
+// nil when a quorum granted the lock, or — a plain "not acquired": other
+// owners hold the key — when the refusals alone rule a quorum out
+// (refusedByNodes); a QuorumError when failed or silent nodes are what
+// keep the quorum out of reach, however many refused: had they answered
+// yes, it might have been reached, and a caller that took such a round
+// for "held by someone else" would take a store without a quorum for a
+// healthy one. Without a quorum, abandon takes care of every grant the
+// round may have made.
 func (r *round) refused(b *Backend) error {
-	if r.failed > len(b.nodes)-b.quorum {
-		return r.quorumError(b)
+	if r.yes >= b.quorum || r.refusedByNodes(b.quorum) {
+		return nil
 	}
-	return nil
+	return r.quorumError(b)
 }
 
 func (r *round) quorumError(b *Backend) *QuorumError {
