@@ -19,7 +19,8 @@
 // (WithNodeTimeout, default 50 ms, at most a tenth of the lease TTL), so a
 // call costs the latency of the quorum's slowest node, never the sum.
 // Acquire and Extend return as soon as their outcome is decided — a quorum
-// said yes, or too few nodes are left to say it — and the answers still
+// said yes, or too few nodes are left to say it and it is known whether
+// refusals or failures ruled it out (see Acquire) — and the answers still
 // on their way are collected in the background (WithWaitAll waits for
 // them). Release waits for every node up to the node timeout, so that the
 // next owner finds every answering node free.
@@ -32,9 +33,10 @@
 // on a node still working on it as soon as it answers, so a grant that
 // lands late is removed after it landed. Release and Extend go to every
 // node too, including those that did not grant the lock; Extend succeeds
-// only on a quorum and with validity left. A call that could not reach a
-// quorum fails with a *QuorumError, which matches turnstile.ErrNoQuorum
-// and names every failed node.
+// only on a quorum and with validity left. "Not acquired" (or "not
+// held") means more than N − quorum nodes refused and a quorum answered;
+// a call that failed nodes kept from a quorum fails with a *QuorumError,
+// which matches turnstile.ErrNoQuorum and names every failed node.
 //
 // # Fencing tokens
 //

@@ -133,10 +133,11 @@ func WithNodeOptions(opts ...redis.Option) Option {
 
 // WithQuorumObserver calls f once for every decided acquire, extend and
 // release round (op "acquire", "extend" or "release"; ExtendMany reports
-// one extend round per lease). reached is true when a quorum of nodes
-// answered, yes or no, and false when the round failed for lack of
-// answering nodes: the call returned, or Acquire would have returned, a
-// *QuorumError because too many nodes failed or timed out. Rounds that the
+// one extend round per lease). reached is true when the round got a
+// definite answer — a quorum said yes, or refused (see Backend.Acquire) —
+// and false when it failed for lack of answering nodes: the call
+// returned, or Acquire would have returned, a *QuorumError because failed
+// or timed-out nodes kept the quorum out of reach. Rounds that the
 // caller's context ended are not reported. f runs synchronously on the
 // calling goroutine and from many goroutines at once: it must be safe for
 // concurrent use and return quickly (metrics.Collector.ObserveQuorum
