@@ -68,6 +68,9 @@ func (r report) markdown() string {
 	var store string
 	for _, c := range r.Cells {
 		if c.Store != store {
+			if store != "" {
+				b.WriteString("\n")
+			}
 			store = c.Store
 			fmt.Fprintf(&b, "### %s — %s\n\n", c.Store, c.Config)
 			b.WriteString("| fault | sections | fenced violations | control lost | refused | p99 acquire | recovery | verdict |\n")
