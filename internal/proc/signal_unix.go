@@ -30,6 +30,31 @@ func signalTree(pid int, sig syscall.Signal) error {
 	return nil
 }
 
+// resumeDescendants continues the processes below pid with SIGCONT.
+func resumeDescendants(pid int) {
+	for _, child := range descendants(pid) {
+		_ = syscall.Kill(child, sigCont)
+	}
+}
+
+// KillTree kills the process pid and every process below it with SIGKILL,
+// as a machine failure does. The processes below it are listed before
+// any is killed, since a child whose parent has died is no longer found
+// below it. A descendant that has exited meanwhile is no error.
+func KillTree(pid int) error {
+	if pid <= 0 {
+		return ErrNotRunning
+	}
+	children := descendants(pid)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return err
+	}
+	for _, child := range children {
+		_ = syscall.Kill(child, syscall.SIGKILL)
+	}
+	return nil
+}
+
 // descendants lists the processes below pid, read from /proc (none where
 // there is no /proc).
 func descendants(pid int) []int {
