@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/turnstilelock/turnstile/internal/proc"
@@ -60,22 +59,23 @@ func StartCluster(dir string, members int, opts ...ClusterOption) (*Cluster, err
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("start etcd cluster: %w", err)
 	}
-	var lastErr error
 	// A port that was free when picked may be taken before etcd binds
 	// it, and the members' ports are in each other's flags: a failed
-	// start is retried with every port picked again.
-	for range 3 {
-		c, err := startCluster(dir, members, cfg)
-		if err == nil {
-			return c, nil
+	// start is retried with every port picked again, and the next
+	// attempt's members start afresh.
+	var c *Cluster
+	err := proc.Retry(3, 0, func() (err error) {
+		if c, err = startCluster(dir, members, cfg); err != nil {
+			for i := range members {
+				_ = os.RemoveAll(filepath.Join(dir, "member"+strconv.Itoa(i)))
+			}
 		}
-		lastErr = err
-		// The next attempt's members start afresh.
-		for i := range members {
-			_ = os.RemoveAll(filepath.Join(dir, "member"+strconv.Itoa(i)))
-		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start etcd cluster: %w", err)
 	}
-	return nil, fmt.Errorf("start etcd cluster: %w", lastErr)
+	return c, nil
 }
 
 func startCluster(dir string, members int, cfg clusterConfig) (*Cluster, error) {
@@ -83,29 +83,16 @@ func startCluster(dir string, members int, cfg clusterConfig) (*Cluster, error) 
 	if err != nil {
 		return nil, err
 	}
-	ports := map[int]bool{}
-	free := func() (int, error) {
-		for range 20 {
-			p, err := proc.FreePort()
-			if err != nil {
-				return 0, err
-			}
-			if !ports[p] {
-				ports[p] = true
-				return p, nil
-			}
-		}
-		return 0, errors.New("no free loopback port")
-	}
+	var ports proc.Ports
 	c := &Cluster{}
 	var initial []string
 	for i := range members {
 		s := &Server{bin: bin, dir: filepath.Join(dir, "member"+strconv.Itoa(i)), name: "member" + strconv.Itoa(i)}
 		s.httpc = newHTTPClient()
-		if s.clientPort, err = free(); err != nil {
+		if s.clientPort, err = ports.Free(); err != nil {
 			return nil, err
 		}
-		if s.peerPort, err = free(); err != nil {
+		if s.peerPort, err = ports.Free(); err != nil {
 			return nil, err
 		}
 		if err := os.MkdirAll(s.dir, 0o700); err != nil {
@@ -128,13 +115,7 @@ func startCluster(dir string, members int, cfg clusterConfig) (*Cluster, error) 
 	}
 	// Each member is healthy only once a quorum has elected a leader, so
 	// they start together.
-	errs := make([]error, members)
-	var wg sync.WaitGroup
-	for i, s := range c.members {
-		wg.Go(func() { errs[i] = s.start() })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := proc.StartAll(c.members, (*Server).start); err != nil {
 		c.Kill()
 		return nil, err
 	}
@@ -233,17 +214,10 @@ func (c *Cluster) Leader() (int, error) {
 // WaitHealthy waits until every running, unpaused member reports itself
 // healthy and they agree on a running leader, for at most timeout.
 func (c *Cluster) WaitHealthy(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := c.healthy()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("etcd cluster not healthy within %v: %w", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := proc.Poll(timeout, 50*time.Millisecond, c.healthy); err != nil {
+		return fmt.Errorf("etcd cluster not healthy within %v: %w", timeout, err)
 	}
+	return nil
 }
 
 func (c *Cluster) healthy() error {

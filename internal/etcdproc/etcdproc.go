@@ -28,7 +28,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/turnstilelock/turnstile/internal/proc"
@@ -58,10 +57,7 @@ type Server struct {
 	name, initialCluster string
 	extra                []string
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited <-chan struct{} // closed once the process has exited
-	paused bool            // stopped by Pause
+	process // the running server: PID, Pause, Resume, Paused
 }
 
 // Available reports whether etcd is on PATH.
@@ -183,9 +179,7 @@ func (s *Server) start() error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.cmd, s.exited, s.paused = cmd, exited, false
-	s.mu.Unlock()
+	proc.Started(&s.process, cmd, exited)
 	return nil
 }
 
@@ -367,14 +361,4 @@ func (s *Server) gatewayWithin(timeout time.Duration, path string, body, out any
 }
 
 // Kill stops the server with SIGKILL and waits until it has exited.
-func (s *Server) Kill() {
-	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
-	s.cmd, s.paused = nil, false
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Kill()
-	<-exited
-}
+func (s *Server) Kill() { s.process.Kill() }

@@ -11,52 +11,9 @@ import (
 
 var _ proc.Member = (*Server)(nil)
 
-// PID is the process id of the running server, or 0 after Kill.
-func (s *Server) PID() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return 0
-	}
-	return s.cmd.Process.Pid
-}
-
-// Pause stops the server with SIGSTOP: its peers and clients keep their
-// connections, but it answers none of them, nor sends heartbeats, until
-// Resume.
-func (s *Server) Pause() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return proc.ErrNotRunning
-	}
-	if err := proc.Pause(s.cmd.Process.Pid); err != nil {
-		return err
-	}
-	s.paused = true
-	return nil
-}
-
-// Resume continues a paused server.
-func (s *Server) Resume() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return proc.ErrNotRunning
-	}
-	if err := proc.Resume(s.cmd.Process.Pid); err != nil {
-		return err
-	}
-	s.paused = false
-	return nil
-}
-
-// Paused reports whether the server was stopped by Pause.
-func (s *Server) Paused() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.paused
-}
+// process is the server process a Server embeds: its PID, Pause, Resume
+// and Paused are the Server's (see proc.Process).
+type process = proc.Process
 
 // Restart kills the server if it runs and starts it again on the same
 // ports with the same data directory, so that it keeps its data and, in
@@ -65,14 +22,10 @@ func (s *Server) Paused() bool {
 // leader again.
 func (s *Server) Restart() error {
 	s.Kill()
-	var err error
-	for range 10 {
-		if err = s.start(); err == nil {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := proc.Retry(10, 100*time.Millisecond, s.start); err != nil {
+		return fmt.Errorf("restart etcd: %w", err)
 	}
-	return fmt.Errorf("restart etcd: %w", err)
+	return nil
 }
 
 // Put writes key = value through the server (which a follower forwards to

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/turnstilelock/turnstile/internal/proc"
@@ -35,15 +34,12 @@ const (
 
 // Server is a running mariadbd process.
 type Server struct {
-	dir    string // data directory
-	sock   string // unix socket for the root set-up connection
-	port   int
-	bins   map[string]string
-	certs  *testcerts.Set
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited <-chan struct{}
-	paused bool // stopped by Pause
+	dir     string // data directory
+	sock    string // unix socket for the root set-up connection
+	port    int
+	bins    map[string]string
+	certs   *testcerts.Set
+	process // the running server: PID, Pause, Resume, Paused
 }
 
 // Available reports whether the server and its tools are on PATH.
@@ -174,9 +170,7 @@ func (s *Server) start() error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.cmd, s.exited, s.paused = cmd, exited, false
-	s.mu.Unlock()
+	proc.Started(&s.process, cmd, exited)
 	return nil
 }
 
@@ -199,28 +193,14 @@ func (s *Server) Exec(sql string) (string, error) {
 // and their user locks do not.
 func (s *Server) Restart() error {
 	s.Kill()
-	var err error
-	for range 50 {
-		if err = s.start(); err == nil {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := proc.Retry(50, 50*time.Millisecond, s.start); err != nil {
+		return fmt.Errorf("restart mariadbd: %w", err)
 	}
-	return fmt.Errorf("restart mariadbd: %w", err)
+	return nil
 }
 
 // Kill stops the server with SIGKILL and waits for it to exit.
-func (s *Server) Kill() {
-	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
-	s.cmd, s.paused = nil, false
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Kill()
-	<-exited
-}
+func (s *Server) Kill() { s.process.Kill() }
 
 // Remove deletes the directory of the server's socket; the data directory
 // belongs to the caller.

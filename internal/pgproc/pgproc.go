@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -40,9 +39,7 @@ type Server struct {
 	opts  Options
 	certs *testcerts.Set
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	paused bool // stopped by Pause
+	process // the running server: PID, Pause, Resume, Paused
 }
 
 func lookPath(name string) (string, error) {
@@ -175,13 +172,11 @@ func (s *Server) start(bin, data string, cred *syscall.Credential) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	proc.DieWithParent(cmd)
-	_, err = proc.Start(cmd, "postgres", logPath, 20*time.Second, 20*time.Millisecond, s.ready)
+	exited, err := proc.Start(cmd, "postgres", logPath, 20*time.Second, 20*time.Millisecond, s.ready)
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.cmd, s.paused = cmd, false
-	s.mu.Unlock()
+	proc.Started(&s.process, cmd, exited)
 	return nil
 }
 
@@ -257,20 +252,12 @@ func (s *Server) Kill() {
 	_ = os.RemoveAll(s.dir)
 }
 
-// stop kills the server with SIGKILL and waits until its port is closed.
+// stop kills the server with SIGKILL and waits until it has exited and
+// its port is closed. Backends stopped by Pause, which would outlive the
+// postmaster holding its shared memory, are continued first (by
+// proc.Process.Kill), to notice its death and exit.
 func (s *Server) stop() {
-	s.mu.Lock()
-	cmd, paused := s.cmd, s.paused
-	s.cmd, s.paused = nil, false
-	s.mu.Unlock()
-	if cmd != nil {
-		if paused {
-			// Backends stopped by Pause would outlive the postmaster,
-			// holding its shared memory: they continue first, to notice
-			// its death and exit.
-			_ = proc.Resume(cmd.Process.Pid)
-		}
-		_ = cmd.Process.Kill()
+	if s.process.Kill() {
 		for range 500 {
 			if c, err := net.DialTimeout("tcp", s.Addr(), 100*time.Millisecond); err != nil {
 				break

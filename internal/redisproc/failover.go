@@ -287,17 +287,10 @@ func (c *Cluster) Failover(primary *Server) (*Server, error) {
 // WaitHealthy waits until every running, unpaused node reports the
 // cluster state ok with every slot served, for at most timeout.
 func (c *Cluster) WaitHealthy(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := c.healthy()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("redis cluster not healthy within %v: %w", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := proc.Poll(timeout, 20*time.Millisecond, c.healthy); err != nil {
+		return fmt.Errorf("redis cluster not healthy within %v: %w", timeout, err)
 	}
+	return nil
 }
 
 func (c *Cluster) healthy() error {

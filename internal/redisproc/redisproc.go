@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/turnstilelock/turnstile/internal/proc"
@@ -37,9 +36,7 @@ type Server struct {
 	dial  *tls.Config
 	clock *proc.Clock // run under this wrong clock, or nil
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	paused bool // stopped by Pause
+	process // the running server: PID, Pause, Resume, Paused
 }
 
 // Available reports whether redis-server is on PATH.
@@ -50,23 +47,7 @@ func Available() bool {
 
 // Start runs redis-server on a free loopback port with persistence off,
 // keeping its files in dir. Stop it with Kill.
-func Start(dir string) (*Server, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, ErrNotInstalled
-	}
-	s := &Server{bin: bin, dir: dir}
-	var lastErr error
-	for range 5 {
-		if s.port, lastErr = proc.FreePort(); lastErr != nil {
-			continue
-		}
-		if lastErr = s.start(); lastErr == nil {
-			return s, nil
-		}
-	}
-	return nil, fmt.Errorf("start redis-server: %w", lastErr)
-}
+func Start(dir string) (*Server, error) { return StartWith(dir) }
 
 // StartTLS runs redis-server as Start does, speaking TLS only: its
 // port is a TLS port (--port 0 --tls-port P), with the certificates of
@@ -80,6 +61,12 @@ func StartTLS(dir string, t TLS) (*Server, error) {
 	if err := s.setTLS(t); err != nil {
 		return nil, fmt.Errorf("start redis-server: %w", err)
 	}
+	return s.startOnFreePort()
+}
+
+// startOnFreePort starts s on a free loopback port, picking another when
+// the server fails to start on the one picked.
+func (s *Server) startOnFreePort() (*Server, error) {
 	var lastErr error
 	for range 5 {
 		if s.port, lastErr = proc.FreePort(); lastErr != nil {
@@ -131,13 +118,11 @@ func (s *Server) start() error {
 		s.clock.Apply(cmd)
 	}
 	proc.DieWithParent(cmd)
-	_, err := proc.Start(cmd, "redis-server", filepath.Join(s.dir, "redis.log"), 10*time.Second, 10*time.Millisecond, func() bool { reply, err := s.Do("PING"); return err == nil && reply == "PONG" })
+	exited, err := proc.Start(cmd, "redis-server", filepath.Join(s.dir, "redis.log"), 10*time.Second, 10*time.Millisecond, func() bool { reply, err := s.Do("PING"); return err == nil && reply == "PONG" })
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.cmd, s.paused = cmd, false
-	s.mu.Unlock()
+	proc.Started(&s.process, cmd, exited)
 	return nil
 }
 
@@ -195,26 +180,18 @@ func (s *Server) Do(args ...string) (string, error) {
 // empty data set, as a restart without persistence does.
 func (s *Server) Restart() error {
 	s.Kill()
-	var err error
-	for range 50 {
-		if err = s.start(); err == nil {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := proc.Retry(50, 20*time.Millisecond, s.start); err != nil {
+		return fmt.Errorf("restart redis-server: %w", err)
 	}
-	return fmt.Errorf("restart redis-server: %w", err)
+	return nil
 }
 
-// Kill stops the server with SIGKILL and waits until it no longer answers.
+// Kill stops the server with SIGKILL, waits until it has exited, and then
+// until it no longer answers.
 func (s *Server) Kill() {
-	s.mu.Lock()
-	cmd := s.cmd
-	s.cmd, s.paused = nil, false
-	s.mu.Unlock()
-	if cmd == nil {
+	if !s.process.Kill() {
 		return
 	}
-	_ = cmd.Process.Kill()
 	for range 1000 {
 		if _, err := s.Do("PING"); err != nil {
 			return

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/turnstilelock/turnstile/internal/proc"
@@ -65,22 +64,23 @@ func StartEnsemble(dir string, servers int, opts ...EnsembleOption) (*Ensemble, 
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("start zookeeper ensemble: %w", err)
 	}
-	var lastErr error
 	// A port that was free when picked may be taken before the JVM binds
 	// it, and every server's ports are in every server's zoo.cfg: a
-	// failed start is retried with every port picked again.
-	for range 3 {
-		e, err := startEnsemble(dir, servers, cfg)
-		if err == nil {
-			return e, nil
+	// failed start is retried with every port picked again, and the next
+	// attempt's servers start afresh.
+	var e *Ensemble
+	err := proc.Retry(3, 0, func() (err error) {
+		if e, err = startEnsemble(dir, servers, cfg); err != nil {
+			for i := range servers {
+				_ = os.RemoveAll(filepath.Join(dir, "server"+strconv.Itoa(i+1)))
+			}
 		}
-		lastErr = err
-		// The next attempt's servers start afresh.
-		for i := range servers {
-			_ = os.RemoveAll(filepath.Join(dir, "server"+strconv.Itoa(i+1)))
-		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start zookeeper ensemble: %w", err)
 	}
-	return nil, fmt.Errorf("start zookeeper ensemble: %w", lastErr)
+	return e, nil
 }
 
 func startEnsemble(dir string, n int, cfg ensembleConfig) (*Ensemble, error) {
@@ -91,27 +91,14 @@ func startEnsemble(dir string, n int, cfg ensembleConfig) (*Ensemble, error) {
 	if _, err := os.Stat(Jar); err != nil {
 		return nil, ErrNotInstalled
 	}
-	used := map[int]bool{}
-	free := func() (int, error) {
-		for range 20 {
-			p, err := proc.FreePort()
-			if err != nil {
-				return 0, err
-			}
-			if !used[p] {
-				used[p] = true
-				return p, nil
-			}
-		}
-		return 0, errors.New("no free loopback port")
-	}
+	var ports proc.Ports
 	e := &Ensemble{}
 	var lines []string
 	for i := range n {
 		m := &ensembleMember{id: i + 1}
 		s := &Server{java: java, dir: filepath.Join(dir, "server"+strconv.Itoa(m.id)), member: m}
 		for _, p := range []*int{&s.port, &m.peerPort, &m.electionPort} {
-			if *p, err = free(); err != nil {
+			if *p, err = ports.Free(); err != nil {
 				return nil, err
 			}
 		}
@@ -131,13 +118,7 @@ func startEnsemble(dir string, n int, cfg ensembleConfig) (*Ensemble, error) {
 	}
 	// A server grants sessions only once a quorum has formed, so they
 	// start together.
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i, s := range e.members {
-		wg.Go(func() { errs[i] = s.startMember() })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := proc.StartAll(e.members, (*Server).startMember); err != nil {
 		e.Kill()
 		return nil, err
 	}
@@ -198,9 +179,7 @@ func (s *Server) startMember() error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.cmd, s.exited, s.paused = cmd, exited, false
-	s.mu.Unlock()
+	proc.Started(&s.process, cmd, exited)
 	return nil
 }
 
@@ -297,17 +276,10 @@ func (e *Ensemble) Leader() (int, error) {
 // WaitHealthy waits until every running, unpaused server grants sessions
 // and one of them leads, for at most timeout.
 func (e *Ensemble) WaitHealthy(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := e.healthy()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("zookeeper ensemble not healthy within %v: %w", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := proc.Poll(timeout, 50*time.Millisecond, e.healthy); err != nil {
+		return fmt.Errorf("zookeeper ensemble not healthy within %v: %w", timeout, err)
 	}
+	return nil
 }
 
 func (e *Ensemble) healthy() error {

@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/turnstilelock/turnstile/internal/proc"
@@ -50,10 +49,7 @@ type Server struct {
 	// for a standalone one.
 	member *ensembleMember
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited <-chan struct{} // closed once the process has exited
-	paused bool            // stopped by Pause
+	process // the running server: PID, Pause, Resume, Paused
 }
 
 // Available reports whether java and the ZooKeeper jar are installed.
@@ -200,9 +196,7 @@ func (s *Server) start() error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.cmd, s.exited = cmd, exited
-	s.mu.Unlock()
+	proc.Started(&s.process, cmd, exited)
 	return nil
 }
 
@@ -239,14 +233,4 @@ func (s *Server) ping() error {
 }
 
 // Kill stops the server with SIGKILL and waits for it to exit.
-func (s *Server) Kill() {
-	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
-	s.cmd, s.exited, s.paused = nil, nil, false
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Kill()
-	<-exited
-}
+func (s *Server) Kill() { s.process.Kill() }
