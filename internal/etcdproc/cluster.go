@@ -56,22 +56,11 @@ func StartCluster(dir string, members int, opts ...ClusterOption) (*Cluster, err
 	if cfg.heartbeat < 0 || cfg.election < 0 || (cfg.heartbeat > 0 && cfg.election < 5*cfg.heartbeat) {
 		return nil, fmt.Errorf("start etcd cluster: election timeout %v must be at least 5 heartbeats of %v", cfg.election, cfg.heartbeat)
 	}
-	if _, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("start etcd cluster: %w", err)
-	}
-	// A port that was free when picked may be taken before etcd binds
-	// it, and the members' ports are in each other's flags: a failed
-	// start is retried with every port picked again, and the next
-	// attempt's members start afresh.
-	var c *Cluster
-	err := proc.Retry(3, 0, func() (err error) {
-		if c, err = startCluster(dir, members, cfg); err != nil {
-			for i := range members {
-				_ = os.RemoveAll(filepath.Join(dir, "member"+strconv.Itoa(i)))
-			}
-		}
-		return err
-	})
+	// The members' ports are in each other's flags: a failed start is
+	// retried with every port picked again.
+	c, err := proc.StartGroup(dir, members,
+		func(i int) string { return "member" + strconv.Itoa(i) },
+		func() (*Cluster, error) { return startCluster(dir, members, cfg) })
 	if err != nil {
 		return nil, fmt.Errorf("start etcd cluster: %w", err)
 	}

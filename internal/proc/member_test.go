@@ -27,27 +27,7 @@ func state(t *testing.T, pid int) string {
 // TestPauseStopsTheTree pauses a process and the child it started (as a
 // postmaster's backends), and resumes both.
 func TestPauseStopsTheTree(t *testing.T) {
-	cmd := exec.Command("sh", "-c", "sleep 60 & echo $!; wait")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	proc.DieWithParent(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var line [32]byte
-	n, _ := out.Read(line[:])
-	child, err := strconv.Atoi(strings.TrimSpace(string(line[:n])))
-	if err != nil {
-		t.Fatalf("child pid %q: %v", line[:n], err)
-	}
-	t.Cleanup(func() {
-		_ = exec.Command("kill", "-9", strconv.Itoa(child)).Run()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-
+	cmd, child := shellWithChild(t)
 	if err := proc.Pause(cmd.Process.Pid); err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +42,34 @@ func TestPauseStopsTheTree(t *testing.T) {
 	if err := proc.Pause(0); err != proc.ErrNotRunning {
 		t.Fatalf("Pause(0) = %v, want ErrNotRunning", err)
 	}
+}
+
+// shellWithChild starts a shell that starts a sleep and waits for it,
+// and returns the shell and the sleep's pid; both are killed at the
+// test's end.
+func shellWithChild(t *testing.T) (*exec.Cmd, int) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", "sleep 60 & echo $!; wait")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc.DieWithParent(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	var line [32]byte
+	n, _ := out.Read(line[:])
+	child, err := strconv.Atoi(strings.TrimSpace(string(line[:n])))
+	if err != nil {
+		t.Fatalf("child pid %q: %v", line[:n], err)
+	}
+	t.Cleanup(func() { _ = exec.Command("kill", "-9", strconv.Itoa(child)).Run() })
+	return cmd, child
 }
 
 func waitState(t *testing.T, pid int, want string) {

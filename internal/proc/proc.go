@@ -1,6 +1,8 @@
 // Package proc holds what every test-server launcher (redisproc, etcdproc,
-// zkproc, pgproc, mysqlproc) needs: a free loopback port, and a server
-// process that dies with whoever started it.
+// zkproc, pgproc, mysqlproc) needs: a free loopback port, a server
+// process that dies with whoever started it, the controls a
+// fault-injection test has over it (Process: pause, resume, kill), and
+// the loops that start a group of servers and wait for it.
 package proc
 
 import "net"

@@ -2,7 +2,9 @@ package proc
 
 import (
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"time"
 )
@@ -166,4 +168,27 @@ func Retry(attempts int, wait time.Duration, f func() error) error {
 		time.Sleep(wait)
 	}
 	return err
+}
+
+// StartGroup starts a group of n servers that know each other's ports
+// (a cluster, an ensemble) with start, in the existing directory dir,
+// server i keeping its files in dir/memberDir(i). A port that was free
+// when picked may be taken before a server binds it, and every server's
+// ports are in every other's configuration: a failed start is retried,
+// up to 3 times, with every port picked again and each server's
+// directory removed, so that the next attempt's servers start afresh.
+func StartGroup[T any](dir string, n int, memberDir func(i int) string, start func() (T, error)) (T, error) {
+	var group T
+	if _, err := os.Stat(dir); err != nil {
+		return group, err
+	}
+	err := Retry(3, 0, func() (err error) {
+		if group, err = start(); err != nil {
+			for i := range n {
+				_ = os.RemoveAll(filepath.Join(dir, memberDir(i)))
+			}
+		}
+		return err
+	})
+	return group, err
 }

@@ -79,24 +79,7 @@ func TestKillTree(t *testing.T) {
 	if err := proc.KillTree(0); err != proc.ErrNotRunning {
 		t.Fatalf("KillTree(0) = %v, want ErrNotRunning", err)
 	}
-	cmd := exec.Command("sh", "-c", "sleep 60 & echo $!; wait")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	proc.DieWithParent(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var line [32]byte
-	n, _ := out.Read(line[:])
-	child, err := strconv.Atoi(strings.TrimSpace(string(line[:n])))
-	if err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("child pid %q: %v", line[:n], err)
-	}
-	t.Cleanup(func() { _ = exec.Command("kill", "-9", strconv.Itoa(child)).Run() })
+	cmd, child := shellWithChild(t)
 	if err := proc.KillTree(cmd.Process.Pid); err != nil {
 		t.Fatal(err)
 	}

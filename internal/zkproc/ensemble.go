@@ -61,22 +61,11 @@ func StartEnsemble(dir string, servers int, opts ...EnsembleOption) (*Ensemble, 
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if _, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("start zookeeper ensemble: %w", err)
-	}
-	// A port that was free when picked may be taken before the JVM binds
-	// it, and every server's ports are in every server's zoo.cfg: a
-	// failed start is retried with every port picked again, and the next
-	// attempt's servers start afresh.
-	var e *Ensemble
-	err := proc.Retry(3, 0, func() (err error) {
-		if e, err = startEnsemble(dir, servers, cfg); err != nil {
-			for i := range servers {
-				_ = os.RemoveAll(filepath.Join(dir, "server"+strconv.Itoa(i+1)))
-			}
-		}
-		return err
-	})
+	// Every server's ports are in every server's zoo.cfg: a failed start
+	// is retried with every port picked again.
+	e, err := proc.StartGroup(dir, servers,
+		func(i int) string { return "server" + strconv.Itoa(i+1) },
+		func() (*Ensemble, error) { return startEnsemble(dir, servers, cfg) })
 	if err != nil {
 		return nil, fmt.Errorf("start zookeeper ensemble: %w", err)
 	}
