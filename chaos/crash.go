@@ -6,30 +6,28 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/turnstilelock/turnstile/internal/proc"
 )
 
 // crash kills a member's process and every process it started with
 // SIGKILL, as a machine failure does, leaving its files in place (a
-// launcher's own Kill may remove them), and waits until they are gone.
+// launcher's own Kill may remove them), and waits until it is gone.
 func crash(m *member) error {
 	pid := m.ctl.PID()
 	if pid == 0 {
 		return errors.New(m.name + " is not running")
 	}
-	pids := append([]int{pid}, descendants(pid)...)
-	for _, p := range pids {
-		_ = syscall.Kill(p, syscall.SIGKILL)
+	if err := proc.KillTree(pid); err != nil {
+		return fmt.Errorf("%s: %w", m.name, err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for _, p := range pids {
-		for alive(p) {
-			if time.Now().After(deadline) {
-				return fmt.Errorf("%s: process %d outlived SIGKILL by 10 s", m.name, p)
-			}
-			time.Sleep(5 * time.Millisecond)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: process %d outlived SIGKILL by 10 s", m.name, pid)
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	return nil
 }
@@ -43,45 +41,4 @@ func alive(pid int) bool {
 	}
 	_, rest, ok := strings.Cut(string(stat), ") ")
 	return ok && !strings.HasPrefix(rest, "Z")
-}
-
-// descendants are the processes below pid, read from /proc.
-func descendants(pid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	children := map[int][]int{}
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		_, rest, ok := strings.Cut(string(stat), ") ")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) < 2 {
-			continue
-		}
-		if ppid, err := strconv.Atoi(f[1]); err == nil {
-			children[ppid] = append(children[ppid], p)
-		}
-	}
-	var out []int
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
 }

@@ -321,32 +321,28 @@ func faults() map[string]fault {
 			},
 			length: func(ttl time.Duration) time.Duration { return ttl },
 		},
-		{
-			name: "partition-minority", desc: "the clients cut off from a minority of the members for 2 TTLs",
-			long:    true,
-			applies: needMembers(3),
-			inject: func(_ context.Context, env *faultEnv) (func() error, error) {
-				n := (len(env.t.proxies) - 1) / 2
-				return toxics(env.t.proxies[:n], `"type":"timeout","attributes":{"timeout":0}`)
-			},
-			length: func(ttl time.Duration) time.Duration { return 2 * ttl },
-		},
-		{
-			name: "partition-majority", desc: "the clients cut off from a majority of the members for 2 TTLs",
-			long:    true,
-			applies: needMembers(3),
-			inject: func(_ context.Context, env *faultEnv) (func() error, error) {
-				n := len(env.t.proxies)/2 + 1
-				return toxics(env.t.proxies[:n], `"type":"timeout","attributes":{"timeout":0}`)
-			},
-			length: func(ttl time.Duration) time.Duration { return 2 * ttl },
-		},
+		partition("partition-minority", "a minority", func(n int) int { return (n - 1) / 2 }),
+		partition("partition-majority", "a majority", func(n int) int { return n/2 + 1 }),
 	}
 	m := make(map[string]fault, len(list))
 	for _, f := range list {
 		m[f.name] = f
 	}
 	return m
+}
+
+// partition cuts the clients off from cut(n) of a configuration's n
+// members (the first ones) for 2 TTLs.
+func partition(name, share string, cut func(n int) int) fault {
+	return fault{
+		name: name, desc: "the clients cut off from " + share + " of the members for 2 TTLs",
+		long:    true,
+		applies: needMembers(3),
+		inject: func(_ context.Context, env *faultEnv) (func() error, error) {
+			return toxics(env.t.proxies[:cut(len(env.t.proxies))], `"type":"timeout","attributes":{"timeout":0}`)
+		},
+		length: func(ttl time.Duration) time.Duration { return 2 * ttl },
+	}
 }
 
 // faultOrder is the order of faults in the table and in --all.

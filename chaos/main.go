@@ -167,7 +167,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	started := time.Now()
+	started, rev := time.Now(), commit() // the code that runs is the code at the start
 	var cells []cell
 	err = run(ctx, o.settings, func(c cell) {
 		cells = append(cells, c)
@@ -179,7 +179,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "chaos:", err)
 		return 2
 	}
-	rep := report{Cells: cells, Command: commandLine(args), Commit: commit(), Wall: time.Since(started), Settings: o.settings}
+	rep := report{Cells: cells, Command: commandLine(args), Commit: rev, Wall: time.Since(started), Settings: o.settings}
 	fmt.Fprint(stdout, rep.markdown())
 	if o.docPath != "" {
 		if err := rep.writeInto(o.docPath); err != nil {

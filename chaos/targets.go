@@ -290,19 +290,7 @@ func startPostgres(string, time.Duration) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &target{name: "postgres", primary: first, stop: []func(){s.Kill},
-		noClock: "the launcher starts PostgreSQL on the real clock"}
-	t.members = []*member{{name: "postgres", ctl: s}}
-	addr, err := t.proxy("postgres", s.Addr())
-	if err != nil {
-		t.close()
-		return nil, err
-	}
-	if t.url, err = withHost(s.URL(), addr); err != nil {
-		t.close()
-		return nil, err
-	}
-	return t, nil
+	return single("postgres", s, s.Addr(), s.URL(), "the launcher starts PostgreSQL on the real clock", s.Kill)
 }
 
 func startMySQL(dir string, _ time.Duration) (*target, error) {
@@ -310,15 +298,19 @@ func startMySQL(dir string, _ time.Duration) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &target{name: "mysql", primary: first, stop: []func(){s.Kill, s.Remove},
-		noClock: "the launcher starts MariaDB on the real clock"}
-	t.members = []*member{{name: "mariadbd", ctl: s}}
-	addr, err := t.proxy("mysql", s.Addr())
-	if err != nil {
-		t.close()
-		return nil, err
+	return single("mysql", s, s.Addr(), s.URL(), "the launcher starts MariaDB on the real clock", s.Remove, s.Kill) // close runs them last first
+}
+
+// single is a target of one server at addr, reached through a proxy:
+// rawURL with its host replaced by the proxy's. stop ends the server.
+func single(name string, s proc.Member, addr, rawURL, noClock string, stop ...func()) (*target, error) {
+	t := &target{name: name, primary: first, stop: stop, noClock: noClock}
+	t.members = []*member{{name: name, ctl: s}}
+	proxied, err := t.proxy(name, addr)
+	if err == nil {
+		t.url, err = withHost(rawURL, proxied)
 	}
-	if t.url, err = withHost(s.URL(), addr); err != nil {
+	if err != nil {
 		t.close()
 		return nil, err
 	}
