@@ -120,7 +120,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Collector, error) {
 		}, []string{"backend"}),
 		quorum: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Name: "redlock_quorum_rounds_total", ConstLabels: cl,
-			Help: "Redlock rounds by op (acquire, extend, release) and outcome: reached (a quorum of nodes answered) or no_quorum (too many nodes failed or timed out).",
+			Help: "Redlock rounds by op (acquire, extend, release) and outcome: reached (the answers decided it: a quorum granted, or refusals settled it) or no_quorum (failed or timed-out nodes kept a quorum out of reach).",
 		}, []string{"op", "outcome"}),
 		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Name: "renewals_total", ConstLabels: cl,

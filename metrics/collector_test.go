@@ -244,7 +244,7 @@ func TestObserveQuorum(t *testing.T) {
 	m.ObserveQuorum("release", false)
 	m.ObserveQuorum("raise fence", true)
 	want := `
-# HELP turnstile_redlock_quorum_rounds_total Redlock rounds by op (acquire, extend, release) and outcome: reached (a quorum of nodes answered) or no_quorum (too many nodes failed or timed out).
+# HELP turnstile_redlock_quorum_rounds_total Redlock rounds by op (acquire, extend, release) and outcome: reached (the answers decided it: a quorum granted, or refusals settled it) or no_quorum (failed or timed-out nodes kept a quorum out of reach).
 # TYPE turnstile_redlock_quorum_rounds_total counter
 turnstile_redlock_quorum_rounds_total{op="acquire",outcome="no_quorum"} 1
 turnstile_redlock_quorum_rounds_total{op="acquire",outcome="reached"} 2
