@@ -6,3 +6,6 @@ var (
 	ParseBenchmarkCSV = parseBenchmarkCSV
 	Fairness          = fairness
 )
+
+// WarmUp is warmUp, for tests.
+var WarmUp = warmUp

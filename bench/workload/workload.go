@@ -144,16 +144,18 @@ func warmUp(ctx context.Context, lk Locker, prefix string, workers int) error {
 	for w := range workers {
 		wg.Go(func() {
 			for i := range 2 {
-				h, err := lk.Acquire(ctx, prefix+"warm:"+strconv.Itoa(w)+":"+strconv.Itoa(i))
-				if err == nil {
-					// Released also when ctx ends meanwhile: a lock taken
-					// must not stay held until its TTL.
-					rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-					err = h.Release(rctx)
-					rcancel()
-				}
-				if err != nil {
+				// A pair that fails once (a node timeout on a busy
+				// machine) is tried again on a new key: the warm-up only
+				// readies connections and scripts. A store that fails
+				// every attempt fails the workload.
+				for attempt := range warmUpAttempts {
+					err := warmPair(ctx, lk, prefix+"warm:"+strconv.Itoa(w)+":"+strconv.Itoa(i)+":"+strconv.Itoa(attempt))
 					errs[w] = err
+					if err == nil || ctx.Err() != nil {
+						break
+					}
+				}
+				if errs[w] != nil {
 					return
 				}
 			}
@@ -166,6 +168,23 @@ func warmUp(ctx context.Context, lk Locker, prefix string, workers int) error {
 		}
 	}
 	return nil
+}
+
+// warmUpAttempts is how often the warm-up tries one lock and release
+// before it gives up on the store.
+const warmUpAttempts = 3
+
+// warmPair takes key and releases it.
+func warmPair(ctx context.Context, lk Locker, key string) error {
+	h, err := lk.Acquire(ctx, key)
+	if err != nil {
+		return err
+	}
+	// Released also when ctx ends meanwhile: a lock taken must not stay
+	// held until its TTL.
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer rcancel()
+	return h.Release(rctx)
 }
 
 // tally is what a set of workers measured; it is also the message a
