@@ -294,33 +294,11 @@ func faults() map[string]fault {
 			},
 			length: func(time.Duration) time.Duration { return 0 },
 		},
-		{
-			name: "latency", desc: "150 ms added each way between the clients and every server, for 2 TTLs",
-			long:    true,
-			applies: needProxies,
-			inject: func(_ context.Context, env *faultEnv) (func() error, error) {
-				return toxics(env.t.proxies, `"type":"latency","attributes":{"latency":150,"jitter":50}`)
-			},
-			length: func(ttl time.Duration) time.Duration { return 2 * ttl },
-		},
-		{
-			name: "blackhole", desc: "everything between the clients and every server dropped for 2 TTLs (connections stay open)",
-			long:    true,
-			applies: needProxies,
-			inject: func(_ context.Context, env *faultEnv) (func() error, error) {
-				return toxics(env.t.proxies, `"type":"timeout","attributes":{"timeout":0}`)
-			},
-			length: func(ttl time.Duration) time.Duration { return 2 * ttl },
-		},
-		{
-			name: "reset", desc: "every connection between the clients and the servers reset (TCP RST) for a TTL",
-			long:    true,
-			applies: needProxies,
-			inject: func(_ context.Context, env *faultEnv) (func() error, error) {
-				return toxics(env.t.proxies, `"type":"reset_peer","attributes":{"timeout":0}`)
-			},
-			length: func(ttl time.Duration) time.Duration { return ttl },
-		},
+		network("latency", "150 ms added each way between the clients and every server, for 2 TTLs",
+			`"type":"latency","attributes":{"latency":150,"jitter":50}`, 2),
+		network("blackhole", "everything between the clients and every server dropped for 2 TTLs (connections stay open)", blackhole, 2),
+		network("reset", "every connection between the clients and the servers reset (TCP RST) for a TTL",
+			`"type":"reset_peer","attributes":{"timeout":0}`, 1),
 		partition("partition-minority", "a minority", func(n int) int { return (n - 1) / 2 }),
 		partition("partition-majority", "a majority", func(n int) int { return n/2 + 1 }),
 	}
@@ -331,6 +309,23 @@ func faults() map[string]fault {
 	return m
 }
 
+// blackhole is the toxic that drops everything and keeps connections open.
+const blackhole = `"type":"timeout","attributes":{"timeout":0}`
+
+// network adds the toxic spec between the clients and every server for
+// ttls TTLs.
+func network(name, desc, spec string, ttls time.Duration) fault {
+	return fault{
+		name: name, desc: desc,
+		long:    true,
+		applies: needProxies,
+		inject: func(_ context.Context, env *faultEnv) (func() error, error) {
+			return toxics(env.t.proxies, spec)
+		},
+		length: func(ttl time.Duration) time.Duration { return ttls * ttl },
+	}
+}
+
 // partition cuts the clients off from cut(n) of a configuration's n
 // members (the first ones) for 2 TTLs.
 func partition(name, share string, cut func(n int) int) fault {
@@ -339,7 +334,7 @@ func partition(name, share string, cut func(n int) int) fault {
 		long:    true,
 		applies: needMembers(3),
 		inject: func(_ context.Context, env *faultEnv) (func() error, error) {
-			return toxics(env.t.proxies[:cut(len(env.t.proxies))], `"type":"timeout","attributes":{"timeout":0}`)
+			return toxics(env.t.proxies[:cut(len(env.t.proxies))], blackhole)
 		},
 		length: func(ttl time.Duration) time.Duration { return 2 * ttl },
 	}
