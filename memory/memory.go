@@ -128,7 +128,10 @@ func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) 
 }
 
 // RaiseFence implements driver.Fencer. Tokens come from one counter for
-// all keys, so raising it is enough.
+// all keys, so raising it keeps later tokens greater; the holder's own
+// token is raised too, as a Redis node's fence key is, so that Inspect
+// reports the token written back (a Redlock of these nodes reports the
+// token a quorum of them agrees on, which is then its lease's).
 func (b *Backend) RaiseFence(ctx context.Context, key, owner string, token uint64) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -140,6 +143,10 @@ func (b *Backend) RaiseFence(ctx context.Context, key, owner string, token uint6
 	e, held := s.locks[key]
 	if !held || e.owner != owner || !now.Before(e.expires) {
 		return false, nil
+	}
+	if token > e.token {
+		e.token = token
+		s.locks[key] = e
 	}
 	for {
 		cur := b.tokens.Load()

@@ -82,6 +82,16 @@ func TestRaiseFence(t *testing.T) {
 	if ok, err := b.RaiseFence(ctx, "k", "me", 1000); !ok || err != nil {
 		t.Fatalf("RaiseFence = %v, %v", ok, err)
 	}
+	// The holder's token is the raised one now, as a Redis node reports it.
+	if _, tok, _, _ := b.Holder("k"); tok != 1000 {
+		t.Errorf("holder's token after RaiseFence(1000) = %d, want 1000", tok)
+	}
+	if ok, _ := b.RaiseFence(ctx, "k", "me", 5); !ok {
+		t.Fatal("RaiseFence(5)")
+	}
+	if st, _ := b.Inspect(ctx, "k"); st.Holders[0].Token != 1000 {
+		t.Errorf("a lower raise lowered the holder's token to %d", st.Holders[0].Token)
+	}
 	b.Release(ctx, "k", "me")
 	tok, ok, _ := b.Acquire(ctx, "k", "me2", time.Minute)
 	if !ok || tok <= 1000 {

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -134,6 +135,63 @@ func TestInspectUnsupportedNode(t *testing.T) {
 	for _, err := range []error{ierr, ferr} {
 		if !errors.Is(err, turnstile.ErrUnsupported) {
 			t.Errorf("%v, want ErrUnsupported", err)
+		}
+	}
+}
+
+// TestInspectReportsTheLeaseToken: Inspect reports a Redlock holder's
+// token as at least the token its lease has, whichever nodes formed the
+// granting quorum. Two nodes issue a smaller token than the third; when
+// the third is in the quorum the lease takes its token and writes it back,
+// and the two smaller grants must not outvote it once all three hold.
+func TestInspectReportsTheLeaseToken(t *testing.T) {
+	ctx := context.Background()
+	nodes := []*memory.Backend{memory.New(), memory.New(), memory.New()}
+	b, err := redlock.New([]driver.Backend{nodes[0], nodes[1], nodes[2]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for i := range 60 {
+		// Node 2's counter runs ahead of the others'.
+		for range 3 {
+			if _, ok, err := nodes[2].Acquire(ctx, "skew", "x", time.Minute); !ok || err != nil {
+				t.Fatalf("skew acquire: %v %v", ok, err)
+			}
+			if _, err := nodes[2].Release(ctx, "skew", "x"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		key := fmt.Sprintf("k%d", i)
+		owner := fmt.Sprintf("o%d", i)
+		tok, ok, err := b.Acquire(ctx, key, owner, time.Minute)
+		if !ok || err != nil {
+			t.Fatalf("Acquire %s: %v %v", key, ok, err)
+		}
+		// Wait until every node holds it: the third grant may land after
+		// Acquire returned.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n := 0
+			for _, node := range nodes {
+				if o, _, _, held := node.Holder(key); held && o == owner {
+					n++
+				}
+			}
+			if n == len(nodes) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: only %d nodes hold it", key, n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		st, err := b.Inspect(ctx, key)
+		if err != nil || !st.Held || st.Holders[0].Owner != owner {
+			t.Fatalf("Inspect %s = %+v, %v; want held by %s", key, st, err, owner)
+		}
+		if got := st.Holders[0].Token; got < tok {
+			t.Fatalf("Inspect %s reports token %d, below the lease's %d", key, got, tok)
 		}
 	}
 }
