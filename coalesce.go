@@ -83,9 +83,11 @@ func (c *Client) waitInLine(ctx context.Context, k *contender) (*Lease, error) {
 			tried = true
 		}
 	}
-	k.startWaiting()
 	w := &waiter{seat: newSeat(), grant: make(chan handoff, 1), owner: k.owner, ttl: k.cfg.ttl}
 	ln := c.lines.join(k.key, w, newLine)
+	// Told once the call has its place in the line: an Acquire that
+	// starts after this event lines up behind this one.
+	k.startWaiting()
 	var won *Lease
 	defer func() { ln.leave(c, w, won) }()
 

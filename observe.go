@@ -11,6 +11,9 @@ type EventType uint8
 // Event types, in the order a lease meets them.
 const (
 	// EventWaiting: an Acquire found the lock held and starts waiting.
+	// With coalescing (the default) a Client serves its waiters for a
+	// key first come first served: an Acquire that starts after another
+	// one's EventWaiting is served after it.
 	// The same call ends with EventAcquired or EventFailed, Waited set.
 	EventWaiting EventType = iota + 1
 	// EventAcquired: a lease was granted. Wait, Retries, Token, Validity
