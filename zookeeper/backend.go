@@ -44,7 +44,11 @@ type Backend struct {
 	closed bool
 	holds  map[holdKey]*hold // locks this Backend took, with their TTL timers
 	counts *countCache       // of the reentrant holds this Backend took; made on first use
-	wg     sync.WaitGroup    // TTL deletions in flight
+	doomed map[doomed]func() // nodes to delete once the client has a session (reap.go)
+	wg     sync.WaitGroup    // TTL deletions in flight, and the reaper
+
+	reapKick chan struct{} // wakes the reaper: a node was doomed, or a session began
+	reapStop chan struct{} // closed by Close
 }
 
 var (
@@ -275,6 +279,7 @@ func Dial(ctx context.Context, servers []string, opts ...Option) (*Backend, erro
 		return nil, errors.New("zookeeper: no servers")
 	}
 	sessions := make(chan struct{}, 1)
+	reapKick := make(chan struct{}, 1)
 	tracker := newConnTracker(len(servers))
 	conn, _, err := zk.Connect(servers, cfg.timeout,
 		zk.WithLogger(zkLogger{cfg.logger, tracker}),
@@ -285,6 +290,10 @@ func Dial(ctx context.Context, servers []string, opts ...Option) (*Backend, erro
 				tracker.connected()
 				select {
 				case sessions <- struct{}{}:
+				default:
+				}
+				select {
+				case reapKick <- struct{}{}:
 				default:
 				}
 			}
@@ -301,6 +310,10 @@ func Dial(ctx context.Context, servers []string, opts ...Option) (*Backend, erro
 		user:    cfg.user,
 		acl:     zk.WorldACL(zk.PermAll),
 		holds:   make(map[holdKey]*hold),
+		doomed:  make(map[doomed]func()),
+
+		reapKick: reapKick,
+		reapStop: make(chan struct{}),
 	}
 	if conn.State() != zk.StateHasSession {
 		select {
@@ -325,6 +338,8 @@ func Dial(ctx context.Context, servers []string, opts ...Option) (*Backend, erro
 		}
 		b.acl = zk.DigestACL(zk.PermAll, cfg.user, cfg.password)
 	}
+	b.wg.Add(1)
+	go b.reap()
 	return b, nil
 }
 
@@ -357,6 +372,7 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.closed = true
+	close(b.reapStop)
 	for k, h := range b.holds {
 		h.timer.Stop()
 		delete(b.holds, k)

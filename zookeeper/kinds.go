@@ -476,7 +476,7 @@ func (k *seqKind) Release(ctx context.Context, key, owner string) (_ bool, err e
 		p = dir + "/" + q[i].name
 	}
 	if !k.counted {
-		_, err := call(ctx, func() (struct{}, error) { return struct{}{}, k.b.conn.Delete(p, -1) })
+		err := k.b.deleteOrDoom(ctx, p, -1)
 		k.b.drop(hk)
 		switch {
 		case err == nil:

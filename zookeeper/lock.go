@@ -104,8 +104,10 @@ func (b *Backend) listDir(ctx context.Context, dir string) ([]node, error) {
 	return queue(children), nil
 }
 
+// remove deletes the node at p; a node already gone is no error. A delete
+// that may not have reached the server dooms the node (reap.go).
 func (b *Backend) remove(ctx context.Context, p string) error {
-	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, b.conn.Delete(p, -1) })
+	err := b.deleteOrDoom(ctx, p, -1)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("zookeeper: delete %s: %w", p, err)
 	}
@@ -197,15 +199,23 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 // Release implements driver.Backend. A lock this Backend took is released
 // by deleting its node (one round trip); otherwise Release deletes every
 // node of owner in key's queue and reports whether one of them held the
-// lock.
+// lock. When the server cannot be reached (ErrSuspended, or the
+// connection dropped with the delete in flight) Release fails, and the
+// Backend deletes the owner's node as soon as it has a session again, if
+// the session lived on.
 func (b *Backend) Release(ctx context.Context, key, owner string) (_ bool, err error) {
 	defer func() { err = b.permission(err, "release the lock in "+b.dir(key)) }()
 	if err := b.live(); err != nil {
+		if p, ok := b.take(holdKey{key, owner}); ok {
+			b.doom(doomed{path: p}, nil)
+		} else {
+			b.doom(doomed{dir: b.dir(key), owner: escape(owner)}, nil)
+		}
 		return false, err
 	}
 	if p, ok := b.take(holdKey{key, owner}); ok {
 		// A granted node stays first in its queue while it exists.
-		_, err := call(ctx, func() (struct{}, error) { return struct{}{}, b.conn.Delete(p, -1) })
+		err := b.deleteOrDoom(ctx, p, -1)
 		switch {
 		case err == nil:
 			return true, nil
@@ -217,6 +227,9 @@ func (b *Backend) Release(ctx context.Context, key, owner string) (_ bool, err e
 	}
 	q, err := b.list(ctx, key)
 	if err != nil {
+		if !final(err) {
+			b.doom(doomed{dir: b.dir(key), owner: escape(owner)}, nil)
+		}
 		return false, err
 	}
 	b.drop(holdKey{key, owner})

@@ -1,9 +1,9 @@
 package zookeeper_test
 
 import (
-	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -12,6 +12,8 @@ import (
 type proxy struct {
 	l      net.Listener
 	target string
+
+	stalled atomic.Bool // bytes are read and dropped, as a dead link loses them
 
 	mu    sync.Mutex
 	cut   bool
@@ -67,10 +69,25 @@ func (p *proxy) serve() {
 
 func (p *proxy) pipe(dst, src net.Conn) {
 	defer p.wg.Done()
-	_, _ = io.Copy(dst, src)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.stalled.Load() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
 	_ = dst.Close()
 	_ = src.Close()
 }
+
+// stall drops every byte in both directions from now on (true), as a link
+// that died without closing does, or forwards them again (false).
+func (p *proxy) stall(on bool) { p.stalled.Store(on) }
 
 // partition cuts every connection and refuses new ones (true), or lets
 // connections through again (false).

@@ -289,7 +289,7 @@ func (s *Semaphore) Release(ctx context.Context, key, owner string) (_ bool, err
 			return false, err
 		}
 	}
-	_, err = call(ctx, func() (struct{}, error) { return struct{}{}, s.b.conn.Delete(p, -1) })
+	err = s.b.deleteOrDoom(ctx, p, -1)
 	switch {
 	case err == nil:
 		return true, nil

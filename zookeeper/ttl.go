@@ -107,18 +107,32 @@ func (b *Backend) expire(k holdKey, h *hold) {
 	b.wg.Add(1)
 	b.mu.Unlock()
 	defer b.wg.Done()
+	forget := func() {
+		b.mu.Lock()
+		if b.holds[k] == h {
+			delete(b.holds, k)
+		}
+		b.mu.Unlock()
+	}
 	err := b.conn.Delete(h.path, -1)
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		// The session's expiry frees the lock instead. The hold stays,
-		// marked expiring, so that Extend keeps refusing it.
+	switch {
+	case err == nil, errors.Is(err, zk.ErrNoNode):
+		forget()
+	case !final(err):
+		// The request may not have reached the server: the reaper
+		// deletes the node once the client has a session again. The
+		// hold stays, marked expiring, so that Extend keeps refusing it
+		// meanwhile.
+		if b.logger != nil {
+			b.logger.Warn("zookeeper: delete the node of an expired lock; deleting it once reconnected", "path", h.path, "err", err)
+		}
+		b.doom(doomed{path: h.path}, forget)
+	default:
+		// The session is gone (and its nodes with it), or the server
+		// refused: the hold stays, marked expiring, so that Extend keeps
+		// refusing it.
 		if b.logger != nil {
 			b.logger.Warn("zookeeper: delete the node of an expired lock", "path", h.path, "err", err)
 		}
-		return
 	}
-	b.mu.Lock()
-	if b.holds[k] == h {
-		delete(b.holds, k)
-	}
-	b.mu.Unlock()
 }
