@@ -236,7 +236,7 @@ type workers struct {
 	inHold  map[int]string // worker → "short" or "long" while between its reads and writes
 	longFor time.Duration  // the long hold the runner can ask for
 	grants  int
-	changed chan struct{} // closed and replaced on every grant
+	changed chan struct{} // closed and replaced on every grant and hold, and when a hold ends
 }
 
 type worker struct {
@@ -314,10 +314,18 @@ func (p *workers) record(e event) {
 		close(p.changed)
 		p.changed = make(chan struct{})
 	case evWrite, evCWrite:
-		delete(p.inHold, e.W)
+		if _, ok := p.inHold[e.W]; ok {
+			delete(p.inHold, e.W)
+			close(p.changed)
+			p.changed = make(chan struct{})
+		}
 	case evReleased:
 		p.holding[e.W] = false
-		delete(p.inHold, e.W)
+		if _, ok := p.inHold[e.W]; ok {
+			delete(p.inHold, e.W)
+			close(p.changed)
+			p.changed = make(chan struct{})
+		}
 	}
 }
 
@@ -415,6 +423,12 @@ func (p *workers) inSection(ctx context.Context, want string, timeout time.Durat
 // it: a fault injected then finds a holder between its reads and its
 // writes, and keeps it there until after the fault.
 func (p *workers) longHolder(ctx context.Context, timeout time.Duration) (*worker, error) {
+	// A long hold from the fault before may still run (it outlasts its
+	// fault): the new one must begin afresh, and not follow it at once
+	// after this fault healed.
+	if err := p.noLongHold(ctx, timeout); err != nil {
+		return nil, err
+	}
 	p.mu.Lock()
 	for _, w := range p.procs {
 		_, _ = io.WriteString(w.stdin, "long\n")
@@ -432,6 +446,30 @@ func (p *workers) longHolder(ctx context.Context, timeout time.Duration) (*worke
 	return w, err
 }
 
+// noLongHold waits until no worker is in a long hold, up to timeout.
+func (p *workers) noLongHold(ctx context.Context, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		p.mu.Lock()
+		ch, busy := p.changed, false
+		for id, h := range p.inHold {
+			busy = busy || (h == "long" && p.procs[id] != nil)
+		}
+		p.mu.Unlock()
+		if !busy {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return errors.New("a long hold did not end within " + timeout.String())
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 func (p *workers) signal(w *worker, sig syscall.Signal) error {
 	p.mu.Lock()
 	w.paused = sig == syscall.SIGSTOP
@@ -447,6 +485,7 @@ func (p *workers) kill(w *worker) error {
 	p.mu.Lock()
 	delete(p.procs, w.id)
 	delete(p.holding, w.id)
+	delete(p.inHold, w.id)
 	p.mu.Unlock()
 	return p.start()
 }
