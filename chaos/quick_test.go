@@ -8,18 +8,6 @@ import (
 	"time"
 )
 
-// knownLiveness are the cells whose stores are known not to grant again
-// within the bound after the fault, with the reason. They are in
-// docs/guarantees.md as LIVENESS rows; their safety is checked as every
-// other cell's is.
-var knownLiveness = map[string]string{
-	// The ensemble elects a new leader within a second and the restarted
-	// server rejoins (internal/zkproc's tests), but the workers'
-	// acquisitions can time out for longer than the bound after the
-	// leader's crash (always after a second crash in a row).
-	"zookeeper × member-kill": "the ZooKeeper backend's clients can stall after the ensemble's leader is crashed",
-}
-
 // testLog sends the runner's progress to the test log.
 type testLog struct{ t *testing.T }
 
@@ -64,11 +52,7 @@ func TestQuick(t *testing.T) {
 			t.Errorf("%s × %s: fenced register unsafe: %+v", c.Store, c.Fault, v)
 		}
 		if v.Unrecovered != 0 {
-			if why, known := knownLiveness[c.Store+" × "+c.Fault]; known {
-				t.Logf("%s × %s: no grant within %.0f ms of a heal — known: %s", c.Store, c.Fault, v.BoundMS, why)
-			} else {
-				t.Errorf("%s × %s: no grant within %.0f ms of a heal", c.Store, c.Fault, v.BoundMS)
-			}
+			t.Errorf("%s × %s: no grant within %.0f ms of a heal", c.Store, c.Fault, v.BoundMS)
 		}
 		if v.Sections == 0 || c.Faults == 0 {
 			t.Errorf("%s × %s: %d sections, %d faults", c.Store, c.Fault, v.Sections, c.Faults)
