@@ -87,6 +87,70 @@ func check(events []event, windows []window, fencedFinal, controlFinal int64, bo
 	return v
 }
 
+// finals are a key's registers read after the run.
+type finals struct{ fenced, control int64 }
+
+// checkKeys checks a run whose workers locked len(fin) keys side by side
+// (lane k's registers read fin[k]): every key on its own, as check does,
+// then the counts added up. A fault's recovery is the slowest key's, and
+// the p99 acquire is over every key's acquisitions.
+func checkKeys(events []event, windows []window, fin []finals, bound time.Duration, end int64) verdict {
+	if len(fin) == 1 {
+		return check(events, windows, fin[0].fenced, fin[0].control, bound, end)
+	}
+	lanes := make([][]event, len(fin))
+	var attempts []event
+	for _, e := range events {
+		if e.K >= 0 && e.K < len(lanes) {
+			lanes[e.K] = append(lanes[e.K], e)
+		}
+		if e.Ev == evAcquired || e.Ev == evAcquireFail {
+			attempts = append(attempts, e)
+		}
+	}
+	out := verdict{BoundMS: ms(bound), Linearizable: "ok"}
+	for k, evs := range lanes {
+		v := check(evs, windows, fin[k].fenced, fin[k].control, bound, end)
+		out.Sections += v.Sections
+		out.AcquireFailed += v.AcquireFailed
+		out.TokenOrder += v.TokenOrder
+		out.FencedLost += v.FencedLost
+		out.StaleRefused += v.StaleRefused
+		out.ControlLost += v.ControlLost
+		out.Overlaps += v.Overlaps
+		out.Unrecovered = max(out.Unrecovered, v.Unrecovered)
+		out.Recovery = max(out.Recovery, v.Recovery)
+		out.FencedAcked += v.FencedAcked
+		out.ControlAcked += v.ControlAcked
+		out.FencedFinal += v.FencedFinal
+		out.ControlFinal += v.ControlFinal
+		out.FencedPending += v.FencedPending
+		out.ControlPending += v.ControlPending
+		if rank(v.Linearizable) > rank(out.Linearizable) {
+			out.Linearizable = v.Linearizable
+		}
+		if v.Example != "" {
+			out.note("key %d: %s", k, v.Example)
+		}
+	}
+	out.RecoveryMS = ms(out.Recovery)
+	var all verdict
+	checkLiveness(&all, nil, attempts, windows, bound, end)
+	out.AcquireP99, out.AcquireP99MS = all.AcquireP99, all.AcquireP99MS
+	return out
+}
+
+// rank orders porcupine's answers from best to worst.
+func rank(linearizable string) int {
+	switch linearizable {
+	case "ok":
+		return 0
+	case "unknown":
+		return 1
+	}
+	return 2
+}
+
 // checkTokenOrder: a grant that completed before another was asked for
 // must carry the smaller token — tokens strictly increase in the order
 // critical sections begin.

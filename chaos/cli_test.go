@@ -21,6 +21,7 @@ func TestFlagsRefused(t *testing.T) {
 		{[]string{"--store", "redis", "--fault", "meteor"}, `unknown fault "meteor"`},
 		{[]string{"--all", "--duration", "0s"}, "--duration must be positive"},
 		{[]string{"--all", "--workers", "1"}, "--workers must be between 2 and 64"},
+		{[]string{"--all", "--keys", "0"}, "--keys must be between 1 and 64"},
 		{[]string{"--all", "--ttl", "5ms"}, "--ttl must be between"},
 		{[]string{"--all", "--hold", "2s"}, "--hold must be"},
 		{[]string{"--all", "extra"}, `unexpected argument "extra"`},

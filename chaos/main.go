@@ -68,6 +68,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.quick, "quick", false, "every store, the faults "+strings.Join(quickFaults, ", ")+", 4 s each")
 	fs.DurationVar(&o.Duration, "duration", 20*time.Second, "how long faults are injected in each store × fault cell")
 	fs.IntVar(&o.Workers, "workers", 3, "workload processes per cell")
+	fs.IntVar(&o.Keys, "keys", 1, "keys each worker locks side by side (faults aim at the first key's holder; every key is checked)")
 	fs.DurationVar(&o.TTL, "ttl", time.Second, "the workers' lease TTL")
 	fs.DurationVar(&o.Hold, "hold", 2*time.Millisecond, "the pause in each critical section between reading and writing the registers")
 	fs.StringVar(&o.Dir, "dir", "", "where the servers keep their files (default: a new temporary directory, removed after)")
@@ -107,6 +108,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("--duration must be positive")
 	case o.Workers < 2 || o.Workers > 64:
 		return o, errors.New("--workers must be between 2 and 64: mutual exclusion needs contenders")
+	case o.Keys < 1 || o.Keys > 64:
+		return o, errors.New("--keys must be between 1 and 64")
 	case o.TTL < 100*time.Millisecond || o.TTL > time.Minute:
 		return o, errors.New("--ttl must be between 100ms and 1m")
 	case o.Hold < 0 || o.Hold >= o.TTL:

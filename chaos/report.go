@@ -62,9 +62,13 @@ func verdictText(c cell) string {
 // markdown renders the report: how it was made, then one table per store.
 func (r report) markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Produced by `%s` at commit %s on %s (%d workers, TTL %v, hold %v, faults injected for %v per cell; wall time %v).\n\n",
-		r.Command, r.Commit, time.Now().UTC().Format("2006-01-02"), r.Settings.Workers, r.Settings.TTL, r.Settings.Hold, r.Settings.Duration, r.Wall.Round(time.Second))
-	b.WriteString("Columns: **sections** — critical sections entered; **fenced violations** — token-order violations plus lost acknowledged increments of the fenced register plus a non-linearizable history (must be 0); **control lost** — increments the unfenced control register lost under the same fault (a positive number shows the fault broke mutual exclusion); **refused** — stale writes the fence refused; **p99 acquire** — of acquisitions begun during a fault; **recovery** — the longest time from a heal to the next grant.\n\n")
+	keys := ""
+	if r.Settings.Keys > 1 {
+		keys = fmt.Sprintf(", each locking %d keys side by side", r.Settings.Keys)
+	}
+	fmt.Fprintf(&b, "Produced by `%s` at commit %s on %s (%d workers%s, TTL %v, hold %v, faults injected for %v per cell; wall time %v).\n\n",
+		r.Command, r.Commit, time.Now().UTC().Format("2006-01-02"), r.Settings.Workers, keys, r.Settings.TTL, r.Settings.Hold, r.Settings.Duration, r.Wall.Round(time.Second))
+	b.WriteString("Columns: **sections** — critical sections entered (on every key); **fenced violations** — token-order violations plus lost acknowledged increments of the fenced register plus a non-linearizable history (must be 0); **control lost** — increments the unfenced control register lost under the same fault (a positive number shows the fault broke mutual exclusion); **refused** — stale writes the fence refused; **p99 acquire** — of acquisitions begun during a fault; **recovery** — the longest time from a heal to the next grant.\n\n")
 	var store string
 	for _, c := range r.Cells {
 		if c.Store != store {

@@ -28,6 +28,7 @@ type settings struct {
 	Faults   []string      // faults, by name (faults())
 	Duration time.Duration // how long each store × fault cell injects faults
 	Workers  int           // workload processes per cell
+	Keys     int           // keys each worker locks side by side (0: 1)
 	TTL      time.Duration // the lease TTL the workers use
 	Hold     time.Duration // the pause between a critical section's read and write
 	Dir      string        // where servers keep their files
@@ -173,13 +174,15 @@ func runCell(ctx context.Context, s settings, t *target, f fault, register strin
 	defer rc.Close()
 	rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	fencedFinal, err := readInt(rctx, rc, fencedKey(key))
-	if err != nil {
-		return cellResult{}, fmt.Errorf("read the fenced register: %w", err)
-	}
-	controlFinal, err := readInt(rctx, rc, controlKey(key))
-	if err != nil {
-		return cellResult{}, fmt.Errorf("read the control register: %w", err)
+	finals := make([]finals, max(s.Keys, 1))
+	for k := range finals {
+		lk := laneKey(key, k)
+		if finals[k].fenced, err = readInt(rctx, rc, fencedKey(lk)); err != nil {
+			return cellResult{}, fmt.Errorf("read the fenced register of %s: %w", lk, err)
+		}
+		if finals[k].control, err = readInt(rctx, rc, controlKey(lk)); err != nil {
+			return cellResult{}, fmt.Errorf("read the control register of %s: %w", lk, err)
+		}
 	}
 	events := pool.history()
 	if s.History != "" {
@@ -187,7 +190,7 @@ func runCell(ctx context.Context, s settings, t *target, f fault, register strin
 			return cellResult{}, err
 		}
 	}
-	v := check(events, windows, fencedFinal, controlFinal, bound, runEnd)
+	v := checkKeys(events, windows, finals, bound, runEnd)
 	return cellResult{verdict: v, injected: len(windows)}, nil
 }
 
@@ -261,7 +264,7 @@ func (p *workers) start() error {
 	p.nextID++
 	id := p.nextID
 	p.mu.Unlock()
-	cfg, _ := json.Marshal(workerConfig{ID: id, URL: p.t.url, Key: p.key, TTL: p.s.TTL, Hold: p.s.Hold,
+	cfg, _ := json.Marshal(workerConfig{ID: id, URL: p.t.url, Key: p.key, Keys: p.s.Keys, TTL: p.s.TTL, Hold: p.s.Hold,
 		Register: p.register, AcquireTimeout: 3 * p.s.TTL, LongHold: p.longFor})
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), workerEnv+"="+string(cfg))
@@ -300,6 +303,14 @@ func (p *workers) record(e event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.events = append(p.events, e)
+	if e.K != 0 {
+		// Faults aim at the holders of the first key; the others only
+		// count their grants.
+		if e.Ev == evAcquired {
+			p.grants++
+		}
+		return
+	}
 	switch e.Ev {
 	case evAcquired:
 		p.holding[e.W] = true

@@ -33,9 +33,12 @@ const workerEnv = "TURNSTILE_CHAOS_WORKER"
 
 // workerConfig is what the runner tells a workload process.
 type workerConfig struct {
-	ID       int           `json:"id"`
-	URL      string        `json:"url"`
-	Key      string        `json:"key"`
+	ID  int    `json:"id"`
+	URL string `json:"url"`
+	Key string `json:"key"`
+	// Keys is how many keys the worker locks side by side, one loop of
+	// critical sections each (laneKey); 0 means 1.
+	Keys     int           `json:"keys,omitempty"`
 	TTL      time.Duration `json:"ttl"`
 	Hold     time.Duration `json:"hold"`
 	Register string        `json:"register"` // host:port of the register's redis-server
@@ -74,7 +77,8 @@ const (
 // the wall clock: every process runs on this host, so they compare.
 type event struct {
 	W     int    `json:"w"`
-	CS    int    `json:"cs"` // the worker's critical-section number
+	K     int    `json:"k,omitempty"` // the key's lane (laneKey)
+	CS    int    `json:"cs"`          // the worker's critical-section number
 	Ev    string `json:"ev"`
 	Op    string `json:"op,omitempty"`
 	Tok   uint64 `json:"tok,omitempty"`
@@ -83,6 +87,14 @@ type event struct {
 	Err   string `json:"err,omitempty"`
 	Start int64  `json:"s"`
 	End   int64  `json:"e,omitempty"`
+}
+
+// laneKey is the lock key of lane k of a cell whose first key is key.
+func laneKey(key string, k int) string {
+	if k == 0 {
+		return key
+	}
+	return key + "/" + strconv.Itoa(k)
 }
 
 // Register keys: the fenced counter and its marker live under the lock
@@ -160,10 +172,34 @@ func work(ctx context.Context, cfg workerConfig, out *reporter, long *atomic.Boo
 	if err != nil {
 		return err
 	}
-	for cs := 1; ctx.Err() == nil; cs++ {
-		section(ctx, cfg, client, reg, guard, out, cs, long)
+	// Every lane is a loop of critical sections on its own key, through
+	// the one Client of the process. Only lane 0 takes long holds: the
+	// runner aims its faults at that key's holder.
+	var wg sync.WaitGroup
+	for k := range max(cfg.Keys, 1) {
+		wg.Go(func() {
+			lo, key, lg := laneOut{out, k}, laneKey(cfg.Key, k), long
+			if k != 0 {
+				lg = new(atomic.Bool)
+			}
+			for cs := 1; ctx.Err() == nil; cs++ {
+				section(ctx, cfg, key, client, reg, guard, lo, cs, lg)
+			}
+		})
 	}
+	wg.Wait()
 	return nil
+}
+
+// laneOut reports the events of one lane.
+type laneOut struct {
+	r *reporter
+	k int
+}
+
+func (l laneOut) emit(e event) {
+	e.K = l.k
+	l.r.emit(e)
 }
 
 // section is one critical section. It deliberately does not stop when the
@@ -171,10 +207,10 @@ func work(ctx context.Context, cfg workerConfig, out *reporter, long *atomic.Boo
 // paused, so the registers see what a stale holder would write. The fenced
 // register must refuse it; the control register shows what happens without
 // the fence.
-func section(ctx context.Context, cfg workerConfig, client *turnstile.Client, reg rueidis.Client, guard *fence.Redis, out *reporter, cs int, long *atomic.Bool) {
+func section(ctx context.Context, cfg workerConfig, key string, client *turnstile.Client, reg rueidis.Client, guard *fence.Redis, out laneOut, cs int, long *atomic.Bool) {
 	start := nowNS()
 	actx, cancel := context.WithTimeout(ctx, cfg.AcquireTimeout)
-	lease, err := client.Acquire(actx, cfg.Key)
+	lease, err := client.Acquire(actx, key)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -199,18 +235,18 @@ func section(ctx context.Context, cfg workerConfig, client *turnstile.Client, re
 	// it read before us.
 	out.emit(event{CS: cs, Ev: evCall, Op: evMark, Tok: tok, Start: nowNS()})
 	s := nowNS()
-	res, errText := writeResult(guard.Set(rctx, cfg.Key, tok, markKey(cfg.Key), strconv.Itoa(cfg.ID)))
+	res, errText := writeResult(guard.Set(rctx, key, tok, markKey(key), strconv.Itoa(cfg.ID)))
 	out.emit(event{CS: cs, Ev: evMark, Tok: tok, Res: res, Err: errText, Start: s, End: nowNS()})
 
 	s = nowNS()
-	v, err := readInt(rctx, reg, fencedKey(cfg.Key))
+	v, err := readInt(rctx, reg, fencedKey(key))
 	if err == nil {
 		out.emit(event{CS: cs, Ev: evRead, Tok: tok, Val: v, Start: s, End: nowNS()})
 	}
 	fenced := v
 	fencedOK := err == nil && res == resOK
 	s = nowNS()
-	c, cerr := readInt(rctx, reg, controlKey(cfg.Key))
+	c, cerr := readInt(rctx, reg, controlKey(key))
 	if cerr == nil {
 		out.emit(event{CS: cs, Ev: evCRead, Tok: tok, Val: c, Start: s, End: nowNS()})
 	}
@@ -227,7 +263,7 @@ func section(ctx context.Context, cfg workerConfig, client *turnstile.Client, re
 	if cerr == nil {
 		out.emit(event{CS: cs, Ev: evCall, Op: evCWrite, Tok: tok, Val: c + 1, Start: nowNS()})
 		s = nowNS()
-		werr := reg.Do(wctx, reg.B().Set().Key(controlKey(cfg.Key)).Value(strconv.FormatInt(c+1, 10)).Build()).Error()
+		werr := reg.Do(wctx, reg.B().Set().Key(controlKey(key)).Value(strconv.FormatInt(c+1, 10)).Build()).Error()
 		r, e := resOK, ""
 		if werr != nil {
 			r, e = resUnknown, werr.Error()
@@ -237,7 +273,7 @@ func section(ctx context.Context, cfg workerConfig, client *turnstile.Client, re
 	if fencedOK {
 		out.emit(event{CS: cs, Ev: evCall, Op: evWrite, Tok: tok, Val: fenced + 1, Start: nowNS()})
 		s = nowNS()
-		r, e := writeResult(guard.Set(wctx, cfg.Key, tok, fencedKey(cfg.Key), strconv.FormatInt(fenced+1, 10)))
+		r, e := writeResult(guard.Set(wctx, key, tok, fencedKey(key), strconv.FormatInt(fenced+1, 10)))
 		out.emit(event{CS: cs, Ev: evWrite, Tok: tok, Val: fenced + 1, Res: r, Err: e, Start: s, End: nowNS()})
 	}
 
