@@ -33,6 +33,9 @@ func StartWith(dir string, opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(s)
 	}
+	if err := s.checkAppendOnly(); err != nil {
+		return nil, err
+	}
 	return s.startOnFreePort()
 }
 

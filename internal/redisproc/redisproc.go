@@ -35,6 +35,8 @@ type Server struct {
 	tls   *TLS     // nil: plain text on port
 	dial  *tls.Config
 	clock *proc.Clock // run under this wrong clock, or nil
+	// appendfsync is the policy of the append-only file, "" for none.
+	appendfsync AppendFsync
 
 	process // the running server: PID, Pause, Resume, Paused
 }
@@ -108,11 +110,11 @@ func (s *Server) start() error {
 		"--bind", "127.0.0.1",
 		"--dir", s.dir,
 		"--save", "",
-		"--appendonly", "no",
 		"--daemonize", "no",
 		"--loglevel", "warning",
 		"--logfile", filepath.Join(s.dir, "redis.log"),
 	)
+	cmd.Args = append(cmd.Args, s.persistence()...)
 	cmd.Args = append(cmd.Args, s.extra...)
 	if s.clock != nil {
 		s.clock.Apply(cmd)
@@ -176,8 +178,9 @@ func (s *Server) Do(args ...string) (string, error) {
 	return line[1:], nil
 }
 
-// Restart kills the server and starts it again on the same port with an
-// empty data set, as a restart without persistence does.
+// Restart kills the server and starts it again on the same port: with an
+// empty data set, as a restart without persistence does, or, for a server
+// started WithAppendOnly, with the data set its append-only file holds.
 func (s *Server) Restart() error {
 	s.Kill()
 	if err := proc.Retry(50, 20*time.Millisecond, s.start); err != nil {
