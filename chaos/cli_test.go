@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -45,6 +46,13 @@ func TestFlagsSelect(t *testing.T) {
 	}
 	if strings.Join(o.Stores, ",") != "redis,etcd" || strings.Join(o.Faults, ",") != strings.Join(quickFaults, ",") || o.Duration.Seconds() != 4 {
 		t.Fatalf("--quick --store redis,etcd,redis: %+v", o.settings)
+	}
+	o, err = parseFlags([]string{"--quick"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Stores) != len(storeOrder)-len(fullOnly) || slices.ContainsFunc(o.Stores, func(n string) bool { return fullOnly[n] }) {
+		t.Fatalf("--quick runs %v, want every store but %v", o.Stores, fullOnly)
 	}
 	o, err = parseFlags([]string{"--all", "--fault", "reset"}, &bytes.Buffer{})
 	if err != nil {

@@ -52,8 +52,9 @@ func needClock(t *target) string {
 }
 
 // crashMember crashes m: through its launcher for a redis-server (which
-// keeps no files here, and must know the server is down), else with
-// crash, which leaves the data directory for the restart.
+// must know the server is down; SIGKILL leaves its append-only file, if
+// it keeps one, for the restart), else with crash, which leaves the data
+// directory for the restart.
 func crashMember(m *member) error {
 	if s, ok := m.ctl.(*redisproc.Server); ok {
 		s.Kill()

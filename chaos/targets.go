@@ -71,6 +71,12 @@ type storeDef struct {
 func stores() map[string]storeDef {
 	return map[string]storeDef{
 		"redis": {"one redis-server, no persistence", startRedis},
+		"redis-aof-always": {"one redis-server, appendonly yes, appendfsync always", func(dir string, _ time.Duration) (*target, error) {
+			return startRedisAOF(dir, "redis-aof-always", redisproc.FsyncAlways)
+		}},
+		"redis-aof-everysec": {"one redis-server, appendonly yes, appendfsync everysec (Redis's default policy)", func(dir string, _ time.Duration) (*target, error) {
+			return startRedisAOF(dir, "redis-aof-everysec", redisproc.FsyncEverySec)
+		}},
 		"redis-sentinel": {"redis-server primary + 1 replica + 3 Sentinels, no persistence (redis+sentinel://)", func(dir string, ttl time.Duration) (*target, error) {
 			return startSentinel(dir, "redis-sentinel", "")
 		}},
@@ -90,7 +96,7 @@ func stores() map[string]storeDef {
 }
 
 // storeOrder is the order of stores in the table and in --all.
-var storeOrder = []string{"redis", "redis-sentinel", "redis-sentinel-wait", "redis-cluster", "redlock", "etcd", "zookeeper", "postgres", "mysql", "fallback"}
+var storeOrder = []string{"redis", "redis-aof-always", "redis-aof-everysec", "redis-sentinel", "redis-sentinel-wait", "redis-cluster", "redlock", "etcd", "zookeeper", "postgres", "mysql", "fallback"}
 
 // proxyServer hosts the proxies of every target.
 var proxyServer = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
@@ -134,6 +140,45 @@ func startRedis(dir string, _ time.Duration) (*target, error) {
 	}
 	t.url = "redis://" + addr
 	return t, nil
+}
+
+// startRedisAOF is one redis-server with an append-only file fsynced as
+// policy says: a crashed server restarts with the locks the file holds,
+// each with its absolute expiry time.
+func startRedisAOF(dir, name string, policy redisproc.AppendFsync) (*target, error) {
+	clock, err := clockFor(dir)
+	if err != nil {
+		return nil, err
+	}
+	s, err := redisproc.StartWith(dir, redisproc.WithClock(clock), redisproc.WithAppendOnly(policy))
+	if err != nil {
+		return nil, err
+	}
+	t := &target{name: name, primary: first, stop: []func(){s.Kill}}
+	t.members = []*member{{name: "redis-server", ctl: s, clock: clock}}
+	addr, err := t.proxy("redis", s.Addr())
+	if err != nil {
+		t.close()
+		return nil, err
+	}
+	t.url = "redis://" + addr
+	return t, nil
+}
+
+// fullOnly are the configurations --quick leaves out: they differ from
+// one it runs only in what they keep across a restart.
+var fullOnly = map[string]bool{"redis-aof-always": true, "redis-aof-everysec": true}
+
+// quickStores are the configurations of --quick: storeOrder without
+// fullOnly.
+func quickStores() []string {
+	var out []string
+	for _, n := range storeOrder {
+		if !fullOnly[n] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // startSentinel: the Sentinels tell clients the primary's own address,
