@@ -235,6 +235,7 @@ func faults() map[string]fault {
 			},
 			length: func(ttl time.Duration) time.Duration { return ttl },
 		},
+		memberRestart(),
 		{
 			name: "clock-forward", desc: "a server's (the primary's or leader's) wall clock jumps 60 s ahead for 2 TTLs, then back (libfaketime)",
 			long:    true,
@@ -342,7 +343,7 @@ func partition(name, share string, cut func(n int) int) fault {
 }
 
 // faultOrder is the order of faults in the table and in --all.
-var faultOrder = []string{"holder-pause", "holder-kill", "member-pause", "member-kill", "clock-forward", "clock-back",
+var faultOrder = []string{"holder-pause", "holder-kill", "member-pause", "member-kill", "member-restart", "clock-forward", "clock-back",
 	"failover", "slot-migration", "latency", "blackhole", "reset", "partition-minority", "partition-majority"}
 
 // toxics adds one toxic to both directions of every proxy in ps and
@@ -364,4 +365,23 @@ func toxics(ps []*toxiproxy.Proxy, spec string) (func() error, error) {
 		}
 	}
 	return heal, nil
+}
+
+// memberRestart crashes the primary and restarts it at once: a crash
+// shorter than the leases on it, where what the server keeps across a
+// restart decides whether its locks outlive it.
+func memberRestart() fault {
+	return fault{
+		name: "member-restart", desc: "a server (the primary or leader) killed (SIGKILL) and restarted at once, within a lease (with its data where the store persists it)",
+		long:    true,
+		applies: always,
+		inject: func(_ context.Context, env *faultEnv) (func() error, error) {
+			m := env.primary()
+			if err := crashMember(m); err != nil {
+				return nil, err
+			}
+			return env.restart(m), nil
+		},
+		length: func(time.Duration) time.Duration { return 0 },
+	}
 }
