@@ -67,3 +67,106 @@ func TestPauseResumeRestart(t *testing.T) {
 		t.Fatalf("after Restart: %q, %v", out, err)
 	}
 }
+
+// serverSkew is how far the server's clock_timestamp() is ahead of ours,
+// read by a new session (a newly forked backend), give or take the
+// query's duration.
+func serverSkew(t *testing.T, s *Server) time.Duration {
+	t.Helper()
+	before := time.Now()
+	out, err := psql(s, 30*time.Second, "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint")
+	if err != nil {
+		t.Fatalf("read the server's clock: %v: %s", err, out)
+	}
+	us, err := strconv.ParseInt(out, 10, 64)
+	if err != nil {
+		t.Fatalf("read the server's clock: %q", out)
+	}
+	return time.UnixMicro(us).Sub(before)
+}
+
+// near fails the test unless got is want within a minute: far less than
+// the jumps, far more than a query on a busy machine takes.
+func near(t *testing.T, what string, got, want time.Duration) {
+	t.Helper()
+	if got < want-time.Minute || got > want+time.Minute {
+		t.Fatalf("%s: the server's clock is %v ahead, want %v", what, got, want)
+	}
+}
+
+// TestClockMovesServerTime: a server started with a Clock reads the
+// clock's time in new sessions and in a session that was open before the
+// jump (a backend forked earlier), and again after a restart.
+func TestClockMovesServerTime(t *testing.T) {
+	s, err := StartWith(Options{Clock: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Kill)
+	clock := s.Clock()
+	if clock == nil {
+		t.Fatal("Clock() is nil for a server started with Options.Clock")
+	}
+	near(t, "before any jump", serverSkew(t, s), 0)
+
+	// A backend of a session open before the jump: it waits (at most
+	// 60 s by a counter, not the clock) until its clock_timestamp() has
+	// moved more than 30 minutes from when it began, and returns the move.
+	const wait = `DO $$
+DECLARE t0 timestamptz := clock_timestamp();
+BEGIN
+	FOR i IN 1..1200 LOOP
+		PERFORM pg_sleep(0.05);
+		IF abs(extract(epoch FROM clock_timestamp() - t0)) > 1800 THEN
+			RAISE NOTICE 'moved % s', round(extract(epoch FROM clock_timestamp() - t0));
+			RETURN;
+		END IF;
+	END LOOP;
+	RAISE EXCEPTION 'the clock did not move';
+END $$`
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := psql(s, 2*time.Minute, wait)
+		done <- result{out, err}
+	}()
+	// Jump once the session runs the block.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := psql(s, 30*time.Second, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'DO $$%' AND state = 'active'")
+		if err == nil && out == "1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the waiting session never ran: %q, %v", out, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := clock.Jump(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	var moved int
+	if _, after, ok := strings.Cut(r.out, "moved "); ok {
+		num, _, _ := strings.Cut(after, " ")
+		moved, _ = strconv.Atoi(num)
+	}
+	if r.err != nil || moved < 3600-60 || moved > 3600+60 {
+		t.Fatalf("the open session's clock after a jump of 1h: %q, %v; want a move of about 3600 s", r.out, r.err)
+	}
+	near(t, "after a jump of 1h", serverSkew(t, s), time.Hour)
+
+	if err := clock.Jump(-2 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	near(t, "after a jump of -2h", serverSkew(t, s), -time.Hour)
+
+	// The restarted server runs under the same clock.
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	near(t, "after Restart", serverSkew(t, s), -time.Hour)
+}

@@ -38,6 +38,7 @@ type Server struct {
 	port  int
 	opts  Options
 	certs *testcerts.Set
+	clock *proc.Clock // run under this wrong clock, or nil
 
 	process // the running server: PID, Pause, Resume, Paused
 }
@@ -68,6 +69,14 @@ type Options struct {
 	// client certificate (cert), user "postgres" with none (trust), every
 	// other user with a SCRAM password (scram-sha-256).
 	HostSSLOnly bool
+	// Clock runs the server under a wrong wall clock of its own (see
+	// proc.Clock and Server.Clock), which the caller moves while the
+	// server runs: now(), clock_timestamp() and every timestamp the
+	// server takes then read the clock's time. The postmaster's backends
+	// inherit the preloaded libfaketime when they are forked, and each
+	// rereads the clock's offset on every call, so a jump moves the
+	// backends of open sessions too. It needs libfaketime.
+	Clock bool
 }
 
 // Start creates a cluster in a new temporary directory and runs postgres
@@ -107,6 +116,14 @@ func StartWith(o Options) (*Server, error) {
 		return nil, fmt.Errorf("initdb: %v: %s", err, strings.TrimSpace(string(out)))
 	}
 	s := &Server{dir: dir, opts: o}
+	if o.Clock {
+		// In the server's directory, which the server's user can read
+		// (the clock's file is readable by all).
+		if s.clock, err = proc.NewClock(filepath.Join(dir, "clock")); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	if o.TLS {
 		if err := s.setUpTLS(data, cred); err != nil {
 			_ = os.RemoveAll(dir)
@@ -171,6 +188,9 @@ func (s *Server) start(bin, data string, cred *syscall.Credential) error {
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if s.clock != nil {
+		s.clock.Apply(cmd)
+	}
 	proc.DieWithParent(cmd)
 	exited, err := proc.Start(cmd, "postgres", logPath, 20*time.Second, 20*time.Millisecond, s.ready)
 	if err != nil {
@@ -216,6 +236,9 @@ func (s *Server) setUpTLS(data string, cred *syscall.Credential) error {
 	}
 	return nil
 }
+
+// Clock is the wrong clock the server runs under (Options.Clock), or nil.
+func (s *Server) Clock() *proc.Clock { return s.clock }
 
 // Certs are the certificates of a server started with TLS (the files
 // stay until Kill), nil without.
