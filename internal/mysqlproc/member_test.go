@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,4 +66,125 @@ func TestPauseResumeRestart(t *testing.T) {
 	if out, err := s.Exec("SELECT v FROM turnstile.t"); err != nil || out != "42" {
 		t.Fatalf("after Restart: %q, %v", out, err)
 	}
+}
+
+// serverSkew is how far the server's clock, read by NOW(6) and
+// SYSDATE(6) in a new session, is ahead of ours, give or take the
+// query's duration.
+func serverSkew(t *testing.T, s *Server) (now, sysdate time.Duration) {
+	t.Helper()
+	before := time.Now()
+	out, err := s.Exec("SELECT FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000000), FLOOR(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(out)
+	if len(f) != 2 {
+		t.Fatalf("read the server's clock: %q", out)
+	}
+	var skews [2]time.Duration
+	for i, v := range f {
+		us, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("read the server's clock: %q", out)
+		}
+		skews[i] = time.UnixMicro(us).Sub(before)
+	}
+	return skews[0], skews[1]
+}
+
+// near fails the test unless NOW(6) and SYSDATE(6) are want ahead within
+// a minute: far less than the jumps, far more than a query on a busy
+// machine takes.
+func near(t *testing.T, what string, s *Server, want time.Duration) {
+	t.Helper()
+	now, sysdate := serverSkew(t, s)
+	for _, got := range []time.Duration{now, sysdate} {
+		if got < want-time.Minute || got > want+time.Minute {
+			t.Fatalf("%s: the server's clock is %v (NOW) and %v (SYSDATE) ahead, want %v", what, now, sysdate, want)
+		}
+	}
+}
+
+// TestClockMovesServerTime: a server started with a Clock reads the
+// clock's time, in new sessions and in one open across the jump, and
+// again after a restart.
+func TestClockMovesServerTime(t *testing.T) {
+	if !Available() {
+		t.Fatal(ErrNotInstalled)
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "turnstile-mysqlproc-")
+	if err != nil {
+		dir = t.TempDir()
+	} else {
+		t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	}
+	s, err := StartWith(dir, Options{Clock: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Kill(); s.Remove() })
+	clock := s.Clock()
+	if clock == nil {
+		t.Fatal("Clock() is nil for a server started with Options.Clock")
+	}
+	near(t, "before any jump", s, 0)
+
+	// A session open before the jump waits (at most 60 s by a counter,
+	// not the clock) until its SYSDATE(6) has moved more than 30 minutes
+	// from when it began, and returns the move. (The mariadb client sends
+	// the block as one statement after DELIMITER.)
+	const wait = `DELIMITER //
+BEGIN NOT ATOMIC
+	DECLARE t0 DATETIME(6) DEFAULT SYSDATE(6);
+	DECLARE i INT DEFAULT 0;
+	WHILE i < 1200 AND ABS(TIMESTAMPDIFF(SECOND, t0, SYSDATE(6))) <= 1800 DO
+		DO SLEEP(0.05);
+		SET i = i + 1;
+	END WHILE;
+	SELECT CONCAT('moved ', TIMESTAMPDIFF(SECOND, t0, SYSDATE(6)));
+END //`
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := s.Exec(wait)
+		done <- result{out, err}
+	}()
+	// Jump once the session runs the loop.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := s.Exec("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = 'DO SLEEP(0.05)'")
+		if err == nil && out == "1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the waiting session never ran: %q, %v", out, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := clock.Jump(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	var moved int
+	if _, after, ok := strings.Cut(r.out, "moved "); ok {
+		moved, _ = strconv.Atoi(strings.TrimSpace(after))
+	}
+	if r.err != nil || moved < 3600-60 || moved > 3600+60 {
+		t.Fatalf("the open session's clock after a jump of 1h: %q, %v; want a move of about 3600 s", r.out, r.err)
+	}
+	near(t, "after a jump of 1h", s, time.Hour)
+
+	if err := clock.Jump(-2 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	near(t, "after a jump of -2h", s, -time.Hour)
+
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	near(t, "after Restart", s, -time.Hour)
 }

@@ -39,7 +39,8 @@ type Server struct {
 	port    int
 	bins    map[string]string
 	certs   *testcerts.Set
-	process // the running server: PID, Pause, Resume, Paused
+	clock   *proc.Clock // run under this wrong clock, or nil
+	process             // the running server: PID, Pause, Resume, Paused
 }
 
 // Available reports whether the server and its tools are on PATH.
@@ -76,6 +77,13 @@ type Options struct {
 	// authority, for accounts that REQUIRE X509. Accounts without a
 	// REQUIRE clause may still connect in plain text.
 	TLS bool
+	// Clock runs the server under a wrong wall clock of its own (see
+	// proc.Clock and Server.Clock), whose file is dir/clock, and which
+	// the caller moves while the server runs: NOW(6), SYSDATE(6) and
+	// UNIX_TIMESTAMP() then read the clock's time, in every session (the
+	// sessions are threads of the one server process). It needs
+	// libfaketime.
+	Clock bool
 }
 
 // Start initialises a data directory under dir, runs mariadbd on a free
@@ -87,6 +95,15 @@ func StartWith(dir string, o Options) (*Server, error) {
 	bins, err := lookAll()
 	if err != nil {
 		return nil, err
+	}
+	var clock *proc.Clock
+	if o.Clock {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if clock, err = proc.NewClock(filepath.Join(dir, "clock")); err != nil {
+			return nil, err
+		}
 	}
 	var certs *testcerts.Set
 	if o.TLS {
@@ -104,7 +121,7 @@ func StartWith(dir string, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: filepath.Join(dir, "data"), sock: filepath.Join(sockDir, "sock"), bins: bins, certs: certs}
+	s := &Server{dir: filepath.Join(dir, "data"), sock: filepath.Join(sockDir, "sock"), bins: bins, certs: certs, clock: clock}
 	install := exec.Command(bins["mariadb-install-db"], "--no-defaults", "--datadir="+s.dir,
 		"--user=root", "--auth-root-authentication-method=normal", "--skip-test-db")
 	if out, err := install.CombinedOutput(); err != nil {
@@ -135,6 +152,9 @@ func StartWith(dir string, o Options) (*Server, error) {
 	return s, nil
 }
 
+// Clock is the wrong clock the server runs under (Options.Clock), or nil.
+func (s *Server) Clock() *proc.Clock { return s.clock }
+
 // Certs are the certificates of a server started with TLS, nil without.
 func (s *Server) Certs() *testcerts.Set { return s.certs }
 
@@ -164,6 +184,9 @@ func (s *Server) start() error {
 	)
 	if s.certs != nil {
 		cmd.Args = append(cmd.Args, "--ssl-cert="+s.certs.ServerCert, "--ssl-key="+s.certs.ServerKey, "--ssl-ca="+s.certs.CA)
+	}
+	if s.clock != nil {
+		s.clock.Apply(cmd)
 	}
 	proc.DieWithParent(cmd)
 	exited, err := proc.Start(cmd, "mariadbd", filepath.Join(s.dir, "error.log"), 30*time.Second, 50*time.Millisecond, func() bool { _, err := s.Exec("SELECT 1"); return err == nil })
