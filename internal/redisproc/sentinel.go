@@ -55,7 +55,36 @@ type Sentinel struct {
 // The Sentinels run redis-sentinel, or redis-server --sentinel where
 // redis-sentinel is not installed.
 func StartSentinel(dir string, replicas, sentinels int) (*Sentinel, error) {
-	return startSentinel(dir, replicas, sentinels, nil)
+	return startSentinel(dir, replicas, sentinels, nil, sentinelConfig{})
+}
+
+// A SentinelOption changes how StartSentinelWith runs a group.
+type SentinelOption func(*sentinelConfig)
+
+type sentinelConfig struct {
+	clocks bool
+}
+
+// WithNodeClocks runs every data node — the primary and its replicas —
+// under a wrong wall clock of its own (see proc.Clock and Server.Clock),
+// in the node's directory, which the caller moves while the node runs.
+// It needs libfaketime.
+//
+// The Sentinels run on the real clock: they hold no lock and no key, so
+// their clock cannot shorten or lengthen a lease; it times only their
+// failure detection, and a Sentinel whose clock jumps enters TILT mode
+// (it stops acting for 30 s), which would turn a clock fault into a
+// fault of failover, covered by killing and pausing nodes.
+func WithNodeClocks() SentinelOption { return func(c *sentinelConfig) { c.clocks = true } }
+
+// StartSentinelWith starts a group as StartSentinel does, changed by
+// opts.
+func StartSentinelWith(dir string, replicas, sentinels int, opts ...SentinelOption) (*Sentinel, error) {
+	var cfg sentinelConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return startSentinel(dir, replicas, sentinels, nil, cfg)
 }
 
 // StartSentinelTLS starts a group as StartSentinel does whose members
@@ -63,10 +92,10 @@ func StartSentinel(dir string, replicas, sentinels int) (*Sentinel, error) {
 // --tls-port P --tls-replication yes and the certificates of t, the
 // client certificate for their connections to each other.
 func StartSentinelTLS(dir string, replicas, sentinels int, t TLS) (*Sentinel, error) {
-	return startSentinel(dir, replicas, sentinels, &t)
+	return startSentinel(dir, replicas, sentinels, &t, sentinelConfig{})
 }
 
-func startSentinel(dir string, replicas, sentinels int, t *TLS) (*Sentinel, error) {
+func startSentinel(dir string, replicas, sentinels int, t *TLS, cfg sentinelConfig) (*Sentinel, error) {
 	if replicas < 0 || sentinels < SentinelQuorum {
 		return nil, fmt.Errorf("start redis sentinel: %d replicas and %d sentinels: want replicas >= 0 and at least %d sentinels (the quorum)", replicas, sentinels, SentinelQuorum)
 	}
@@ -83,7 +112,7 @@ func startSentinel(dir string, replicas, sentinels int, t *TLS) (*Sentinel, erro
 		g.Kill()
 		return nil, fmt.Errorf("start redis sentinel: %w", err)
 	}
-	primary, err := startMember(bin, filepath.Join(dir, "node0"), t, nil)
+	primary, err := startMember(bin, filepath.Join(dir, "node0"), t, cfg.clocks, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -91,7 +120,7 @@ func startSentinel(dir string, replicas, sentinels int, t *TLS) (*Sentinel, erro
 	g.primary = primary.Addr()
 	host, port, _ := net.SplitHostPort(primary.Addr())
 	for i := range replicas {
-		r, err := startMember(bin, filepath.Join(dir, "node"+strconv.Itoa(i+1)), t, []string{"--replicaof", host, port})
+		r, err := startMember(bin, filepath.Join(dir, "node"+strconv.Itoa(i+1)), t, cfg.clocks, []string{"--replicaof", host, port})
 		if err != nil {
 			return fail(err)
 		}
@@ -123,7 +152,7 @@ func startSentinel(dir string, replicas, sentinels int, t *TLS) (*Sentinel, erro
 		if sentinelFlag {
 			extra = []string{"--sentinel"}
 		}
-		s, err := startMemberConf(sbin, sdir, conf, t, extra)
+		s, err := startMemberConf(sbin, sdir, conf, t, nil, extra)
 		if err != nil {
 			if sentinelFlag {
 				err = fmt.Errorf("%w (redis-sentinel is not installed; install it with: %s)", err, SentinelInstallHint)
@@ -141,14 +170,26 @@ func startSentinel(dir string, replicas, sentinels int, t *TLS) (*Sentinel, erro
 // startMember starts one data node in a directory of its own, on a free
 // port, trying other ports when the one picked was taken meanwhile. Any
 // node may become the primary: each starts a replica's full sync at once
-// rather than after the default 5 s wait for more replicas.
-func startMember(bin, dir string, t *TLS, extra []string) (*Server, error) {
-	return startMemberConf(bin, dir, "", t, append([]string{"--repl-diskless-sync-delay", "0"}, extra...))
+// rather than after the default 5 s wait for more replicas. With clock,
+// the node runs under a wrong clock of its own, in dir.
+func startMember(bin, dir string, t *TLS, clock bool, extra []string) (*Server, error) {
+	var c *proc.Clock
+	if clock {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		var err error
+		if c, err = proc.NewClock(filepath.Join(dir, "clock")); err != nil {
+			return nil, err
+		}
+	}
+	return startMemberConf(bin, dir, "", t, c, append([]string{"--repl-diskless-sync-delay", "0"}, extra...))
 }
 
 // startMemberConf starts a member with a configuration file (a
-// Sentinel) or none (""), speaking TLS with t unless t is nil.
-func startMemberConf(bin, dir, conf string, t *TLS, extra []string) (*Server, error) {
+// Sentinel) or none (""), speaking TLS with t unless t is nil, under
+// clock unless it is nil.
+func startMemberConf(bin, dir, conf string, t *TLS, clock *proc.Clock, extra []string) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -159,7 +200,7 @@ func startMemberConf(bin, dir, conf string, t *TLS, extra []string) (*Server, er
 			lastErr = err
 			continue
 		}
-		s := &Server{bin: bin, dir: dir, port: port, conf: conf, extra: extra}
+		s := &Server{bin: bin, dir: dir, port: port, conf: conf, extra: extra, clock: clock}
 		if t != nil {
 			if err := s.setTLS(*t); err != nil {
 				return nil, err

@@ -3,6 +3,7 @@ package redisproc
 import (
 	"bufio"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,64 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestStartSentinelRefusesTooFewSentinels(t *testing.T) {
 	if _, err := StartSentinel(t.TempDir(), 1, 1); err == nil || !strings.Contains(err.Error(), "at least 2 sentinels") {
 		t.Fatalf("err = %v, want one naming at least 2 sentinels", err)
+	}
+}
+
+// skewOf is how far s's TIME is ahead of our clock, give or take the
+// call's duration.
+func skewOf(t *testing.T, s *Server) time.Duration {
+	t.Helper()
+	before := time.Now()
+	reply, err := s.Call("TIME")
+	parts, _ := reply.([]any)
+	if err != nil || len(parts) != 2 {
+		t.Fatalf("TIME = %#v, %v", reply, err)
+	}
+	sec, _ := parts[0].(string)
+	n, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil {
+		t.Fatalf("TIME = %#v", reply)
+	}
+	return time.Unix(n, 0).Sub(before)
+}
+
+// TestSentinelNodeClocks: with WithNodeClocks each data node runs under
+// a clock of its own and the Sentinels under none; a jump of the
+// primary's clock moves its TIME only, and expires a key whose TTL it
+// passes.
+func TestSentinelNodeClocks(t *testing.T) {
+	if !Available() {
+		t.Fatal(ErrNotInstalled)
+	}
+	g, err := StartSentinelWith(t.TempDir(), 1, 2, WithNodeClocks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Kill)
+	primary, replica := g.Nodes()[0], g.Nodes()[1]
+	if primary.Clock() == nil || replica.Clock() == nil || primary.Clock() == replica.Clock() {
+		t.Fatalf("the data nodes' clocks: %p and %p, want two of their own", primary.Clock(), replica.Clock())
+	}
+	for _, s := range g.Sentinels() {
+		if s.Clock() != nil {
+			t.Fatalf("sentinel %s runs under a wrong clock", s.Addr())
+		}
+	}
+	if _, err := primary.Do("SET", "k", "v", "PX", "600000"); err != nil {
+		t.Fatal(err)
+	}
+	if err := primary.Clock().Jump(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	near := func(s *Server, want time.Duration) {
+		t.Helper()
+		if got := skewOf(t, s); got < want-time.Minute || got > want+time.Minute {
+			t.Fatalf("node %s's clock is %v ahead, want %v", s.Addr(), got, want)
+		}
+	}
+	near(primary, time.Hour)
+	near(replica, 0)
+	if v, err := primary.Call("GET", "k"); err != nil || v != nil {
+		t.Fatalf("GET k on the primary after a jump past its TTL = %#v, %v; want nil", v, err)
 	}
 }
