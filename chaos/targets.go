@@ -184,14 +184,16 @@ func quickStores() []string {
 // startSentinel: the Sentinels tell clients the primary's own address,
 // so client traffic cannot go through a proxy.
 func startSentinel(dir, name, query string) (*target, error) {
-	g, err := redisproc.StartSentinel(dir, 1, 3)
+	// The data nodes run under clocks of their own, the Sentinels on the
+	// real clock (see redisproc.WithNodeClocks): a clock fault moves the
+	// primary's, which expires the lock's key.
+	g, err := redisproc.StartSentinelWith(dir, 1, 3, redisproc.WithNodeClocks())
 	if err != nil {
 		return nil, err
 	}
-	t := &target{name: name, sentinel: g, url: g.URL() + query, stop: []func(){g.Kill},
-		noClock: "the launcher starts Sentinel groups on the real clock"}
+	t := &target{name: name, sentinel: g, url: g.URL() + query, stop: []func(){g.Kill}}
 	for i, n := range g.Nodes() {
-		t.members = append(t.members, &member{name: "data node " + strconv.Itoa(i+1), ctl: n})
+		t.members = append(t.members, &member{name: "data node " + strconv.Itoa(i+1), ctl: n, clock: n.Clock()})
 	}
 	t.primary = func(string) int {
 		p, err := g.Primary()
@@ -208,14 +210,14 @@ func startSentinel(dir, name, query string) (*target, error) {
 // startRedisCluster: the cluster tells clients its nodes' own addresses,
 // so client traffic cannot go through a proxy.
 func startRedisCluster(dir string, _ time.Duration) (*target, error) {
-	c, err := redisproc.StartClusterWith(dir, 3, redisproc.WithReplicas(1), redisproc.WithNodeTimeout(time.Second))
+	c, err := redisproc.StartClusterWith(dir, 3, redisproc.WithReplicas(1), redisproc.WithNodeTimeout(time.Second),
+		redisproc.WithClusterClocks())
 	if err != nil {
 		return nil, err
 	}
-	t := &target{name: "redis-cluster", cluster: c, url: c.URL(), stop: []func(){c.Kill},
-		noClock: "the cluster runs on the real clock here (the launcher can start it under libfaketime; not wired into this runner yet)"}
+	t := &target{name: "redis-cluster", cluster: c, url: c.URL(), stop: []func(){c.Kill}}
 	for i, n := range c.Nodes() {
-		t.members = append(t.members, &member{name: "node " + strconv.Itoa(i+1), ctl: n})
+		t.members = append(t.members, &member{name: "node " + strconv.Itoa(i+1), ctl: n, clock: n.Clock()})
 	}
 	t.primary = func(key string) int {
 		owner, err := c.Owner(clusterslot.Of("{" + key + "}"))
@@ -331,26 +333,27 @@ func startZooKeeper(dir string, _ time.Duration) (*target, error) {
 }
 
 func startPostgres(string, time.Duration) (*target, error) {
-	s, err := pgproc.Start()
+	s, err := pgproc.StartWith(pgproc.Options{Clock: true})
 	if err != nil {
 		return nil, err
 	}
-	return single("postgres", s, s.Addr(), s.URL(), "the launcher starts PostgreSQL on the real clock", s.Kill)
+	return single("postgres", s, s.Clock(), s.Addr(), s.URL(), s.Kill)
 }
 
 func startMySQL(dir string, _ time.Duration) (*target, error) {
-	s, err := mysqlproc.Start(dir)
+	s, err := mysqlproc.StartWith(dir, mysqlproc.Options{Clock: true})
 	if err != nil {
 		return nil, err
 	}
-	return single("mysql", s, s.Addr(), s.URL(), "the launcher starts MariaDB on the real clock", s.Remove, s.Kill) // close runs them last first
+	return single("mysql", s, s.Clock(), s.Addr(), s.URL(), s.Remove, s.Kill) // close runs them last first
 }
 
-// single is a target of one server at addr, reached through a proxy:
-// rawURL with its host replaced by the proxy's. stop ends the server.
-func single(name string, s proc.Member, addr, rawURL, noClock string, stop ...func()) (*target, error) {
-	t := &target{name: name, primary: first, stop: stop, noClock: noClock}
-	t.members = []*member{{name: name, ctl: s}}
+// single is a target of one server at addr under clock, reached through
+// a proxy: rawURL with its host replaced by the proxy's. stop ends the
+// server.
+func single(name string, s proc.Member, clock *proc.Clock, addr, rawURL string, stop ...func()) (*target, error) {
+	t := &target{name: name, primary: first, stop: stop}
+	t.members = []*member{{name: name, ctl: s, clock: clock}}
 	proxied, err := t.proxy(name, addr)
 	if err == nil {
 		t.url, err = withHost(rawURL, proxied)
@@ -372,7 +375,7 @@ func startFallback(dir string, ttl time.Duration) (*target, error) {
 		r.close()
 		return nil, err
 	}
-	t := &target{name: "fallback", primary: first, noClock: "the pair's servers run on the real clock (see redis and postgres for each alone)"}
+	t := &target{name: "fallback", primary: first, noClock: "clock jumps are measured on the pair's servers alone (see redis and postgres)"}
 	t.members = append(r.members, pg.members...)
 	t.proxies = append(r.proxies, pg.proxies...)
 	t.stop = []func(){r.close, pg.close}
