@@ -28,6 +28,40 @@ func TestBackend(t *testing.T) {
 	t.Run("KilledConnectionLosesLocks", func(t *testing.T) { testKilledConnection(t, srv) })
 	t.Run("ExtendMany", func(t *testing.T) { testExtendMany(t, srv) })
 	t.Run("IdleConnectionClosed", func(t *testing.T) { testIdleConnectionClosed(t, srv) })
+	t.Run("ReleasedIsFreeAfterClockStepsBack", func(t *testing.T) { testReleasedAfterStepBack(t, srv) })
+}
+
+// testReleasedAfterStepBack: a released lock is free whatever the row's
+// expiry says. A release stamps the row with the server's time; when the
+// server's clock then steps back (NTP, a VM restored) that stamp lies in
+// the future, as set here by hand — and the lock must still be free, to
+// a new session (take.sql) and to one that already has the name's user
+// lock (acquire.sql).
+func testReleasedAfterStepBack(t *testing.T, srv *testserver.MySQL) {
+	ctx := ctxFor(t, time.Minute)
+	for _, fresh := range []bool{true, false} {
+		key := fmt.Sprintf("stepped-back-%v", fresh)
+		a, b := dial(t, srv), dial(t, srv)
+		if !fresh {
+			b = a // the same session takes the name's user lock again
+		}
+		tok, ok, err := a.Acquire(ctx, key, "a", 10*time.Second)
+		if !ok || err != nil {
+			t.Fatalf("acquire: %v %v", ok, err)
+		}
+		if ok, err := a.Release(ctx, key, "a"); !ok || err != nil {
+			t.Fatalf("release: %v %v", ok, err)
+		}
+		mustExec(t, srv, fmt.Sprintf("UPDATE %s.turnstile_locks SET expires_at = NOW(6) + INTERVAL 60 SECOND WHERE name = %s AND owner = ''",
+			mysqlproc.Database, quote(mysql.LockName(key))))
+		tok2, ok, err := b.Acquire(ctx, key, "b", 10*time.Second)
+		if !ok || err != nil {
+			t.Fatalf("a released lock whose row expires in the future (same session %v): acquire = %v, %v; want it free", !fresh, ok, err)
+		}
+		if tok2 <= tok {
+			t.Fatalf("token %d after %d", tok2, tok)
+		}
+	}
 }
 
 // testManyLocks: one Client holds 2,000 locks at once on at most its

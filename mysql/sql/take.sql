@@ -9,6 +9,6 @@ SELECT ?, LAST_INSERT_ID(CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED)), ?,
 FROM DUAL
 WHERE GET_LOCK(?, 0) = 1
 ON DUPLICATE KEY UPDATE
-    token      = IF(owner = VALUES(owner) OR expires_at <= NOW(6), LAST_INSERT_ID(GREATEST(token + 1, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED))), token),
-    owner      = IF(owner = VALUES(owner) OR expires_at <= NOW(6), VALUES(owner), owner),
+    token      = IF(owner = VALUES(owner) OR owner = '' OR expires_at <= NOW(6), LAST_INSERT_ID(GREATEST(token + 1, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED))), token),
+    owner      = IF(owner = VALUES(owner) OR owner = '' OR expires_at <= NOW(6), VALUES(owner), owner),
     expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at)
