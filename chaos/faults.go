@@ -84,7 +84,12 @@ func (env *faultEnv) restart(m *member) func() error {
 		if err != nil {
 			return err
 		}
-		_, err = s.Do("REPLICAOF", host, port)
+		if _, err = s.Do("REPLICAOF", host, port); err != nil {
+			return err
+		}
+		// Into its configuration file, as the Sentinels do: a later
+		// restart keeps the role.
+		_, err = s.Do("CONFIG", "REWRITE")
 		return err
 	}
 }
@@ -150,7 +155,11 @@ func failover(ctx context.Context, env *faultEnv) (func() error, error) {
 		return nil, err
 	}
 	if t.sentinel != nil {
-		if _, err := t.sentinel.WaitFailover(time.Minute); err != nil {
+		s, ok := old.ctl.(*redisproc.Server)
+		if !ok {
+			return nil, errors.New("the Sentinel group's primary is no redis-server")
+		}
+		if _, err := t.sentinel.WaitFailoverFrom(s.Addr(), time.Minute); err != nil {
 			return nil, err
 		}
 	} else if err := t.cluster.WaitHealthy(time.Minute); err != nil {

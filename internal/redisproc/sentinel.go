@@ -112,7 +112,7 @@ func startSentinel(dir string, replicas, sentinels int, t *TLS, cfg sentinelConf
 		g.Kill()
 		return nil, fmt.Errorf("start redis sentinel: %w", err)
 	}
-	primary, err := startMember(bin, filepath.Join(dir, "node0"), t, cfg.clocks, nil)
+	primary, err := startMember(bin, filepath.Join(dir, "node0"), t, cfg.clocks, "")
 	if err != nil {
 		return fail(err)
 	}
@@ -120,7 +120,7 @@ func startSentinel(dir string, replicas, sentinels int, t *TLS, cfg sentinelConf
 	g.primary = primary.Addr()
 	host, port, _ := net.SplitHostPort(primary.Addr())
 	for i := range replicas {
-		r, err := startMember(bin, filepath.Join(dir, "node"+strconv.Itoa(i+1)), t, cfg.clocks, []string{"--replicaof", host, port})
+		r, err := startMember(bin, filepath.Join(dir, "node"+strconv.Itoa(i+1)), t, cfg.clocks, "replicaof "+host+" "+port+"\n")
 		if err != nil {
 			return fail(err)
 		}
@@ -172,22 +172,32 @@ func startSentinel(dir string, replicas, sentinels int, t *TLS, cfg sentinelConf
 // node may become the primary: each starts a replica's full sync at once
 // rather than after the default 5 s wait for more replicas. With clock,
 // the node runs under a wrong clock of its own, in dir.
-func startMember(bin, dir string, t *TLS, clock bool, extra []string) (*Server, error) {
+//
+// The node's role (conf: "" for a primary, a replicaof line for a
+// replica) lives in its configuration file, dir/redis.conf, as in a
+// deployment: the Sentinels rewrite it (CONFIG REWRITE) when they
+// reconfigure the node, so a node restarted after a failover comes back
+// with the role they gave it, not the one it was started with.
+func startMember(bin, dir string, t *TLS, clock bool, conf string) (*Server, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "redis.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
 	var c *proc.Clock
 	if clock {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
 		var err error
 		if c, err = proc.NewClock(filepath.Join(dir, "clock")); err != nil {
 			return nil, err
 		}
 	}
-	return startMemberConf(bin, dir, "", t, c, append([]string{"--repl-diskless-sync-delay", "0"}, extra...))
+	return startMemberConf(bin, dir, path, t, c, []string{"--repl-diskless-sync-delay", "0"})
 }
 
-// startMemberConf starts a member with a configuration file (a
-// Sentinel) or none (""), speaking TLS with t unless t is nil, under
+// startMemberConf starts a member with a configuration file, or none
+// (""), speaking TLS with t unless t is nil, under
 // clock unless it is nil.
 func startMemberConf(bin, dir, conf string, t *TLS, clock *proc.Clock, extra []string) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -329,8 +339,14 @@ func (g *Sentinel) Primary() (*Server, error) {
 // WaitFailover last returned, and that node reports itself a primary
 // (role:master). It returns the new primary.
 func (g *Sentinel) WaitFailover(timeout time.Duration) (*Server, error) {
+	return g.WaitFailoverFrom(g.primary, timeout)
+}
+
+// WaitFailoverFrom is WaitFailover away from the primary at address old:
+// for a caller that knows which primary it crashed, when the Sentinels
+// may have failed over on their own since WaitFailover last returned.
+func (g *Sentinel) WaitFailoverFrom(old string, timeout time.Duration) (*Server, error) {
 	deadline := time.Now().Add(timeout)
-	old := g.primary
 	for {
 		// Every Sentinel that answers must agree: a client may ask any.
 		var addr string

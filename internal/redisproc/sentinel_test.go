@@ -73,6 +73,15 @@ func TestSentinelFailover(t *testing.T) {
 	if _, err := g.WaitFailover(100 * time.Millisecond); err == nil {
 		t.Fatal("WaitFailover returned without a second failover")
 	}
+	// The promoted node keeps its role across a crash and restart: the
+	// Sentinels wrote it into its configuration file.
+	np.Kill()
+	if err := np.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := np.Do("INFO", "replication"); err != nil || !strings.Contains(info, "role:master") {
+		t.Fatalf("the promoted primary restarted as %q, %v; want role:master", info, err)
+	}
 }
 
 // answers reports whether s answers a PING within d.
