@@ -37,6 +37,24 @@ type EnsembleOption func(*ensembleConfig)
 
 type ensembleConfig struct {
 	clocks bool
+	link   LinkFunc
+}
+
+// A LinkFunc makes the address server from (an index in Members) dials
+// to reach addr, a port of server to: a proxy of the caller's for that
+// pair and direction, or addr itself.
+type LinkFunc func(from, to int, addr string) (string, error)
+
+// WithLinks has every server reach every other one's quorum and election
+// ports at the addresses link makes for the pair (server i's zoo.cfg
+// names them in server j's line), so that the caller can cut one pair
+// of servers apart, in one direction or both, while clients still reach
+// every server. Each server listens on its own ports as without links.
+// A ZooKeeper server keeps its connections to another one in one
+// direction only (for elections, from the larger myid; a follower's to
+// its leader): to cut two servers apart, cut both directions.
+func WithLinks(link LinkFunc) EnsembleOption {
+	return func(c *ensembleConfig) { c.link = link }
 }
 
 // WithClocks runs every server under a wrong clock of its own (see
@@ -82,7 +100,6 @@ func startEnsemble(dir string, n int, cfg ensembleConfig) (*Ensemble, error) {
 	}
 	var ports proc.Ports
 	e := &Ensemble{}
-	var lines []string
 	for i := range n {
 		m := &ensembleMember{id: i + 1}
 		s := &Server{java: java, dir: filepath.Join(dir, "server"+strconv.Itoa(m.id)), member: m}
@@ -99,10 +116,13 @@ func startEnsemble(dir string, n int, cfg ensembleConfig) (*Ensemble, error) {
 				return nil, err
 			}
 		}
-		lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", m.id, m.peerPort, m.electionPort))
 		e.members = append(e.members, s)
 	}
-	for _, s := range e.members {
+	for i, s := range e.members {
+		lines, err := serverLines(e.members, i, cfg.link)
+		if err != nil {
+			return nil, err
+		}
 		s.member.servers = lines
 	}
 	// A server grants sessions only once a quorum has formed, so they
@@ -116,6 +136,39 @@ func startEnsemble(dir string, n int, cfg ensembleConfig) (*Ensemble, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// serverLines are the zoo.cfg server.N lines of server from: its own
+// ports, and the other servers' ports as link makes them for it.
+func serverLines(members []*Server, from int, link LinkFunc) ([]string, error) {
+	var lines []string
+	for to, s := range members {
+		m := s.member
+		quorum := net.JoinHostPort("127.0.0.1", strconv.Itoa(m.peerPort))
+		election := net.JoinHostPort("127.0.0.1", strconv.Itoa(m.electionPort))
+		if link != nil && to != from {
+			var err error
+			if quorum, err = link(from, to, quorum); err != nil {
+				return nil, fmt.Errorf("link from server %d to server %d: %w", from+1, to+1, err)
+			}
+			if election, err = link(from, to, election); err != nil {
+				return nil, fmt.Errorf("link from server %d to server %d: %w", from+1, to+1, err)
+			}
+		}
+		qh, qp, err := net.SplitHostPort(quorum)
+		if err != nil {
+			return nil, fmt.Errorf("link from server %d to server %d: %w", from+1, to+1, err)
+		}
+		eh, ep, err := net.SplitHostPort(election)
+		if err != nil {
+			return nil, fmt.Errorf("link from server %d to server %d: %w", from+1, to+1, err)
+		}
+		if qh != eh {
+			return nil, fmt.Errorf("link from server %d to server %d: quorum port on %s, election port on %s: ZooKeeper wants one host", from+1, to+1, qh, eh)
+		}
+		lines = append(lines, fmt.Sprintf("server.%d=%s:%s:%s", m.id, qh, qp, ep))
+	}
+	return lines, nil
 }
 
 // startMember starts a server of an ensemble and waits until it grants

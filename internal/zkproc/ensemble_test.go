@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -223,6 +224,162 @@ func TestStartEnsembleRefusesBadInput(t *testing.T) {
 	for _, n := range []int{0, -1, MaxEnsembleServers + 1} {
 		if _, err := StartEnsemble(t.TempDir(), n); err == nil {
 			t.Errorf("StartEnsemble with %d servers: no error", n)
+		}
+	}
+}
+
+// testLinks are TCP forwarders between the servers of an ensemble, one
+// per pair and port, which can cut a server off from the others.
+type testLinks struct {
+	mu    sync.Mutex
+	cut   int            // the server cut off, or -1
+	used  map[[2]int]int // connections forwarded, by (from, to)
+	conns map[net.Conn][2]int
+	lns   []net.Listener
+	wg    sync.WaitGroup
+}
+
+func newTestLinks() *testLinks {
+	return &testLinks{cut: -1, used: map[[2]int]int{}, conns: map[net.Conn][2]int{}}
+}
+
+func (l *testLinks) link(from, to int, addr string) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	l.mu.Lock()
+	l.lns = append(l.lns, ln)
+	l.mu.Unlock()
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", addr)
+			l.mu.Lock()
+			if err != nil || l.cut == from || l.cut == to {
+				l.mu.Unlock()
+				c.Close()
+				if up != nil {
+					up.Close()
+				}
+				continue
+			}
+			l.used[[2]int{from, to}]++
+			l.conns[c], l.conns[up] = [2]int{from, to}, [2]int{from, to}
+			l.mu.Unlock()
+			l.wg.Add(2)
+			go l.pipe(c, up)
+			go l.pipe(up, c)
+		}
+	}()
+	return ln.Addr().String(), nil
+}
+
+func (l *testLinks) pipe(dst, src net.Conn) {
+	defer l.wg.Done()
+	_, _ = io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+	l.mu.Lock()
+	delete(l.conns, dst)
+	delete(l.conns, src)
+	l.mu.Unlock()
+}
+
+// isolate cuts server i off from the others: its links' connections are
+// closed and new ones refused.
+func (l *testLinks) isolate(i int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cut = i
+	for c, pair := range l.conns {
+		if pair[0] == i || pair[1] == i {
+			c.Close()
+		}
+	}
+}
+
+func (l *testLinks) uses(from, to int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.used[[2]int{from, to}]
+}
+
+func (l *testLinks) close() {
+	l.mu.Lock()
+	for _, ln := range l.lns {
+		ln.Close()
+	}
+	for c := range l.conns {
+		c.Close()
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
+}
+
+// TestEnsembleThroughLinks: the servers of an ensemble started WithLinks
+// reach each other only through the links, so that cutting the leader's
+// links makes the two others elect one of themselves while the old
+// leader still runs and still answers its clients.
+func TestEnsembleThroughLinks(t *testing.T) {
+	if !Available() {
+		t.Fatal(ErrNotInstalled)
+	}
+	links := newTestLinks()
+	t.Cleanup(links.close)
+	e, err := StartEnsemble(t.TempDir(), 3, WithLinks(links.link))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Kill) // runs before links.close
+	old, err := e.Leader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		// A follower dials its leader's quorum port.
+		if i != old && links.uses(i, old) == 0 {
+			t.Errorf("no connection from follower %d to leader %d through its link", i+1, old+1)
+		}
+	}
+	if err := create(e.Members()[old].Addr(), "/before", "1"); err != nil {
+		t.Fatal(err)
+	}
+	links.isolate(old)
+	var leader int
+	eventually(t, 60*time.Second, "a new leader without the cut-off one", func() error {
+		leader = -1
+		for i, s := range e.Members() {
+			if mode, err := s.Mode(); err == nil && mode == "leader" && i != old {
+				leader = i
+			}
+		}
+		if leader < 0 {
+			return errors.New("none of the two others leads")
+		}
+		return nil
+	})
+	eventually(t, 30*time.Second, "a create without the cut-off server", func() error {
+		return create(e.Members()[leader].Addr(), "/during", "2")
+	})
+	if e.Members()[old].PID() == 0 {
+		t.Fatalf("the cut-off server %d is not running", old+1)
+	}
+}
+
+func TestStartEnsembleRefusesABadLink(t *testing.T) {
+	for name, link := range map[string]LinkFunc{
+		"error":   func(int, int, string) (string, error) { return "", errors.New("no proxy today") },
+		"no port": func(int, int, string) (string, error) { return "127.0.0.1", nil },
+	} {
+		_, err := StartEnsemble(t.TempDir(), 3, WithLinks(link))
+		if err == nil || !strings.Contains(err.Error(), "link from server") {
+			t.Errorf("%s: err = %v, want one naming the link", name, err)
 		}
 	}
 }
