@@ -312,6 +312,7 @@ func faults() map[string]fault {
 			`"type":"reset_peer","attributes":{"timeout":0}`, 1),
 		partition("partition-minority", "a minority", func(n int) int { return (n - 1) / 2 }),
 		partition("partition-majority", "a majority", func(n int) int { return n/2 + 1 }),
+		memberPartition(),
 	}
 	m := make(map[string]fault, len(list))
 	for _, f := range list {
@@ -351,9 +352,37 @@ func partition(name, share string, cut func(n int) int) fault {
 	}
 }
 
+// memberPartition cuts the member a member fault hits (the primary or
+// leader) off from every other member of its configuration, both ways,
+// while every client still reaches every member: the partition after
+// which the others may elect or promote another one while the old one
+// still serves its clients. It lasts 2 TTLs, and at least 6 s: long
+// enough for Sentinels to fail over (a second to call the primary down,
+// then their vote and the promotion).
+func memberPartition() fault {
+	return fault{
+		name: "member-partition", desc: "a server (the primary or leader) cut off from every other member, both ways, for 2 TTLs (at least 6 s); the clients still reach every member",
+		long: true,
+		applies: func(t *target) string {
+			switch {
+			case t.isolate != nil:
+				return ""
+			case t.noIsolate != "":
+				return t.noIsolate
+			}
+			return "no member-to-member traffic: the members do not talk to each other"
+		},
+		inject: func(_ context.Context, env *faultEnv) (func() error, error) {
+			return env.t.isolate(env.t.primary(env.pool.key))
+		},
+		length: func(ttl time.Duration) time.Duration { return max(2*ttl, 6*time.Second) },
+	}
+}
+
 // faultOrder is the order of faults in the table and in --all.
 var faultOrder = []string{"holder-pause", "holder-kill", "member-pause", "member-kill", "member-restart", "clock-forward", "clock-back",
-	"failover", "slot-migration", "latency", "blackhole", "reset", "partition-minority", "partition-majority"}
+	"failover", "slot-migration", "latency", "blackhole", "reset", "partition-minority", "partition-majority",
+	"member-partition"}
 
 // toxics adds one toxic to both directions of every proxy in ps and
 // returns the function that removes them again.

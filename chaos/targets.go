@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
@@ -48,7 +49,12 @@ type target struct {
 	noClock    string              // why the servers run on the real clock, if they do
 	sentinel   *redisproc.Sentinel // the Sentinel group, for failover
 	cluster    *redisproc.Cluster  // the Redis Cluster, for failover and slot migration
-	stop       []func()
+	// isolate cuts members[i] off from every other member, both ways
+	// (member-partition), and returns the heal; nil where it cannot, and
+	// noIsolate says why.
+	isolate   func(i int) (heal func() error, err error)
+	noIsolate string
+	stop      []func()
 }
 
 // lease is how long a lock of this store outlives its holder's last
@@ -305,11 +311,32 @@ func startEtcd(dir string, _ time.Duration) (*target, error) {
 const zkSession = 4 * time.Second
 
 func startZooKeeper(dir string, _ time.Duration) (*target, error) {
-	e, err := zkproc.StartEnsemble(dir, 3, zkproc.WithClocks())
+	// The servers reach each other through a link per pair, direction and
+	// port, known by the pair and the port's address (its upstream).
+	ln := newLinks()
+	var mu sync.Mutex
+	byUpstream := map[[3]string]string{}
+	reverse := func(from, to, upstream string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		return byUpstream[[3]string{from, to, upstream}]
+	}
+	e, err := zkproc.StartEnsemble(dir, 3, zkproc.WithClocks(), zkproc.WithLinks(func(from, to int, upstream string) (string, error) {
+		f, t := strconv.Itoa(from), strconv.Itoa(to)
+		addr, err := ln.link(t, upstream, zkPeer(f, t, reverse))
+		if err == nil {
+			mu.Lock()
+			byUpstream[[3]string{f, t, upstream}] = addr
+			mu.Unlock()
+		}
+		return addr, err
+	}))
 	if err != nil {
+		ln.close()
 		return nil, err
 	}
-	t := &target{name: "zookeeper", stop: []func(){e.Kill}, leaseFloor: zkSession}
+	t := &target{name: "zookeeper", stop: []func(){ln.close, e.Kill}, leaseFloor: zkSession,
+		isolate: func(i int) (func() error, error) { return ln.isolate(strconv.Itoa(i)), nil }}
 	var addrs []string
 	for i, m := range e.Members() {
 		t.members = append(t.members, &member{name: "server " + strconv.Itoa(i+1), ctl: m, clock: m.Clock()})
