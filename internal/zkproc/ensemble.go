@@ -52,7 +52,11 @@ type LinkFunc func(from, to int, addr string) (string, error)
 // every server. Each server listens on its own ports as without links.
 // A ZooKeeper server keeps its connections to another one in one
 // direction only (for elections, from the larger myid; a follower's to
-// its leader): to cut two servers apart, cut both directions.
+// its leader): to cut two servers apart, cut both directions. A server
+// that dials another's election port first sends its myid and its own
+// election address, and a server with a larger myid closes that
+// connection and dials the address it was sent — directly, not through
+// a link, unless the caller's link rewrites it.
 func WithLinks(link LinkFunc) EnsembleOption {
 	return func(c *ensembleConfig) { c.link = link }
 }
