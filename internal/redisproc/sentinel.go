@@ -1,6 +1,7 @@
 package redisproc
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -35,15 +36,18 @@ const (
 // Sentinel is a primary, its replicas and the Sentinels that watch them,
 // each one redis-server process on loopback with persistence off. Every
 // member is a *Server the caller can Kill, Pause, Resume and Restart. A
-// data node restarts empty, as a replica of the first primary if it was
-// started as one, else as a primary, which the Sentinels turn into a
-// replica if they promoted another node meanwhile. A Sentinel restarts with what it had learnt,
-// which it keeps in its configuration file.
+// data node restarts empty, in the role its configuration file names:
+// the one it was started with, or the one the Sentinels gave it when they
+// last reconfigured it (they rewrite the file); a primary that the
+// Sentinels replaced meanwhile is turned into a replica by them once they
+// see it. A Sentinel restarts with what it had learnt, which it keeps in
+// its configuration file.
 type Sentinel struct {
 	nodes     []*Server // the data nodes; nodes[0] was the first primary
 	sentinels []*Server
-	primary   string // the primary's address when last looked at (WaitFailover)
-	tls       *TLS   // nil: plain text
+	primary   string             // the primary's address when last looked at (WaitFailover)
+	tls       *TLS               // nil: plain text
+	links     map[*Server]string // where the others reach each data node (WithNodeLinks)
 }
 
 // StartSentinel starts a primary, replicas replicas of it (--replicaof)
@@ -63,6 +67,8 @@ type SentinelOption func(*sentinelConfig)
 
 type sentinelConfig struct {
 	clocks bool
+	link   NodeLink
+	linked bool // WithNodeLinks was given
 }
 
 // WithNodeClocks runs every data node — the primary and its replicas —
@@ -77,12 +83,41 @@ type sentinelConfig struct {
 // fault of failover, covered by killing and pausing nodes.
 func WithNodeClocks() SentinelOption { return func(c *sentinelConfig) { c.clocks = true } }
 
+// A NodeLink makes the address at which the other members of a Sentinel
+// group (and so the clients the Sentinels tell) reach data node node
+// (an index in Nodes), which listens at addr: a proxy of the caller's.
+type NodeLink func(node int, addr string) (string, error)
+
+// SentinelSource is the address the Sentinels of a group started with
+// WithNodeLinks dial from (--bind-source-addr); NodeSource(i) is data
+// node i's. Clients dial from 127.0.0.1: a proxy in front of a data node
+// tells the members' connections from the clients' by their source.
+const SentinelSource = "127.0.0.2"
+
+// NodeSource is the address data node i of a group started with
+// WithNodeLinks dials its primary from.
+func NodeSource(i int) string { return "127.0.0." + strconv.Itoa(3+i) }
+
+// WithNodeLinks has every data node reached at the address link makes
+// for it, by the replicas (REPLICAOF), by the Sentinels (which monitor
+// that address and tell it to clients as the primary's) and so by the
+// clients; each node announces it (replica-announce-ip and -port). The
+// members dial from SentinelSource and NodeSource(i), so that the
+// caller's proxy can cut a node off from the other members while clients
+// still reach it.
+func WithNodeLinks(link NodeLink) SentinelOption {
+	return func(c *sentinelConfig) { c.link, c.linked = link, true }
+}
+
 // StartSentinelWith starts a group as StartSentinel does, changed by
 // opts.
 func StartSentinelWith(dir string, replicas, sentinels int, opts ...SentinelOption) (*Sentinel, error) {
 	var cfg sentinelConfig
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.linked && cfg.link == nil {
+		return nil, errors.New("start redis sentinel: WithNodeLinks without a link")
 	}
 	return startSentinel(dir, replicas, sentinels, nil, cfg)
 }
@@ -112,19 +147,41 @@ func startSentinel(dir string, replicas, sentinels int, t *TLS, cfg sentinelConf
 		g.Kill()
 		return nil, fmt.Errorf("start redis sentinel: %w", err)
 	}
-	primary, err := startMember(bin, filepath.Join(dir, "node0"), t, cfg.clocks, "")
+	link := cfg.link
+	primary, err := startMember(bin, filepath.Join(dir, "node0"), t, cfg.clocks, "", sourceArgs(link, 0))
 	if err != nil {
 		return fail(err)
 	}
 	g.nodes = append(g.nodes, primary)
-	g.primary = primary.Addr()
-	host, port, _ := net.SplitHostPort(primary.Addr())
+	if err := g.linkNode(link, 0, primary); err != nil {
+		return fail(err)
+	}
+	g.primary = g.PeerAddr(primary)
+	host, port, _ := net.SplitHostPort(g.primary)
 	for i := range replicas {
-		r, err := startMember(bin, filepath.Join(dir, "node"+strconv.Itoa(i+1)), t, cfg.clocks, "replicaof "+host+" "+port+"\n")
+		conf := "replicaof " + host + " " + port + "\n"
+		if link != nil {
+			conf = "" // it replicates once it announces its link
+		}
+		r, err := startMember(bin, filepath.Join(dir, "node"+strconv.Itoa(i+1)), t, cfg.clocks, conf, sourceArgs(link, i+1))
 		if err != nil {
 			return fail(err)
 		}
 		g.nodes = append(g.nodes, r)
+		if link == nil {
+			continue
+		}
+		if err := g.linkNode(link, i+1, r); err != nil {
+			return fail(err)
+		}
+		// Replicate through the primary's link, and keep that in the
+		// configuration file for a restart.
+		if _, err := r.Do("REPLICAOF", host, port); err != nil {
+			return fail(err)
+		}
+		if _, err := r.Do("CONFIG", "REWRITE"); err != nil {
+			return fail(err)
+		}
 	}
 	// A Sentinel learns the replicas from the primary's INFO, which it
 	// reads at once and then every 10 s: start it once they are there.
@@ -145,12 +202,20 @@ func startSentinel(dir string, replicas, sentinels int, t *TLS, cfg sentinelConf
 			"sentinel failover-timeout %[1]s %[6]d\n"+
 			"sentinel parallel-syncs %[1]s 1\n",
 			SentinelMasterSet, host, port, SentinelQuorum, SentinelDownAfter.Milliseconds(), SentinelFailoverTimeout.Milliseconds())
+		if link != nil {
+			// The Sentinels dial from SentinelSource, but listen where
+			// the others reach them.
+			text += "sentinel announce-ip 127.0.0.1\n"
+		}
 		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 			return fail(err)
 		}
 		var extra []string
 		if sentinelFlag {
 			extra = []string{"--sentinel"}
+		}
+		if link != nil {
+			extra = append(extra, "--bind-source-addr", SentinelSource)
 		}
 		s, err := startMemberConf(sbin, sdir, conf, t, nil, extra)
 		if err != nil {
@@ -178,7 +243,7 @@ func startSentinel(dir string, replicas, sentinels int, t *TLS, cfg sentinelConf
 // deployment: the Sentinels rewrite it (CONFIG REWRITE) when they
 // reconfigure the node, so a node restarted after a failover comes back
 // with the role they gave it, not the one it was started with.
-func startMember(bin, dir string, t *TLS, clock bool, conf string) (*Server, error) {
+func startMember(bin, dir string, t *TLS, clock bool, conf string, extra []string) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -193,7 +258,52 @@ func startMember(bin, dir string, t *TLS, clock bool, conf string) (*Server, err
 			return nil, err
 		}
 	}
-	return startMemberConf(bin, dir, path, t, c, []string{"--repl-diskless-sync-delay", "0"})
+	return startMemberConf(bin, dir, path, t, c, append([]string{"--repl-diskless-sync-delay", "0"}, extra...))
+}
+
+// sourceArgs are the arguments of data node i of a linked group: it
+// dials from NodeSource(i).
+func sourceArgs(link NodeLink, i int) []string {
+	if link == nil {
+		return nil
+	}
+	return []string{"--bind-source-addr", NodeSource(i)}
+}
+
+// linkNode makes data node i's link, if the group has links, and has the
+// node announce it, now and after a restart.
+func (g *Sentinel) linkNode(link NodeLink, i int, n *Server) error {
+	if link == nil {
+		return nil
+	}
+	addr, err := link(i, n.Addr())
+	if err != nil {
+		return fmt.Errorf("link to data node %d: %w", i, err)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("link to data node %d: %w", i, err)
+	}
+	if g.links == nil {
+		g.links = map[*Server]string{}
+	}
+	g.links[n] = addr
+	announce := []string{"replica-announce-ip", host, "replica-announce-port", port}
+	if _, err := n.Do(append([]string{"CONFIG", "SET"}, announce...)...); err != nil {
+		return fmt.Errorf("data node %d: %w", i, err)
+	}
+	n.extra = append(slices.Clip(n.extra), "--"+announce[0], announce[1], "--"+announce[2], announce[3])
+	return nil
+}
+
+// PeerAddr is where the other members, and the clients the Sentinels
+// tell, reach data node n: its link in a group started with
+// WithNodeLinks, else its own address.
+func (g *Sentinel) PeerAddr(n *Server) string {
+	if a, ok := g.links[n]; ok {
+		return a
+	}
+	return n.Addr()
 }
 
 // startMemberConf starts a member with a configuration file, or none
@@ -327,7 +437,7 @@ func (g *Sentinel) Primary() (*Server, error) {
 		return nil, err
 	}
 	for _, n := range g.nodes {
-		if n.Addr() == addr {
+		if g.PeerAddr(n) == addr {
 			return n, nil
 		}
 	}
@@ -364,7 +474,7 @@ func (g *Sentinel) WaitFailoverFrom(old string, timeout time.Duration) (*Server,
 		}
 		if agreed && addr != "" {
 			for _, n := range g.nodes {
-				if n.Addr() != addr {
+				if g.PeerAddr(n) != addr {
 					continue
 				}
 				if info, err := n.Do("INFO", "replication"); err == nil && strings.Contains(info, "role:master") {

@@ -2,9 +2,11 @@ package redisproc
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -173,5 +175,165 @@ func TestSentinelNodeClocks(t *testing.T) {
 	near(replica, 0)
 	if v, err := primary.Call("GET", "k"); err != nil || v != nil {
 		t.Fatalf("GET k on the primary after a jump past its TTL = %#v, %v; want nil", v, err)
+	}
+}
+
+// sourceLinks are TCP forwarders in front of data nodes that can cut a
+// node off from the other members — connections from any source but
+// 127.0.0.1 — while clients still reach it.
+type sourceLinks struct {
+	mu      sync.Mutex
+	cut     int            // the node cut off, or -1
+	sources map[string]int // connections forwarded, by source address
+	conns   map[net.Conn]int
+	lns     []net.Listener
+	wg      sync.WaitGroup
+}
+
+func (l *sourceLinks) link(node int, addr string) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	l.mu.Lock()
+	l.lns = append(l.lns, ln)
+	l.mu.Unlock()
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			src, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+			member := src != "127.0.0.1"
+			up, err := net.Dial("tcp", addr)
+			l.mu.Lock()
+			if err != nil || (member && l.cut == node) {
+				l.mu.Unlock()
+				c.Close()
+				if up != nil {
+					up.Close()
+				}
+				continue
+			}
+			l.sources[src]++
+			if member {
+				l.conns[c], l.conns[up] = node, node
+			}
+			l.mu.Unlock()
+			l.wg.Add(2)
+			go l.pipe(c, up)
+			go l.pipe(up, c)
+		}
+	}()
+	return ln.Addr().String(), nil
+}
+
+func (l *sourceLinks) pipe(dst, src net.Conn) {
+	defer l.wg.Done()
+	_, _ = io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+	l.mu.Lock()
+	delete(l.conns, dst)
+	delete(l.conns, src)
+	l.mu.Unlock()
+}
+
+func (l *sourceLinks) isolate(node int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cut = node
+	for c, n := range l.conns {
+		if n == node {
+			c.Close()
+		}
+	}
+}
+
+func (l *sourceLinks) seen(src string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sources[src]
+}
+
+func (l *sourceLinks) close() {
+	l.mu.Lock()
+	for _, ln := range l.lns {
+		ln.Close()
+	}
+	for c := range l.conns {
+		c.Close()
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
+}
+
+// TestSentinelLinked: the members of a linked group reach the data nodes
+// only through their links, from their own source addresses, and the
+// Sentinels name the primary at its link: cutting the primary's link to
+// the members makes the Sentinels promote the replica while the old
+// primary still answers clients through its link.
+func TestSentinelLinked(t *testing.T) {
+	if !Available() {
+		t.Fatal(ErrNotInstalled)
+	}
+	links := &sourceLinks{cut: -1, sources: map[string]int{}, conns: map[net.Conn]int{}}
+	t.Cleanup(links.close)
+	g, err := StartSentinelWith(t.TempDir(), 1, 3, WithNodeLinks(links.link))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Kill) // runs before links.close
+	old, replica := g.Nodes()[0], g.Nodes()[1]
+	addr, err := g.PrimaryAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addr != g.PeerAddr(old) || addr == old.Addr() {
+		t.Fatalf("the sentinels name %s as the primary, want its link %s", addr, g.PeerAddr(old))
+	}
+	if info, err := replica.Do("INFO", "replication"); err != nil || !strings.Contains(info, "master_port:"+addr[strings.LastIndex(addr, ":")+1:]) {
+		t.Fatalf("the replica does not replicate through the link %s: %v %s", addr, err, info)
+	}
+	if links.seen(SentinelSource) == 0 || links.seen(NodeSource(1)) == 0 {
+		t.Fatalf("links saw no connection from the sentinels (%s) or the replica (%s)", SentinelSource, NodeSource(1))
+	}
+
+	links.isolate(0)
+	np, err := g.WaitFailover(60 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if np != replica {
+		t.Fatalf("promoted %s, want the replica", np.Addr())
+	}
+	// A client still reaches the old primary, which still takes writes.
+	c, err := net.DialTimeout("tcp", g.PeerAddr(old), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "SET k v\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || line != "+OK\r\n" {
+		t.Fatalf("the cut-off primary answered %q, %v to a client's write; want +OK", line, err)
+	}
+}
+
+func TestStartSentinelWithRefusesABadLink(t *testing.T) {
+	if !Available() {
+		t.Fatal(ErrNotInstalled)
+	}
+	if _, err := StartSentinelWith(t.TempDir(), 1, 3, WithNodeLinks(nil)); err == nil {
+		t.Error("no error without a link")
+	}
+	_, err := StartSentinelWith(t.TempDir(), 1, 3, WithNodeLinks(func(int, string) (string, error) { return "nowhere", nil }))
+	if err == nil || !strings.Contains(err.Error(), "link to data node 0") {
+		t.Errorf("err = %v, want one naming the link", err)
 	}
 }
