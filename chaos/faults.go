@@ -77,7 +77,7 @@ func (env *faultEnv) restart(m *member) func() error {
 			return nil
 		}
 		addr, err := env.t.sentinel.PrimaryAddr()
-		if err != nil || addr == s.Addr() {
+		if err != nil || addr == env.t.sentinel.PeerAddr(s) {
 			return err
 		}
 		host, port, err := net.SplitHostPort(addr)

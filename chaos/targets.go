@@ -187,17 +187,28 @@ func quickStores() []string {
 	return out
 }
 
-// startSentinel: the Sentinels tell clients the primary's own address,
-// so client traffic cannot go through a proxy.
+// startSentinel: the Sentinels tell clients the address at which they
+// reach the primary, so clients and members reach each data node through
+// one link, which tells them apart by their source address. The data
+// nodes run under clocks of their own, the Sentinels on the real clock
+// (see redisproc.WithNodeClocks): a clock fault moves the primary's,
+// which expires the lock's key.
 func startSentinel(dir, name, query string) (*target, error) {
-	// The data nodes run under clocks of their own, the Sentinels on the
-	// real clock (see redisproc.WithNodeClocks): a clock fault moves the
-	// primary's, which expires the lock's key.
-	g, err := redisproc.StartSentinelWith(dir, 1, 3, redisproc.WithNodeClocks())
+	ln := newLinks()
+	sources := map[string]string{redisproc.SentinelSource: "sentinels"}
+	for i := range 2 {
+		sources[redisproc.NodeSource(i)] = strconv.Itoa(i)
+	}
+	g, err := redisproc.StartSentinelWith(dir, 1, 3, redisproc.WithNodeClocks(),
+		redisproc.WithNodeLinks(func(node int, addr string) (string, error) {
+			return ln.link(strconv.Itoa(node), addr, bySource(sources))
+		}))
 	if err != nil {
+		ln.close()
 		return nil, err
 	}
-	t := &target{name: name, sentinel: g, url: g.URL() + query, stop: []func(){g.Kill}}
+	t := &target{name: name, sentinel: g, url: g.URL() + query, stop: []func(){ln.close, g.Kill},
+		isolate: func(i int) (func() error, error) { return ln.isolate(strconv.Itoa(i)), nil }}
 	for i, n := range g.Nodes() {
 		t.members = append(t.members, &member{name: "data node " + strconv.Itoa(i+1), ctl: n, clock: n.Clock()})
 	}
