@@ -28,6 +28,25 @@ type ClusterOption func(*clusterConfig)
 
 type clusterConfig struct {
 	heartbeat, election time.Duration
+	link                PeerLink
+}
+
+// A PeerLink makes the address at which the other members reach member
+// (an index in Members), whose peer port is at addr: a proxy of the
+// caller's, or addr itself.
+type PeerLink func(member int, addr string) (string, error)
+
+// WithPeerLinks has every member advertise the address link makes for
+// its peer port (--initial-advertise-peer-urls; the members' ids and the
+// cluster's are made from these), so that every connection dialed to a
+// member's peer port goes through the caller's link, while the member
+// listens on its own port as without links. Each member dials its own
+// streams to every other one and posts its messages to them, so a link
+// in front of one member carries traffic both ways between it and the
+// others: every raft request names the member that sends it in its
+// X-Server-From header (see ID), by which the link can tell them apart.
+func WithPeerLinks(link PeerLink) ClusterOption {
+	return func(c *clusterConfig) { c.link = link }
 }
 
 // WithElection sets the members' heartbeat interval and election timeout
@@ -87,7 +106,17 @@ func startCluster(dir string, members int, cfg clusterConfig) (*Cluster, error) 
 		if err := os.MkdirAll(s.dir, 0o700); err != nil {
 			return nil, err
 		}
-		initial = append(initial, s.name+"=http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(s.peerPort)))
+		peer := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.peerPort))
+		if cfg.link != nil {
+			if peer, err = cfg.link(i, peer); err != nil {
+				return nil, fmt.Errorf("link to member %d: %w", i, err)
+			}
+			if _, _, err := net.SplitHostPort(peer); err != nil {
+				return nil, fmt.Errorf("link to member %d: %w", i, err)
+			}
+			s.advertisePeer = "http://" + peer
+		}
+		initial = append(initial, s.name+"=http://"+peer)
 		c.members = append(c.members, s)
 	}
 	// A token of this cluster's own keeps members of clusters started
@@ -138,6 +167,10 @@ func newHTTPClient() *http.Client { return &http.Client{Timeout: time.Second} }
 // Members are the cluster's servers, by index: Leader names one by its
 // index, and each is paused, killed and restarted on its own.
 func (c *Cluster) Members() []*Server { return c.members }
+
+// ID is member i's id, as etcd names it in hexadecimal in its raft
+// requests' X-Server-From header (strconv.FormatUint(id, 16)).
+func (c *Cluster) ID(i int) uint64 { return c.ids[i] }
 
 // Addrs are the members' client host:port addresses.
 func (c *Cluster) Addrs() []string {

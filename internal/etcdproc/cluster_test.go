@@ -1,10 +1,17 @@
 package etcdproc
 
 import (
+	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/textproto"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -149,5 +156,179 @@ func TestStartClusterRefusesBadInput(t *testing.T) {
 	}
 	if _, err := StartCluster(t.TempDir(), 3, WithElection(100*time.Millisecond, 200*time.Millisecond)); err == nil {
 		t.Error("an election timeout of two heartbeats: no error")
+	}
+}
+
+// headerLinks are TCP forwarders in front of members' peer ports that
+// know who dialed a connection by the X-Server-From header of its first
+// request, and can cut a member off: its connections, both ways, are
+// closed and new ones refused.
+type headerLinks struct {
+	mu    sync.Mutex
+	cut   string          // the id cut off, in hexadecimal, or ""
+	to    map[int]string  // the link's member's id, once known
+	seen  map[string]bool // senders seen
+	conns map[net.Conn][2]string
+	lns   []net.Listener
+	wg    sync.WaitGroup
+}
+
+func (l *headerLinks) link(member int, addr string) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	l.mu.Lock()
+	l.lns = append(l.lns, ln)
+	l.mu.Unlock()
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			l.wg.Add(1)
+			go l.serve(c, member, addr)
+		}
+	}()
+	return ln.Addr().String(), nil
+}
+
+func (l *headerLinks) serve(c net.Conn, member int, addr string) {
+	defer l.wg.Done()
+	var head bytes.Buffer
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	r := textproto.NewReader(bufio.NewReader(io.TeeReader(c, &head)))
+	_, _ = r.ReadLine()
+	h, _ := r.ReadMIMEHeader()
+	_ = c.SetReadDeadline(time.Time{})
+	from := h.Get("X-Server-From")
+	up, err := net.Dial("tcp", addr)
+	l.mu.Lock()
+	to := l.to[member]
+	if err != nil || (l.cut != "" && (from == l.cut || to == l.cut)) {
+		l.mu.Unlock()
+		c.Close()
+		if up != nil {
+			up.Close()
+		}
+		return
+	}
+	if from != "" {
+		l.seen[from] = true
+	}
+	l.conns[c], l.conns[up] = [2]string{from, to}, [2]string{from, to}
+	l.mu.Unlock()
+	if _, err := up.Write(head.Bytes()); err != nil {
+		c.Close()
+		up.Close()
+		return
+	}
+	l.wg.Add(2)
+	go l.pipe(c, up)
+	go l.pipe(up, c)
+}
+
+func (l *headerLinks) pipe(dst, src net.Conn) {
+	defer l.wg.Done()
+	_, _ = io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+	l.mu.Lock()
+	delete(l.conns, dst)
+	delete(l.conns, src)
+	l.mu.Unlock()
+}
+
+func (l *headerLinks) isolate(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cut = id
+	for c, ends := range l.conns {
+		if ends[0] == id || ends[1] == id {
+			c.Close()
+		}
+	}
+}
+
+func (l *headerLinks) close() {
+	l.mu.Lock()
+	for _, ln := range l.lns {
+		ln.Close()
+	}
+	for c := range l.conns {
+		c.Close()
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
+}
+
+// TestClusterThroughPeerLinks: the members of a cluster started
+// WithPeerLinks reach each other only through the links, which know the
+// sender of every raft connection by its X-Server-From header (the
+// member's ID in hexadecimal): cutting the leader's connections, both
+// ways, makes the two others elect one of themselves.
+func TestClusterThroughPeerLinks(t *testing.T) {
+	if !Available() {
+		t.Fatal(ErrNotInstalled)
+	}
+	links := &headerLinks{to: map[int]string{}, seen: map[string]bool{}, conns: map[net.Conn][2]string{}}
+	t.Cleanup(links.close)
+	c, err := StartCluster(dataDir(t), 3, WithPeerLinks(links.link))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Kill) // runs before links.close
+	links.mu.Lock()
+	for i := range c.Members() {
+		links.to[i] = strconv.FormatUint(c.ID(i), 16)
+	}
+	links.mu.Unlock()
+	eventually(t, 30*time.Second, "a raft connection from every member through the links", func() error {
+		links.mu.Lock()
+		defer links.mu.Unlock()
+		for i := range c.Members() {
+			if !links.seen[links.to[i]] {
+				return fmt.Errorf("none from member %d (%s); seen %v", i, links.to[i], links.seen)
+			}
+		}
+		return nil
+	})
+	old, err := c.Leader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	links.isolate(links.to[old])
+	eventually(t, 60*time.Second, "a leader among the two others", func() error {
+		for i, s := range c.Members() {
+			if i == old {
+				continue
+			}
+			_, l, err := s.Status()
+			if err != nil {
+				return err
+			}
+			if l == 0 || l == c.ID(old) {
+				return fmt.Errorf("member %d follows %x", i, l)
+			}
+		}
+		return nil
+	})
+	if c.Members()[old].PID() == 0 {
+		t.Fatalf("the cut-off member %d is not running", old)
+	}
+}
+
+func TestStartClusterRefusesABadPeerLink(t *testing.T) {
+	for name, link := range map[string]PeerLink{
+		"error":   func(int, string) (string, error) { return "", errors.New("no proxy today") },
+		"no port": func(int, string) (string, error) { return "127.0.0.1", nil },
+	} {
+		_, err := StartCluster(t.TempDir(), 3, WithPeerLinks(link))
+		if err == nil || !strings.Contains(err.Error(), "link to member") {
+			t.Errorf("%s: err = %v, want one naming the link", name, err)
+		}
 	}
 }

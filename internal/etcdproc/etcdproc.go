@@ -7,6 +7,7 @@ package etcdproc
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -56,6 +57,7 @@ type Server struct {
 	// etcd flags.
 	name, initialCluster string
 	extra                []string
+	advertisePeer        string // the peer URL the member advertises, if not its own (WithPeerLinks)
 
 	process // the running server: PID, Pause, Resume, Paused
 }
@@ -162,7 +164,7 @@ func (s *Server) start() error {
 		"--listen-client-urls", client,
 		"--advertise-client-urls", client,
 		"--listen-peer-urls", peer,
-		"--initial-advertise-peer-urls", peer,
+		"--initial-advertise-peer-urls", cmp.Or(s.advertisePeer, peer),
 		"--initial-cluster", initialCluster,
 		"--initial-cluster-state", "new",
 		"--logger", "zap",
