@@ -216,20 +216,23 @@ func (l *links) open(from, to string, member bool) bool {
 	}
 }
 
-// isolate cuts the member key off from every other member, both ways,
-// and returns the heal.
-func (l *links) isolate(key string) func() error {
-	l.set(key, true)
-	return func() error { l.set(key, false); return nil }
+// isolate cuts a member off from every other member, both ways, and
+// returns the heal. A member may have several keys (the one its links
+// lead to, the one its connections are known by): keys are all of them.
+func (l *links) isolate(keys ...string) func() error {
+	l.set(keys, true)
+	return func() error { l.set(keys, false); return nil }
 }
 
-func (l *links) set(key string, cut bool) {
+func (l *links) set(keys []string, cut bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if cut {
-		l.cut[key] = true
-	} else {
-		delete(l.cut, key)
+	for _, key := range keys {
+		if cut {
+			l.cut[key] = true
+		} else {
+			delete(l.cut, key)
+		}
 	}
 	close(l.wake)
 	l.wake = make(chan struct{})

@@ -232,7 +232,8 @@ func startRedisCluster(dir string, _ time.Duration) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &target{name: "redis-cluster", cluster: c, url: c.URL(), stop: []func(){c.Kill}}
+	t := &target{name: "redis-cluster", cluster: c, url: c.URL(), stop: []func(){c.Kill},
+		noIsolate: "not built for Redis Cluster: its nodes would have to announce links (cluster-announce-port, cluster-announce-bus-port) and dial each other from addresses of their own, as the Sentinel groups' data nodes do"}
 	for i, n := range c.Nodes() {
 		t.members = append(t.members, &member{name: "node " + strconv.Itoa(i+1), ctl: n, clock: n.Clock()})
 	}
@@ -289,12 +290,22 @@ func startRedlock(dir string, n int, ttl time.Duration) (*target, error) {
 const etcdLeaseFloor = 3 * time.Second
 
 func startEtcd(dir string, _ time.Duration) (*target, error) {
-	c, err := etcdproc.StartCluster(dir, 3)
+	// Every member's peer port is reached through a link, which knows the
+	// sender of each raft connection by its X-Server-From header (the
+	// sender's id in hexadecimal).
+	ln := newLinks()
+	c, err := etcdproc.StartCluster(dir, 3, etcdproc.WithPeerLinks(func(member int, addr string) (string, error) {
+		return ln.link(strconv.Itoa(member), addr, byHeader("X-Server-From"))
+	}))
 	if err != nil {
+		ln.close()
 		return nil, err
 	}
-	t := &target{name: "etcd", leaseFloor: etcdLeaseFloor, stop: []func(){c.Kill},
-		noClock: "etcd is a Go program: Go reads the clock through the vDSO, not libc, so libfaketime cannot move it"}
+	t := &target{name: "etcd", leaseFloor: etcdLeaseFloor, stop: []func(){ln.close, c.Kill},
+		noClock: "etcd is a Go program: Go reads the clock through the vDSO, not libc, so libfaketime cannot move it",
+		isolate: func(i int) (func() error, error) {
+			return ln.isolate(strconv.Itoa(i), strconv.FormatUint(c.ID(i), 16)), nil
+		}}
 	var addrs []string
 	for i, m := range c.Members() {
 		t.members = append(t.members, &member{name: "member " + strconv.Itoa(i+1), ctl: m})
