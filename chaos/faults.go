@@ -370,7 +370,7 @@ func memberPartition() fault {
 			case t.noIsolate != "":
 				return t.noIsolate
 			}
-			return "no member-to-member traffic: the members do not talk to each other"
+			return "no member-to-member traffic to cut: one server, or servers that never talk to each other"
 		},
 		inject: func(_ context.Context, env *faultEnv) (func() error, error) {
 			return env.t.isolate(env.t.primary(env.pool.key))
