@@ -323,9 +323,11 @@ func (l *testLinks) close() {
 }
 
 // TestEnsembleThroughLinks: the servers of an ensemble started WithLinks
-// reach each other only through the links, so that cutting the leader's
-// links makes the two others elect one of themselves while the old
-// leader still runs and still answers its clients.
+// dial each other's ports through the links (a follower its leader's
+// quorum port; these links do not rewrite the election address, so a
+// server may still dial another's election port back directly), so that
+// cutting the leader's links makes the two others elect one of
+// themselves while the old leader still runs.
 func TestEnsembleThroughLinks(t *testing.T) {
 	if !Available() {
 		t.Fatal(ErrNotInstalled)
