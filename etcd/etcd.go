@@ -81,6 +81,7 @@ import (
 	"errors"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -102,6 +103,10 @@ type Backend struct {
 	cli  *clientv3.Client
 	owns bool // Close closes cli
 	cfg  config
+
+	bg       sync.WaitGroup // lease revocations that outlive their caller's context
+	stop     chan struct{}  // closed by Close: cancels them
+	stopOnce sync.Once
 }
 
 // New returns a backend over cli. Closing the backend leaves cli open.
@@ -113,7 +118,7 @@ func New(cli *clientv3.Client, opts ...Option) (*Backend, error) {
 	if err := cfg.apply(opts); err != nil {
 		return nil, err
 	}
-	return &Backend{cli: cli, cfg: cfg}, nil
+	return &Backend{cli: cli, cfg: cfg, stop: make(chan struct{})}, nil
 }
 
 // Dial connects a client of the backend's own with cfg and returns a
@@ -156,14 +161,17 @@ func Dial(ctx context.Context, cfg clientv3.Config, opts ...Option) (*Backend, e
 		}
 		return nil, err
 	}
-	return &Backend{cli: cli, owns: true, cfg: c}, nil
+	return &Backend{cli: cli, owns: true, cfg: c, stop: make(chan struct{})}, nil
 }
 
 // Client returns the etcd client the backend uses.
 func (b *Backend) Client() *clientv3.Client { return b.cli }
 
-// Close closes the client if Dial made it.
+// Close cancels the lease revocations still under way and closes the
+// client if Dial made it.
 func (b *Backend) Close() error {
+	b.stopOnce.Do(func() { close(b.stop) })
+	b.bg.Wait()
 	if !b.owns {
 		return nil
 	}

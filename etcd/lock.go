@@ -160,10 +160,30 @@ func (b *Backend) Release(ctx context.Context, key, owner string) (_ bool, err e
 }
 
 // revoke drops a lease that no longer holds a lock, even when ctx is
-// done. Failure is harmless: the lease then expires after its TTL, and
-// it holds no lock key.
+// done. It waits for the revocation only as long as ctx allows — a
+// caller's deadline holds even when the cluster cannot answer — and the
+// revocation goes on in the background for up to cleanupCtx's bound, or
+// until Close. Failure is harmless: the lease then expires after its TTL,
+// and it holds no lock key.
 func (b *Backend) revoke(ctx context.Context, id clientv3.LeaseID) {
-	cctx, cancel := cleanupCtx(ctx)
-	defer cancel()
-	_, _ = b.cli.Revoke(cctx, id)
+	done := make(chan struct{})
+	b.bg.Add(1)
+	go func() {
+		defer b.bg.Done()
+		defer close(done)
+		cctx, cancel := cleanupCtx(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-b.stop:
+				cancel()
+			case <-cctx.Done():
+			}
+		}()
+		_, _ = b.cli.Revoke(cctx, id)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
