@@ -88,8 +88,19 @@ func (r *rueidisConn) subscribe(ctx context.Context, channel string, ready, mess
 // the server ends it (as a cluster node does for a shard channel whose
 // slot moved away). rueidis subscribes again after a reconnect; that
 // confirmation counts as a message, because a release may have been
-// missed in between. Receive alone would leave the server subscribed
-// after ctx ends, hence the unsubscribe in the return hook.
+// missed in between.
+//
+// When ctx ends, the subscription is ended by an unsubscribe sent while
+// rueidis's Receive still drains its messages, and Receive returns on the
+// server's confirmation. Receive's messages go through a small buffer
+// that the connection's reader fills: a subscription that stops draining
+// while the server still sends it notices (Receive's own return hook,
+// waiting for an unsubscribe's reply) stops every command on the
+// connection — and a subscription left on the server feeds the next one
+// on its channel notices before that one's confirmation, which can stop
+// the connection for good. Only when the unsubscribe gets no answer
+// (the connection is broken) is Receive cancelled, and the channel then
+// unsubscribed once nothing listens to it any more.
 func (r *rueidisConn) receive(ctx context.Context, channel string, sharded bool, ready, message func()) error {
 	var kind string
 	var sub rueidis.Completed
@@ -98,35 +109,62 @@ func (r *rueidisConn) receive(ctx context.Context, channel string, sharded bool,
 	} else {
 		kind, sub = "subscribe", r.c.B().Subscribe().Channel(channel).Build()
 	}
+	// rueidis recycles a command once sent: build the unsubscribe anew
+	// each time.
+	unsubscribe := func() {
+		var unsub rueidis.Completed
+		if sharded {
+			unsub = r.c.B().Sunsubscribe().Channel(channel).Build()
+		} else {
+			unsub = r.c.B().Unsubscribe().Channel(channel).Build()
+		}
+		uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
+		defer cancel()
+		_ = r.c.Do(uctx, unsub).Error() // a broken connection has no subscriptions left
+	}
 	var confirmed atomic.Bool
-	ctx = rueidis.WithOnSubscriptionHook(ctx, func(s rueidis.PubSubSubscription) {
+	subscribed := make(chan struct{})
+	rctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rctx = rueidis.WithOnSubscriptionHook(rctx, func(s rueidis.PubSubSubscription) {
 		if s.Kind != kind || s.Channel != channel {
 			return
 		}
 		if confirmed.Swap(true) {
 			message()
 		} else {
+			close(subscribed)
 			ready()
 		}
 	})
-	// rueidis calls the hook once per attempt, and recycles a command once
-	// sent: build the unsubscribe anew each time.
-	ctx = rueidis.WithOnReceiveReturnHook(ctx, func(err error, c rueidis.CommandClient) error {
-		if _, refused := rueidis.IsRedisErr(err); refused {
-			return err // the server holds no subscription
-		}
-		var unsub rueidis.Completed
-		if sharded {
-			unsub = c.B().Sunsubscribe().Channel(channel).Build()
-		} else {
-			unsub = c.B().Unsubscribe().Channel(channel).Build()
-		}
-		uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
-		defer cancel()
-		_ = c.Do(uctx, unsub).Error() // a broken connection has no subscriptions left
+	done := make(chan error, 1)
+	go func() { done <- r.c.Receive(rctx, sub, func(rueidis.PubSubMessage) { message() }) }()
+	select {
+	case err := <-done:
 		return err
-	})
-	return r.c.Receive(ctx, sub, func(rueidis.PubSubMessage) { message() })
+	case <-ctx.Done():
+	}
+	wait := time.NewTimer(unsubscribeTimeout)
+	defer wait.Stop()
+	select {
+	case <-subscribed: // an unsubscribe sent before the subscribe would be undone by it
+	case err := <-done:
+		return err
+	case <-wait.C:
+	}
+	if confirmed.Load() {
+		unsubscribe()
+		wait.Reset(unsubscribeTimeout)
+		select {
+		case <-done:
+			return nil
+		case <-wait.C:
+		}
+	}
+	cancel()
+	<-done
+	unsubscribe()
+	return nil
 }
 
 // identity is the client: Backends over one client share subscriptions.
