@@ -164,8 +164,10 @@ func runCell(ctx context.Context, s settings, t *target, f fault, register strin
 	// After the last heal the store must grant again within the bound.
 	bound := recoveryBound(lease)
 	pool.waitGrantAfter(ctx, windows[len(windows)-1].Heal, bound)
-	pool.stopAll()
+	// The workers stop asking for locks now: the liveness check counts
+	// up to here, not the time they take to finish.
 	runEnd := time.Now().UnixNano()
+	pool.stopAll()
 
 	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{register}, DisableCache: true})
 	if err != nil {
@@ -308,6 +310,8 @@ func (p *workers) record(e event) {
 		// count their grants.
 		if e.Ev == evAcquired {
 			p.grants++
+			close(p.changed)
+			p.changed = make(chan struct{})
 		}
 		return
 	}
@@ -367,20 +371,23 @@ func (p *workers) waitGrants(ctx context.Context, n int, timeout time.Duration) 
 	}
 }
 
-// waitGrantAfter waits, at most bound, for a grant that returned after
-// at (Unix ns).
+// waitGrantAfter waits, at most bound, until every key has a grant that
+// returned after at (Unix ns).
 func (p *workers) waitGrantAfter(ctx context.Context, at int64, bound time.Duration) {
 	deadline := time.NewTimer(bound)
 	defer deadline.Stop()
+	keys := max(p.s.Keys, 1)
 	for {
 		p.mu.Lock()
 		ch := p.changed
-		found := false
-		for i := len(p.events) - 1; i >= 0 && !found; i-- {
-			found = p.events[i].Ev == evAcquired && p.events[i].End >= at
+		granted := map[int]bool{}
+		for i := len(p.events) - 1; i >= 0 && len(granted) < keys; i-- {
+			if e := p.events[i]; e.Ev == evAcquired && e.End >= at {
+				granted[e.K] = true
+			}
 		}
 		p.mu.Unlock()
-		if found {
+		if len(granted) >= keys {
 			return
 		}
 		select {
