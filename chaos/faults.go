@@ -231,20 +231,12 @@ func faults() map[string]fault {
 			},
 			length: func(ttl time.Duration) time.Duration { return 2 * ttl },
 		},
-		{
-			name: "member-kill", desc: "a server (the primary or leader) killed (SIGKILL), restarted a TTL later (with its data where the store persists it)",
-			long:    true,
-			applies: always,
-			inject: func(_ context.Context, env *faultEnv) (func() error, error) {
-				m := env.primary()
-				if err := crashMember(m); err != nil {
-					return nil, err
-				}
-				return env.restart(m), nil
-			},
-			length: func(ttl time.Duration) time.Duration { return ttl },
-		},
-		memberRestart(),
+		memberCrash("member-kill", "a server (the primary or leader) killed (SIGKILL), restarted a TTL later (with its data where the store persists it)",
+			func(ttl time.Duration) time.Duration { return ttl }),
+		// A crash shorter than the leases on the server, where what it
+		// keeps across a restart decides whether its locks outlive it.
+		memberCrash("member-restart", "a server (the primary or leader) killed (SIGKILL) and restarted at once, within a lease (with its data where the store persists it)",
+			func(time.Duration) time.Duration { return 0 }),
 		{
 			name: "clock-forward", desc: "a server's (the primary's or leader's) wall clock jumps 60 s ahead for 2 TTLs, then back (libfaketime)",
 			long:    true,
@@ -405,12 +397,10 @@ func toxics(ps []*toxiproxy.Proxy, spec string) (func() error, error) {
 	return heal, nil
 }
 
-// memberRestart crashes the primary and restarts it at once: a crash
-// shorter than the leases on it, where what the server keeps across a
-// restart decides whether its locks outlive it.
-func memberRestart() fault {
+// memberCrash crashes the primary and restarts it when length has passed.
+func memberCrash(name, desc string, length func(ttl time.Duration) time.Duration) fault {
 	return fault{
-		name: "member-restart", desc: "a server (the primary or leader) killed (SIGKILL) and restarted at once, within a lease (with its data where the store persists it)",
+		name: name, desc: desc,
 		long:    true,
 		applies: always,
 		inject: func(_ context.Context, env *faultEnv) (func() error, error) {
@@ -420,6 +410,6 @@ func memberRestart() fault {
 			}
 			return env.restart(m), nil
 		},
-		length: func(time.Duration) time.Duration { return 0 },
+		length: length,
 	}
 }

@@ -129,34 +129,24 @@ func clockFor(dir string) (*proc.Clock, error) {
 }
 
 func startRedis(dir string, _ time.Duration) (*target, error) {
-	clock, err := clockFor(dir)
-	if err != nil {
-		return nil, err
-	}
-	s, err := redisproc.StartWith(dir, redisproc.WithClock(clock))
-	if err != nil {
-		return nil, err
-	}
-	t := &target{name: "redis", primary: first, stop: []func(){s.Kill}}
-	t.members = []*member{{name: "redis-server", ctl: s, clock: clock}}
-	addr, err := t.proxy("redis", s.Addr())
-	if err != nil {
-		t.close()
-		return nil, err
-	}
-	t.url = "redis://" + addr
-	return t, nil
+	return startRedisNamed(dir, "redis")
 }
 
 // startRedisAOF is one redis-server with an append-only file fsynced as
 // policy says: a crashed server restarts with the locks the file holds,
 // each with its absolute expiry time.
 func startRedisAOF(dir, name string, policy redisproc.AppendFsync) (*target, error) {
+	return startRedisNamed(dir, name, redisproc.WithAppendOnly(policy))
+}
+
+// startRedisNamed is one redis-server under a clock of its own, reached
+// through a proxy, started with opts.
+func startRedisNamed(dir, name string, opts ...redisproc.Option) (*target, error) {
 	clock, err := clockFor(dir)
 	if err != nil {
 		return nil, err
 	}
-	s, err := redisproc.StartWith(dir, redisproc.WithClock(clock), redisproc.WithAppendOnly(policy))
+	s, err := redisproc.StartWith(dir, append([]redisproc.Option{redisproc.WithClock(clock)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
