@@ -14,6 +14,20 @@ import (
 // the Backend can delete them.
 const orphanSession = 15 * time.Second
 
+// dialThroughProxy returns a Backend whose connection goes through a
+// proxy of the test's own, with a session long enough to outlive the
+// test's partitions.
+func dialThroughProxy(t *testing.T, ctx context.Context) (*zookeeper.Backend, *proxy) {
+	t.Helper()
+	p := startProxy(t, srv.Addr())
+	b, err := zookeeper.Dial(ctx, []string{p.Addr()}, zookeeper.WithSessionTimeout(orphanSession))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b, p
+}
+
 // suspend cuts b's connection through p and waits until b knows it.
 func suspend(t *testing.T, ctx context.Context, b *zookeeper.Backend, p *proxy, key, owner string) {
 	t.Helper()
@@ -53,12 +67,7 @@ func takenWithin(t *testing.T, ctx context.Context, key string, d time.Duration)
 // behind for the session's lifetime.
 func TestTTLPassesWhileSuspended(t *testing.T) {
 	ctx := ctxFor(t, 60*time.Second)
-	p := startProxy(t, srv.Addr())
-	b, err := zookeeper.Dial(ctx, []string{p.Addr()}, zookeeper.WithSessionTimeout(orphanSession))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
+	b, p := dialThroughProxy(t, ctx)
 	const ttl = 200 * time.Millisecond
 	if _, ok, err := b.Acquire(ctx, "ttl-suspended", "o", ttl); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
@@ -79,12 +88,7 @@ func TestTTLPassesWhileSuspended(t *testing.T) {
 // without waiting for the TTL.
 func TestReleaseWhileSuspended(t *testing.T) {
 	ctx := ctxFor(t, 60*time.Second)
-	p := startProxy(t, srv.Addr())
-	b, err := zookeeper.Dial(ctx, []string{p.Addr()}, zookeeper.WithSessionTimeout(orphanSession))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
+	b, p := dialThroughProxy(t, ctx)
 	for _, owner := range []string{"taken-here", "by-name"} {
 		key := "release-suspended-" + owner
 		if _, ok, err := b.Acquire(ctx, key, owner, time.Minute); err != nil || !ok {
@@ -112,12 +116,7 @@ func TestReleaseWhileSuspended(t *testing.T) {
 // session is back — the lock is not held for the session's lifetime.
 func TestDeleteLostInFlight(t *testing.T) {
 	ctx := ctxFor(t, 60*time.Second)
-	p := startProxy(t, srv.Addr())
-	b, err := zookeeper.Dial(ctx, []string{p.Addr()}, zookeeper.WithSessionTimeout(orphanSession))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
+	b, p := dialThroughProxy(t, ctx)
 	if _, ok, err := b.Acquire(ctx, "in-flight", "o", time.Minute); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}

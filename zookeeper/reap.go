@@ -105,13 +105,13 @@ func (b *Backend) reap() {
 // left.
 func (b *Backend) reapOnce() int {
 	b.mu.Lock()
-	todo := make([]doomed, 0, len(b.doomed))
+	pending := make([]doomed, 0, len(b.doomed))
 	for d := range b.doomed {
-		todo = append(todo, d)
+		pending = append(pending, d)
 	}
 	b.mu.Unlock()
 	left := 0
-	for _, d := range todo {
+	for _, d := range pending {
 		ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
 		err := b.reapOne(ctx, d)
 		cancel()
