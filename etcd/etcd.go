@@ -107,6 +107,8 @@ type Backend struct {
 	bg       sync.WaitGroup // lease revocations that outlive their caller's context
 	stop     chan struct{}  // closed by Close: cancels them
 	stopOnce sync.Once
+
+	beforeWatch func() // tests: runs before a waiter opens its watch
 }
 
 // New returns a backend over cli. Closing the backend leaves cli open.

@@ -8,3 +8,7 @@ import (
 
 // RevokeLease revokes id as a failed acquisition does.
 func (b *Backend) RevokeLease(ctx context.Context, id clientv3.LeaseID) { b.revoke(ctx, id) }
+
+// BeforeWatch makes every waiter of b run f before it opens a watch: the
+// moment between a waiter's look at the store and its watch.
+func (b *Backend) BeforeWatch(f func()) { b.beforeWatch = f }

@@ -100,7 +100,7 @@ func (r *Reentrant) AcquireWait(ctx context.Context, key, owner string, ttl time
 	if err := checkOwner(owner); err != nil {
 		return 0, err
 	}
-	w, err := r.b.kindWaiter(ctx, ttl)
+	w, err := r.b.newWaiter(ctx, ttl)
 	if err != nil {
 		return 0, err
 	}
@@ -108,7 +108,7 @@ func (r *Reentrant) AcquireWait(ctx context.Context, key, owner string, ttl time
 	return r.b.waitDone(ctx, w, tok, err)
 }
 
-func (r *Reentrant) wait(ctx context.Context, w *kindWaiter, key, owner string, ttl time.Duration, holder, queue string) (uint64, error) {
+func (r *Reentrant) wait(ctx context.Context, w *waiter, key, owner string, ttl time.Duration, holder, queue string) (uint64, error) {
 	lease := func(context.Context) (clientv3.LeaseID, error) { return w.id, nil }
 	// Re-entry only: a free lock goes to the waiters queued already.
 	tok, ok, again, held, err := r.take(ctx, key, owner, nil)

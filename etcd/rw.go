@@ -109,7 +109,7 @@ func (r *ReadLock) AcquireWait(ctx context.Context, key, owner string, ttl time.
 	if err := checkOwner(owner); err != nil {
 		return 0, err
 	}
-	w, err := r.rw.b.kindWaiter(ctx, ttl)
+	w, err := r.rw.b.newWaiter(ctx, ttl)
 	if err != nil {
 		return 0, err
 	}
@@ -212,7 +212,7 @@ func (w *WriteLock) AcquireWait(ctx context.Context, key, owner string, ttl time
 	if err := checkOwner(owner); err != nil {
 		return 0, err
 	}
-	wt, err := w.rw.b.kindWaiter(ctx, ttl)
+	wt, err := w.rw.b.newWaiter(ctx, ttl)
 	if err != nil {
 		return 0, err
 	}

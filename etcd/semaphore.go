@@ -112,7 +112,7 @@ func (s *Semaphore) AcquireWait(ctx context.Context, key, owner string, ttl time
 	if err := checkOwner(owner); err != nil {
 		return 0, err
 	}
-	w, err := s.b.kindWaiter(ctx, ttl)
+	w, err := s.b.newWaiter(ctx, ttl)
 	if err != nil {
 		return 0, err
 	}
@@ -120,7 +120,7 @@ func (s *Semaphore) AcquireWait(ctx context.Context, key, owner string, ttl time
 	return s.b.waitDone(ctx, w, tok, err)
 }
 
-func (s *Semaphore) wait(ctx context.Context, w *kindWaiter, key, owner, queue string) (uint64, error) {
+func (s *Semaphore) wait(ctx context.Context, w *waiter, key, owner, queue string) (uint64, error) {
 	me := queue + ownerName(owner)
 	place, err := w.place(ctx, me, owner)
 	if err != nil {
@@ -149,7 +149,7 @@ func (s *Semaphore) wait(ctx context.Context, w *kindWaiter, key, owner, queue s
 }
 
 // behind waits until the waiter just ahead of place in queue leaves.
-func (s *Semaphore) behind(ctx context.Context, w *kindWaiter, queue string, place int64) error {
+func (s *Semaphore) behind(ctx context.Context, w *waiter, queue string, place int64) error {
 	prev, err := w.predecessors(ctx, queue, place, false)
 	if err != nil || len(prev.Kvs) == 0 {
 		return err
