@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/turnstilelock/turnstile/etcd"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
@@ -15,6 +18,18 @@ import (
 // itself. These tests release in that moment and write another key, so
 // that the watch opens past the release: a waiter that missed it would
 // wait until its context ends, as nothing is deleted after.
+
+// releasePast releases a's lock on k and writes another key, so that a
+// watch opened after it starts past the release.
+func releasePast(ctx context.Context, t *testing.T, holder *etcd.Backend, raw *clientv3.Client, k string) {
+	t.Helper()
+	if ok, err := holder.Release(ctx, k, "a"); err != nil || !ok {
+		t.Errorf("Release a: ok=%v err=%v", ok, err)
+	}
+	if _, err := raw.Put(ctx, "/elsewhere", "x"); err != nil {
+		t.Error(err)
+	}
+}
 
 // TestWaiterSeesAReleaseBeforeItsWatch: the lock is released between a
 // waiter's failed take and its watch of the lock key.
@@ -32,12 +47,7 @@ func TestWaiterSeesAReleaseBeforeItsWatch(t *testing.T) {
 		if fired > 1 {
 			return
 		}
-		if ok, err := holder.Release(ctx, k, "a"); err != nil || !ok {
-			t.Errorf("Release a: ok=%v err=%v", ok, err)
-		}
-		if _, err := raw.Put(ctx, "/elsewhere", "x"); err != nil {
-			t.Error(err)
-		}
+		releasePast(ctx, t, holder, raw, k)
 	})
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -79,12 +89,7 @@ func TestWaiterSeesItsPredecessorLeaveBeforeItsWatch(t *testing.T) {
 			t.Errorf("the waiter ahead: %v, want it to have left", err)
 		}
 		waitQueued(t, raw, k, 1) // only the one behind
-		if ok, err := holder.Release(ctx, k, "a"); err != nil || !ok {
-			t.Errorf("Release a: ok=%v err=%v", ok, err)
-		}
-		if _, err := raw.Put(ctx, "/elsewhere", "x"); err != nil {
-			t.Error(err)
-		}
+		releasePast(ctx, t, holder, raw, k)
 	})
 	bctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
