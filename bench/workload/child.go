@@ -24,7 +24,7 @@ const childEnv = "TURNSTILE_BENCH_CHILD"
 type childSpec struct {
 	Library  string        `json:"library"`
 	Addrs    []string      `json:"addrs"`
-	Workload Workload      `json:"workload"` // Concurrency: this child's workers
+	Workload Workload      `json:"workload"` // Concurrency, Clients: this child's
 	Prefix   string        `json:"prefix"`
 	Duration time.Duration `json:"duration"`
 }
@@ -66,12 +66,12 @@ func serveChild(raw string, libs []Library, in io.Reader, out io.Writer) error {
 		return fmt.Errorf("%w: child asked for unknown library %q", ErrUsage, s.Library)
 	}
 	ctx := context.Background()
-	lk, err := lib.Open(ctx, s.Addrs, s.Workload.Concurrency)
+	lks, err := openLockers(ctx, *lib, s.Addrs, s.Workload.Concurrency, s.Workload.Clients)
 	if err != nil {
 		return err
 	}
-	defer lk.Close()
-	if err := warmUp(ctx, lk, s.Prefix+"child:"+fmt.Sprint(os.Getpid())+":", s.Workload.Concurrency); err != nil {
+	defer closeLockers(lks)
+	if err := warmUp(ctx, lks, s.Prefix+"child:"+fmt.Sprint(os.Getpid())+":", s.Workload.Concurrency); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	if _, err := fmt.Fprintln(out, "ready"); err != nil {
@@ -80,7 +80,7 @@ func serveChild(raw string, libs []Library, in io.Reader, out io.Writer) error {
 	if _, err := bufio.NewReader(in).ReadString('\n'); err != nil {
 		return fmt.Errorf("waiting for the start: %w", err)
 	}
-	t := drive(ctx, lk, s.Workload, s.Prefix, s.Workload.Concurrency, s.Duration)
+	t := drive(ctx, lks, s.Workload, s.Prefix, s.Workload.Concurrency, s.Duration)
 	return json.NewEncoder(out).Encode(t)
 }
 
@@ -99,6 +99,7 @@ func runChildren(ctx context.Context, c Cell, counter *Counter, prefix string) (
 	}
 	per := c.Workload
 	per.Concurrency /= per.Processes
+	per.Clients /= per.Processes // this child's share; 0: one Locker
 	per.Processes = 0
 	spec, err := json.Marshal(childSpec{Library: c.Library.Name, Addrs: c.Addrs, Workload: per, Prefix: prefix, Duration: c.Duration})
 	if err != nil {

@@ -1,5 +1,7 @@
 package workload
 
+import "context"
+
 var (
 	ParseCommandStats = parseCommandStats
 	ParseCPU          = parseCPU
@@ -7,5 +9,7 @@ var (
 	Fairness          = fairness
 )
 
-// WarmUp is warmUp, for tests.
-var WarmUp = warmUp
+// WarmUp is warmUp with one Locker, for tests.
+func WarmUp(ctx context.Context, lk Locker, prefix string, workers int) error {
+	return warmUp(ctx, []Locker{lk}, prefix, workers)
+}

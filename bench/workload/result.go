@@ -9,15 +9,18 @@ import (
 
 // Result is what one cell measured. Latencies are in microseconds.
 type Result struct {
-	Kind        string  `json:"kind"` // "cell"
-	Workload    string  `json:"workload"`
-	ID          string  `json:"id"`
-	Library     string  `json:"library"`
-	Concurrency int     `json:"concurrency"`
-	HotKeys     int     `json:"hot_keys"`
-	Nodes       int     `json:"nodes"`
-	Processes   int     `json:"processes"`
-	HoldMicros  float64 `json:"hold_us"`
+	Kind        string `json:"kind"` // "cell"
+	Workload    string `json:"workload"`
+	ID          string `json:"id"`
+	Library     string `json:"library"`
+	Concurrency int    `json:"concurrency"`
+	HotKeys     int    `json:"hot_keys"`
+	Nodes       int    `json:"nodes"`
+	Processes   int    `json:"processes"`
+	// Clients is how many Lockers the workers were spread over, in all
+	// processes.
+	Clients    int     `json:"clients"`
+	HoldMicros float64 `json:"hold_us"`
 
 	// Seconds is the measured time: from the start of the workers to the
 	// end of the last release.
@@ -78,6 +81,7 @@ func newResult(c Cell, t tally, d Sample) Result {
 		HotKeys:      w.HotKeys,
 		Nodes:        w.Nodes,
 		Processes:    max(w.Processes, 1),
+		Clients:      max(w.Clients, w.Processes, 1),
 		HoldMicros:   micros(int64(w.Hold)),
 		Acquisitions: int64(len(t.Latencies)),
 		Errors:       t.Errors,

@@ -29,12 +29,23 @@ type Workload struct {
 	// re-executing the running binary, which must call ServeChild first
 	// thing; 0 or 1 runs them in this process.
 	Processes int
+	// Clients spreads the workers evenly over this many Lockers, each
+	// opened with Library.Open (a client of its own, with its own
+	// connections, as separate instances of an application have), in
+	// one process: worker i uses Locker i·Clients÷Concurrency. 0 or 1 is
+	// one Locker per process. With Processes > 1 it counts the Lockers
+	// of all processes and must be a multiple of Processes.
+	Clients int
 }
 
 // ID names the workload uniquely within a run, e.g.
-// "contended-8/c=64" or "herd/procs=10".
+// "contended-8/c=64", "contended-1/c=64/clients=8" or
+// "herd/c=500/procs=10".
 func (w Workload) ID() string {
 	id := w.Name + "/c=" + strconv.Itoa(w.Concurrency)
+	if w.Clients > 1 {
+		id += "/clients=" + strconv.Itoa(w.Clients)
+	}
 	if w.Processes > 1 {
 		id += "/procs=" + strconv.Itoa(w.Processes)
 	}
@@ -57,6 +68,12 @@ func (w Workload) check() error {
 		return fmt.Errorf("%w: workload %s: %d processes", ErrUsage, w.Name, w.Processes)
 	case w.Processes > 1 && w.Concurrency%w.Processes != 0:
 		return fmt.Errorf("%w: workload %s: %d workers do not split evenly over %d processes", ErrUsage, w.Name, w.Concurrency, w.Processes)
+	case w.Clients < 0:
+		return fmt.Errorf("%w: workload %s: %d clients", ErrUsage, w.Name, w.Clients)
+	case w.Clients > 1 && w.Concurrency%w.Clients != 0:
+		return fmt.Errorf("%w: workload %s: %d workers do not split evenly over %d clients", ErrUsage, w.Name, w.Concurrency, w.Clients)
+	case w.Clients > 1 && w.Processes > 1 && w.Clients%w.Processes != 0:
+		return fmt.Errorf("%w: workload %s: %d clients do not split evenly over %d processes", ErrUsage, w.Name, w.Clients, w.Processes)
 	}
 	return nil
 }
@@ -89,9 +106,9 @@ func (c Cell) check() error {
 	return nil
 }
 
-// Run runs the cell: it opens the library, warms it up, reads the
-// servers' command counters, runs the workers for the cell's duration,
-// reads the counters again and closes the library. A library that fails
+// Run runs the cell: it opens the library (a Locker per client), warms
+// it up, reads the servers' command counters, runs the workers for the
+// cell's duration, reads the counters again and closes the library. A library that fails
 // an acquisition keeps running; the failures are counted in
 // Result.Errors, the first one kept in Result.Error.
 func Run(ctx context.Context, c Cell) (Result, error) {
@@ -107,25 +124,51 @@ func Run(ctx context.Context, c Cell) (Result, error) {
 	if c.Workload.Processes > 1 {
 		return runChildren(ctx, c, counter, prefix)
 	}
-	lk, err := c.Library.Open(ctx, c.Addrs, c.Workload.Concurrency)
+	lks, err := openLockers(ctx, c.Library, c.Addrs, c.Workload.Concurrency, c.Workload.Clients)
 	if err != nil {
-		return Result{}, fmt.Errorf("workload: %s: open %s: %w", c.Workload.ID(), c.Library.Name, err)
+		return Result{}, fmt.Errorf("workload: %s: %w", c.Workload.ID(), err)
 	}
-	defer lk.Close()
-	if err := warmUp(ctx, lk, prefix, c.Workload.Concurrency); err != nil {
+	defer closeLockers(lks)
+	if err := warmUp(ctx, lks, prefix, c.Workload.Concurrency); err != nil {
 		return Result{}, fmt.Errorf("workload: %s: %s warm-up: %w", c.Workload.ID(), c.Library.Name, err)
 	}
 	before, err := counter.Read(ctx)
 	if err != nil {
 		return Result{}, err
 	}
-	t := drive(ctx, lk, c.Workload, prefix, c.Workload.Concurrency, c.Duration)
+	t := drive(ctx, lks, c.Workload, prefix, c.Workload.Concurrency, c.Duration)
 	after, err := readAfter(ctx, counter)
 	if err != nil {
 		return Result{}, err
 	}
 	return newResult(c, t, after.Sub(before)), nil
 }
+
+// openLockers opens max(clients, 1) Lockers of lib, each for its share
+// of workers workers.
+func openLockers(ctx context.Context, lib Library, addrs []string, workers, clients int) ([]Locker, error) {
+	n := max(clients, 1)
+	lks := make([]Locker, 0, n)
+	for range n {
+		lk, err := lib.Open(ctx, addrs, workers/n)
+		if err != nil {
+			closeLockers(lks)
+			return nil, fmt.Errorf("open %s: %w", lib.Name, err)
+		}
+		lks = append(lks, lk)
+	}
+	return lks, nil
+}
+
+func closeLockers(lks []Locker) {
+	for _, lk := range lks {
+		_ = lk.Close()
+	}
+}
+
+// lockerOf is the Locker of worker i of workers: the workers are split
+// over lks in equal runs.
+func lockerOf(lks []Locker, i, workers int) Locker { return lks[i*len(lks)/workers] }
 
 // readAfter reads the closing counters also when ctx ended the cell
 // early, so that an interrupted cell still reports what it measured.
@@ -136,12 +179,13 @@ func readAfter(ctx context.Context, counter *Counter) (Sample, error) {
 }
 
 // warmUp has every worker take and release two locks on distinct keys,
-// so that connections are open and scripts loaded before the counters
-// are read.
-func warmUp(ctx context.Context, lk Locker, prefix string, workers int) error {
+// each through its own Locker of lks, so that connections are open and
+// scripts loaded before the counters are read.
+func warmUp(ctx context.Context, lks []Locker, prefix string, workers int) error {
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
+		lk := lockerOf(lks, w, workers)
 		wg.Go(func() {
 			for i := range 2 {
 				// A pair that fails once (a node timeout on a busy
@@ -203,8 +247,8 @@ type tally struct {
 // that a lock held when the cell's time runs out is still released.
 const releaseTimeout = 5 * time.Second
 
-// drive runs workers workers for d.
-func drive(ctx context.Context, lk Locker, w Workload, prefix string, workers int, d time.Duration) tally {
+// drive runs workers workers for d, split over lks.
+func drive(ctx context.Context, lks []Locker, w Workload, prefix string, workers int, d time.Duration) tally {
 	type worker struct {
 		lat      []int64
 		n        int64
@@ -219,6 +263,7 @@ func drive(ctx context.Context, lk Locker, w Workload, prefix string, workers in
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := range ws {
+		lk := lockerOf(lks, i, workers)
 		wg.Go(func() {
 			me := &ws[i]
 			r := rand.New(rand.NewPCG(rand.Uint64(), uint64(i)))

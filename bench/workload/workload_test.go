@@ -5,7 +5,10 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,10 +124,15 @@ func TestRunRefusesBadCells(t *testing.T) {
 	}
 	one := func(f func(*workload.Cell)) workload.Cell { c := good; f(&c); return c }
 	for name, c := range map[string]workload.Cell{
-		"no name":           one(func(c *workload.Cell) { c.Workload.Name = "" }),
-		"no workers":        one(func(c *workload.Cell) { c.Workload.Concurrency = 0 }),
-		"negative hold":     one(func(c *workload.Cell) { c.Workload.Hold = -1 }),
-		"uneven processes":  one(func(c *workload.Cell) { c.Workload.Concurrency, c.Workload.Processes = 3, 2 }),
+		"no name":          one(func(c *workload.Cell) { c.Workload.Name = "" }),
+		"no workers":       one(func(c *workload.Cell) { c.Workload.Concurrency = 0 }),
+		"negative hold":    one(func(c *workload.Cell) { c.Workload.Hold = -1 }),
+		"uneven processes": one(func(c *workload.Cell) { c.Workload.Concurrency, c.Workload.Processes = 3, 2 }),
+		"negative clients": one(func(c *workload.Cell) { c.Workload.Clients = -1 }),
+		"uneven clients":   one(func(c *workload.Cell) { c.Workload.Concurrency, c.Workload.Clients = 6, 4 }),
+		"clients ÷ processes": one(func(c *workload.Cell) {
+			c.Workload.Concurrency, c.Workload.Clients, c.Workload.Processes = 20, 4, 5
+		}),
 		"addresses ≠ nodes": one(func(c *workload.Cell) { c.Workload.Nodes = 3 }),
 		"no duration":       one(func(c *workload.Cell) { c.Duration = 0 }),
 		"no library":        one(func(c *workload.Cell) { c.Library = workload.Library{} }),
@@ -211,5 +219,78 @@ func TestRunInterrupted(t *testing.T) {
 		"local n = 0 for _, k in ipairs(redis.call('KEYS', '*')) do if not string.find(k, ':fence', 1, true) then n = n + 1 end end return n", "0")
 	if err != nil || held != "0" {
 		t.Errorf("%s keys other than fences left (%v)", held, err)
+	}
+}
+
+// counting is a Library that opens Lockers of lib and counts, per
+// Locker, the acquisitions on keys other than the warm-up's.
+type counting struct {
+	lib     workload.Library
+	mu      sync.Mutex
+	opened  []int // each Open's concurrency
+	lockers []*countingLocker
+}
+
+type countingLocker struct {
+	workload.Locker
+	n atomic.Int64
+}
+
+func (c *counting) library() workload.Library {
+	l := c.lib
+	l.Open = func(ctx context.Context, addrs []string, concurrency int) (workload.Locker, error) {
+		lk, err := c.lib.Open(ctx, addrs, concurrency)
+		if err != nil {
+			return nil, err
+		}
+		cl := &countingLocker{Locker: lk}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.opened = append(c.opened, concurrency)
+		c.lockers = append(c.lockers, cl)
+		return cl, nil
+	}
+	return l
+}
+
+func (l *countingLocker) Acquire(ctx context.Context, key string) (workload.Held, error) {
+	h, err := l.Locker.Acquire(ctx, key)
+	if err == nil && !strings.Contains(key, ":warm:") {
+		l.n.Add(1)
+	}
+	return h, err
+}
+
+// TestRunClients: a cell with Clients opens that many Lockers, each for
+// its share of the workers, and counts the acquisitions of every one of
+// them.
+func TestRunClients(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	c := &counting{lib: workload.Turnstile()}
+	res, err := workload.Run(context.Background(), workload.Cell{
+		Workload: workload.Workload{Name: "contended-1", Concurrency: 6, HotKeys: 1, Nodes: 1, Clients: 3},
+		Library:  c.library(),
+		Addrs:    []string{srv.Addr()},
+		Duration: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ID != "contended-1/c=6/clients=3" || res.Clients != 3 || res.Processes != 1 || res.Errors != 0 {
+		t.Fatalf("result: %+v", res)
+	}
+	if !slices.Equal(c.opened, []int{2, 2, 2}) {
+		t.Errorf("Open called with concurrency %v, want three clients of 2 workers", c.opened)
+	}
+	var sum int64
+	for i, l := range c.lockers {
+		n := l.n.Load()
+		if n == 0 {
+			t.Errorf("client %d: no acquisition", i)
+		}
+		sum += n
+	}
+	if sum != res.Acquisitions || res.FairMin == 0 || res.Jain <= 0 {
+		t.Errorf("clients acquired %d times, the result counts %d; fairness %d/%d, Jain %.3f", sum, res.Acquisitions, res.FairMin, res.FairMax, res.Jain)
 	}
 }
