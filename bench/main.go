@@ -42,11 +42,11 @@ func main() {
 	}
 }
 
-// libraries are turnstile (with the shared backoff, and with its own
-// default backoff: how it runs when nobody tunes it) and, with peers, the
-// libraries it is compared with.
+// libraries are turnstile (at its defaults, and with the short shared
+// backoff: a variant, no peer) and, with peers, the libraries it is
+// compared with.
 func libraries(withPeers bool) []workload.Library {
-	libs := []workload.Library{workload.Turnstile(), workload.TurnstileDefaults()}
+	libs := []workload.Library{workload.Turnstile(), workload.TurnstileSharedBackoff()}
 	if withPeers {
 		libs = append(libs, peers.All()...)
 	}
@@ -98,7 +98,7 @@ func benchmark(ctx context.Context, cfg config, stdout, log io.Writer) error {
 	}
 	version, _ := servers[0].Do("INFO", "server")
 	rep := runCells(ctx, cfg, wls, env, log)
-	rep.Notes = append(rep.Notes, machineNotes(cfg, redisVersion(version))...)
+	rep.Notes = append(rep.Notes, machineNotes(cfg, redisVersion(version), libraries(cfg.peers))...)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func runCells(ctx context.Context, cfg config, wls []workload.Workload, env envi
 			if w.Nodes > 1 {
 				addrs = env.nodes[:w.Nodes]
 			}
-			fmt.Fprintf(log, "%-26s %-18s ", w.ID(), lib.Name)
+			fmt.Fprintf(log, "%-27s %-24s ", w.ID(), lib.Name)
 			res, err := workload.Run(ctx, workload.Cell{Workload: w, Library: lib, Addrs: addrs, Duration: cfg.duration})
 			if err != nil {
 				fmt.Fprintln(log)
@@ -223,13 +223,16 @@ func write(dir string, rep render.Report, stdout, log io.Writer) error {
 	return nil
 }
 
-func machineNotes(cfg config, redisVersion string) []string {
+func machineNotes(cfg config, redisVersion string, libs []workload.Library) []string {
 	host, _ := os.Hostname()
 	notes := []string{
 		fmt.Sprintf("%s %s/%s, %d CPUs (GOMAXPROCS %d), host %s; redis-server %s on loopback, started by the run.", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), host, redisVersion),
-		fmt.Sprintf("Each cell runs %v after a warm-up; lock TTL %v; polling libraries wait %v–%v (full jitter) between attempts.", cfg.duration, workload.TTL, workload.Backoff.Base, workload.Backoff.Cap),
-		"Server commands count everything INFO commandstats counts, commands run inside scripts included.",
+		fmt.Sprintf("Each cell runs %v after a warm-up; every library runs as its users run it:", cfg.duration),
 	}
+	for _, l := range libs {
+		notes = append(notes, l.Settings+".")
+	}
+	notes = append(notes, "Server commands count everything INFO commandstats counts, commands run inside scripts included.")
 	if cfg.note != "" {
 		notes = append(notes, cfg.note)
 	}
@@ -282,7 +285,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	fs.DurationVar(&c.duration, "duration", 3*time.Second, "how long each cell runs (--quick: 1s unless given)")
 	fs.StringVar(&only, "only", "", "run only the workloads whose id matches this regular expression, e.g. 'uncontended' or 'herd|contended-8'; ids: "+ids())
-	fs.BoolVar(&c.peers, "peers", true, "run the peer libraries (redsync, redislock, rueidislock) too")
+	fs.BoolVar(&c.peers, "peers", true, "run the peer libraries (redsync, redislock, rueidislock, rueidislock-km1) too")
 	fs.BoolVar(&c.quick, "quick", false, "short cells, a short redis-benchmark, no held-lease scale cell: under 2 minutes")
 	fs.StringVar(&c.out, "out", defaultOut(), "directory for results.jsonl, table.txt and report.html")
 	fs.StringVar(&c.note, "note", "", "a line about the run to print in the report, e.g. 'taken on a busy machine'")

@@ -47,10 +47,11 @@ func TestQuickRun(t *testing.T) {
 	rep := runCells(ctx, cfg, wls, env, &log)
 	t.Logf("progress:\n%s", log.String())
 
+	all := []string{"turnstile", "turnstile-shared-backoff", "redsync", "redislock", "rueidislock", "rueidislock-km1"}
 	want := map[string][]string{
-		"uncontended/c=2":   {"turnstile", "turnstile-defaults", "redsync", "redislock", "rueidislock"},
-		"redlock-3/c=2":     {"turnstile", "turnstile-defaults", "redsync"},
-		"herd/c=20/procs=2": {"turnstile", "turnstile-defaults", "redsync", "redislock", "rueidislock"},
+		"uncontended/c=2":   all,
+		"redlock-3/c=2":     {"turnstile", "turnstile-shared-backoff", "redsync"},
+		"herd/c=20/procs=2": all,
 	}
 	got := map[string][]string{}
 	for _, c := range rep.Cells {
@@ -89,7 +90,7 @@ func TestQuickRun(t *testing.T) {
 	if err := write(cfg.out, rep, &stdout, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	for _, col := range []string{"acq/s", "p99 ms", "fair min/max", "cmds/acq", "gap ms", "rueidislock", "redis-benchmark", "held leases"} {
+	for _, col := range []string{"acq/s", "p99 ms", "fair min/max", "cmds/acq", "gap ms", "rueidislock-km1", "turnstile-shared-backoff", "redis-benchmark", "held leases"} {
 		if !strings.Contains(stdout.String(), col) {
 			t.Errorf("table lacks %q:\n%s", col, stdout.String())
 		}

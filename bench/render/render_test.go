@@ -52,7 +52,7 @@ func TestCompareAndCapacities(t *testing.T) {
 		t.Fatalf("Compare: %+v", cs)
 	}
 	// A faster variant of turnstile is no peer.
-	variant := cell("uncontended/c=64", "turnstile-defaults", 64, 90000)
+	variant := cell("uncontended/c=64", "turnstile-shared-backoff", 64, 90000)
 	if cs := render.Compare(append(r.Cells, variant)); cs[1].BestPeer != "peer<b>" || cs[1].Ratio != 2.5 {
 		t.Fatalf("Compare with a turnstile variant: %+v", cs)
 	}

@@ -43,9 +43,10 @@ type Comparison struct {
 }
 
 // Compare returns, per workload in which turnstile and at least one
-// other library ran, turnstile's acquisitions per second over the best
-// other library's. Variants of turnstile (names beginning "turnstile",
-// such as "turnstile-defaults") are no peers.
+// other library ran, turnstile's acquisitions per second (the row named
+// "turnstile": turnstile at its defaults) over the best other
+// library's. Variants of turnstile (names beginning "turnstile", such as
+// "turnstile-shared-backoff") are no peers.
 func Compare(cells []workload.Result) []Comparison {
 	var out []Comparison
 	for _, id := range ids(cells) {

@@ -44,37 +44,59 @@ type Library struct {
 	// MultiNode reports whether the library can run Redlock workloads
 	// (Nodes > 1).
 	MultiNode bool
+	// Settings says, in a line for the report, what the library is
+	// given: its TTL, how it waits for a held lock, what is left at its
+	// defaults.
+	Settings string
 }
 
-// TTL is the lock TTL every library is given where it takes one, so that
-// no library renews and another does not within a cell.
-const TTL = 10 * time.Second
+// TTL is the lock TTL every library is given where it takes one
+// (turnstile, redsync, redislock): redsync's default, long enough that
+// no lock is renewed within a cell.
+const TTL = 8 * time.Second
 
-// Backoff is the wait between attempts on a held key that the libraries
-// that retry by polling are given: full jitter over an exponential
-// ceiling from 1 ms to 8 ms, without a retry limit (the cell's context
-// ends the wait).
+// DefaultBackoff is turnstile's default wait between attempts on a held
+// key, full jitter over an exponential ceiling from
+// turnstile.DefaultBackoffBase (10 ms) to turnstile.DefaultBackoffCap
+// (1 s), without the default's retry limit: Acquire waits until its
+// context ends, as the peers do. Release notices and the Client's local
+// line of waiters wake a waiter before the backoff does.
+var DefaultBackoff = turnstile.Exponential{Base: turnstile.DefaultBackoffBase, Cap: turnstile.DefaultBackoffCap, MaxRetries: -1}
+
+// Backoff is a short wait between attempts on a held key: full jitter
+// over an exponential ceiling from 1 ms to 8 ms, without a retry limit
+// (the cell's context ends the wait). OpenTurnstile and the
+// TurnstileSharedBackoff row use it.
 var Backoff = turnstile.Exponential{Base: time.Millisecond, Cap: 8 * time.Millisecond, MaxRetries: -1}
 
-// Turnstile is turnstile over a redis-server (one address) or a Redlock
-// of independent servers (several addresses, restart quarantine off:
-// the benchmark's servers have just been started and hold no lock
-// anyone could lose), with TTL and Backoff.
-func Turnstile() Library { return turnstileLibrary("turnstile") }
-
-// TurnstileDefaults is Turnstile pacing its attempts between release
-// notices with turnstile's default Backoff (10 ms … 1 s, full jitter)
-// instead of the shared Backoff, without a retry limit: how turnstile
-// waits when nobody tunes it.
-func TurnstileDefaults() Library {
-	return turnstileLibrary("turnstile-defaults", turnstile.WithBackoff(turnstile.Exponential{
-		Base: turnstile.DefaultBackoffBase, Cap: turnstile.DefaultBackoffCap, MaxRetries: -1}))
+// Turnstile is turnstile as its users run it: opened by URL on a
+// redis-server (one address) or a Redlock of independent servers
+// (several addresses, restart quarantine off: the benchmark's servers
+// have just been started and hold no lock anyone could lose), with
+// turnstile's defaults — release notices, a local line of waiters per
+// key and Client, the watchdog — except the lock TTL (TTL) and the
+// retry limit (DefaultBackoff has none).
+func Turnstile() Library {
+	return turnstileLibrary("turnstile",
+		fmt.Sprintf("turnstile: its defaults (release notices, one local line of waiters per key, the backoff's timer as a safety net) with TTL %v and backoff %v…%v (full jitter) without a retry limit", TTL, DefaultBackoff.Base, DefaultBackoff.Cap),
+		turnstile.WithBackoff(DefaultBackoff))
 }
 
-func turnstileLibrary(name string, opts ...turnstile.Option) Library {
+// TurnstileSharedBackoff is Turnstile with the short Backoff (1 ms …
+// 8 ms) instead of DefaultBackoff: a variant of turnstile that shows how
+// much of a cell's figures the backoff decides. Release notices and
+// local lines should make the backoff a safety net only, so that the
+// two rows differ little.
+func TurnstileSharedBackoff() Library {
+	return turnstileLibrary("turnstile-shared-backoff",
+		fmt.Sprintf("turnstile-shared-backoff: the same with backoff %v…%v (full jitter), a variant, no peer", Backoff.Base, Backoff.Cap))
+}
+
+func turnstileLibrary(name, settings string, opts ...turnstile.Option) Library {
 	return Library{
 		Name:      name,
 		MultiNode: true,
+		Settings:  settings,
 		Open: func(ctx context.Context, addrs []string, _ int) (Locker, error) {
 			switch len(addrs) {
 			case 0:
@@ -89,7 +111,8 @@ func turnstileLibrary(name string, opts ...turnstile.Option) Library {
 
 // OpenTurnstile opens a turnstile client on url (any scheme registered
 // with turnstile.Open; this package registers redis:// and redlock://)
-// with TTL, Backoff and opts, as a Locker.
+// with TTL, Backoff and then opts, which may replace either, as a
+// Locker.
 func OpenTurnstile(ctx context.Context, url string, opts ...turnstile.Option) (Locker, error) {
 	opts = append([]turnstile.Option{turnstile.WithTTL(TTL), turnstile.WithBackoff(Backoff)}, opts...)
 	c, err := turnstile.Open(ctx, url, opts...)

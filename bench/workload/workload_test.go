@@ -294,3 +294,53 @@ func TestRunClients(t *testing.T) {
 		t.Errorf("clients acquired %d times, the result counts %d; fairness %d/%d, Jain %.3f", sum, res.Acquisitions, res.FairMin, res.FairMax, res.Jain)
 	}
 }
+
+// The turnstile rows run with TTL 8 s, and wait for a held lock until
+// their context ends: past the retries of turnstile's default backoff
+// (10 of at most 10 ms … 1 s each, 4.27 s in all).
+func TestTurnstileSettings(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	ctx := context.Background()
+	for _, lib := range []workload.Library{workload.Turnstile(), workload.TurnstileSharedBackoff()} {
+		t.Run(lib.Name, func(t *testing.T) {
+			t.Parallel()
+			lk, err := lib.Open(ctx, []string{srv.Addr()}, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lk.Close()
+			key := "settings:" + lib.Name
+			h, err := lk.Acquire(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, ok := h.(interface{ Validity() time.Duration })
+			if !ok {
+				t.Fatalf("%T has no Validity", h)
+			}
+			if d := v.Validity(); d <= 7*time.Second || d > workload.TTL {
+				t.Errorf("validity %v, want a little under %v", d, workload.TTL)
+			}
+			// Held by another client for longer than turnstile's default
+			// retries could wait.
+			other, err := lib.Open(ctx, []string{srv.Addr()}, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			const held = 4500 * time.Millisecond
+			time.AfterFunc(held, func() { _ = h.Release(ctx) })
+			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			start := time.Now()
+			h2, err := other.Acquire(wctx, key)
+			if err != nil {
+				t.Fatalf("waiting %v for a held lock: %v", time.Since(start).Round(time.Millisecond), err)
+			}
+			if d := time.Since(start); d < held-100*time.Millisecond {
+				t.Errorf("acquired after %v, before the release at %v", d, held)
+			}
+			_ = h2.Release(ctx)
+		})
+	}
+}
