@@ -267,7 +267,7 @@ type config struct {
 
 func (c config) workloads() []workload.Workload {
 	var out []workload.Workload
-	for _, w := range workload.Suite(c.waiters, c.hold) {
+	for _, w := range workload.SideBySide(c.waiters, c.hold) {
 		if c.only == nil || c.only.MatchString(w.ID()) {
 			out = append(out, w)
 		}
@@ -284,7 +284,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.DurationVar(&c.duration, "duration", 3*time.Second, "how long each cell runs (--quick: 1s unless given)")
-	fs.StringVar(&only, "only", "", "run only the workloads whose id matches this regular expression, e.g. 'uncontended' or 'herd|contended-8'; ids: "+ids())
+	fs.StringVar(&only, "only", "", "run only the workloads whose id matches this regular expression, e.g. 'uncontended', 'clients' or 'herd|contended-8'; ids: "+ids())
 	fs.BoolVar(&c.peers, "peers", true, "run the peer libraries (redsync, redislock, rueidislock, rueidislock-km1) too")
 	fs.BoolVar(&c.quick, "quick", false, "short cells, a short redis-benchmark, no held-lease scale cell: under 2 minutes")
 	fs.StringVar(&c.out, "out", defaultOut(), "directory for results.jsonl, table.txt and report.html")
@@ -293,7 +293,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&scale, "scale", "", "hold --scale-leases leases under one client's watchdog: true or false (default: true, false with --quick)")
 	fs.IntVar(&c.scaleLeases, "scale-leases", 1_000_000, "leases the scale cell holds")
 	fs.DurationVar(&c.scaleTTL, "scale-ttl", 2*time.Minute, "lease TTL of the scale cell; the leases are held for one TTL, three renewal periods, and renewed every TTL/3: the server must run leases÷(TTL/3) renewal scripts per second")
-	fs.IntVar(&c.waiters, "herd", 2000, "waiters in the herd workloads (a multiple of 10)")
+	fs.IntVar(&c.waiters, "herd", 500, "waiters in the herd workloads (a multiple of 10: they are split over 10 clients and over 10 processes)")
 	fs.DurationVar(&c.hold, "hold", time.Millisecond, "how long a herd waiter holds the lock")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -328,7 +328,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	case c.scaleTTL < 100*time.Millisecond:
 		return c, fmt.Errorf("--scale-ttl %v: must be at least 100ms", c.scaleTTL)
 	case c.waiters < 10 || c.waiters%10 != 0:
-		return c, fmt.Errorf("--herd %d: must be a positive multiple of 10 (the waiters are split over 10 processes)", c.waiters)
+		return c, fmt.Errorf("--herd %d: must be a positive multiple of 10 (the waiters are split over 10 clients and over 10 processes)", c.waiters)
 	case c.hold <= 0:
 		return c, fmt.Errorf("--hold %v: must be positive", c.hold)
 	case c.out == "":
@@ -347,10 +347,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	return c, nil
 }
 
-// ids lists the standard workloads' ids.
+// ids lists the workloads' ids with the default --herd.
 func ids() string {
 	var s []string
-	for _, w := range workload.Suite(2000, time.Millisecond) {
+	for _, w := range workload.SideBySide(500, time.Millisecond) {
 		s = append(s, w.ID())
 	}
 	return strings.Join(s, ", ")

@@ -18,10 +18,10 @@ import (
 )
 
 // TestQuickRun runs the program's cells, tiny, against real redis-servers:
-// every library on one server, turnstile and redsync on a Redlock of
-// three, a herd spread over two worker processes, redis-benchmark and a
-// small held-lease cell, then writes the three outputs and reads them
-// back.
+// every library on one server, in one client and in two, turnstile and
+// redsync on a Redlock of three, a herd spread over four clients in two
+// worker processes, redis-benchmark and a small held-lease cell, then
+// writes the three outputs and reads them back.
 func TestQuickRun(t *testing.T) {
 	single := testserver.StartRedis(t)
 	env := environment{single: single.Addr(), nodes: []string{single.Addr()}, flush: func() error {
@@ -38,8 +38,9 @@ func TestQuickRun(t *testing.T) {
 	cfg.limitRequests = 2000
 	wls := []workload.Workload{
 		{Name: "uncontended", Concurrency: 2, Nodes: 1},
+		{Name: "contended-1", Concurrency: 4, HotKeys: 1, Nodes: 1, Clients: 2},
 		{Name: "redlock-3", Concurrency: 2, Nodes: 3},
-		{Name: "herd", Concurrency: 20, HotKeys: 1, Hold: time.Millisecond, Nodes: 1, Processes: 2},
+		{Name: "herd", Concurrency: 20, HotKeys: 1, Hold: time.Millisecond, Nodes: 1, Processes: 2, Clients: 4},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
@@ -49,9 +50,10 @@ func TestQuickRun(t *testing.T) {
 
 	all := []string{"turnstile", "turnstile-shared-backoff", "redsync", "redislock", "rueidislock", "rueidislock-km1"}
 	want := map[string][]string{
-		"uncontended/c=2":   all,
-		"redlock-3/c=2":     {"turnstile", "turnstile-shared-backoff", "redsync"},
-		"herd/c=20/procs=2": all,
+		"uncontended/c=2":             all,
+		"contended-1/c=4/clients=2":   all,
+		"redlock-3/c=2":               {"turnstile", "turnstile-shared-backoff", "redsync"},
+		"herd/c=20/clients=4/procs=2": all,
 	}
 	got := map[string][]string{}
 	for _, c := range rep.Cells {
@@ -64,6 +66,9 @@ func TestQuickRun(t *testing.T) {
 		}
 		if c.Nodes == 1 && c.Errors != 0 {
 			t.Errorf("%s %s: %d errors, the first: %s", c.ID, c.Library, c.Errors, c.Error)
+		}
+		if wc := map[string]int{"contended-1": 2, "herd": 4}[c.Workload]; wc > 0 && c.Clients != wc {
+			t.Errorf("%s %s: %d clients, want %d", c.ID, c.Library, c.Clients, wc)
 		}
 	}
 	for id, libs := range want {
@@ -115,7 +120,7 @@ func TestQuickRun(t *testing.T) {
 			}
 		}
 	}
-	if kinds["run"] != 1 || kinds["cell"] != len(rep.Cells) || kinds["limit"] != 2 || kinds["scale"] != 1 || kinds["comparison"] != 3 {
+	if kinds["run"] != 1 || kinds["cell"] != len(rep.Cells) || kinds["limit"] != 2 || kinds["scale"] != 1 || kinds["comparison"] != 4 {
 		t.Errorf("results.jsonl holds %v", kinds)
 	}
 	page, err := os.ReadFile(filepath.Join(cfg.out, "report.html"))
@@ -145,14 +150,14 @@ func TestFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.duration != time.Second || cfg.scale || !cfg.peers || len(cfg.workloads()) != 9 {
+	if cfg.duration != time.Second || cfg.scale || !cfg.peers || cfg.waiters != 500 || len(cfg.workloads()) != 12 {
 		t.Errorf("--quick: %+v, %d workloads", cfg, len(cfg.workloads()))
 	}
 	cfg, err = parseFlags([]string{"--only", "^herd", "--peers=false", "--duration", "5s"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.duration != 5*time.Second || !cfg.scale || cfg.peers || len(cfg.workloads()) != 2 {
+	if cfg.duration != 5*time.Second || !cfg.scale || cfg.peers || len(cfg.workloads()) != 3 {
 		t.Errorf("--only ^herd: %+v, %d workloads", cfg, len(cfg.workloads()))
 	}
 	for _, bad := range [][]string{

@@ -40,3 +40,23 @@ func ExampleSuite() {
 	// herd/c=2000
 	// herd/c=2000/procs=10
 }
+
+// The side-by-side comparison's workloads, by id.
+func ExampleSideBySide() {
+	for _, w := range workload.SideBySide(500, time.Millisecond) {
+		fmt.Println(w.ID())
+	}
+	// Output:
+	// uncontended/c=1
+	// uncontended/c=16
+	// uncontended/c=64
+	// uncontended/c=256
+	// redlock-5/c=1
+	// redlock-5/c=64
+	// contended-8/c=64
+	// contended-1/c=64
+	// contended-1/c=64/clients=8
+	// herd/c=500
+	// herd/c=500/clients=10
+	// herd/c=500/procs=10
+}
