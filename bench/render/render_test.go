@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"math"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -168,5 +169,38 @@ func TestHTML(t *testing.T) {
 	// concurrency.
 	if n := strings.Count(svgs[0], "<circle"); n != 4 {
 		t.Errorf("throughput chart has %d points, want 4", n)
+	}
+}
+
+// Every chart is wide enough for its legend: the six libraries of a run
+// with their long names, each in a colour of its own.
+func TestLegendFits(t *testing.T) {
+	libs := []string{"turnstile", "turnstile-shared-backoff", "redsync", "redislock", "rueidislock", "rueidislock-km1"}
+	var cells []workload.Result
+	for i, lib := range libs {
+		cells = append(cells, cell("uncontended/c=1", lib, 1, float64(1000*(i+1))), cell("contended-1/c=64/clients=8", lib, 64, float64(500*(i+1))))
+	}
+	var b bytes.Buffer
+	if err := render.HTML(&b, render.Report{Title: "six", Cells: cells}); err != nil {
+		t.Fatal(err)
+	}
+	width := regexp.MustCompile(`<svg [^>]*width="(\d+)"`)
+	text := regexp.MustCompile(`<text x="(\d+)" y="\d+" class="a">([^<]*)</text>`)
+	fill := regexp.MustCompile(`<rect x="\d+" y="\d+" width="10" height="10" fill="(#[0-9a-f]+)"/>`)
+	for _, s := range regexp.MustCompile(`(?s)<svg .*?</svg>`).FindAllString(b.String(), -1) {
+		w, _ := strconv.Atoi(width.FindStringSubmatch(s)[1])
+		for _, m := range text.FindAllStringSubmatch(s, -1) {
+			x, _ := strconv.Atoi(m[1])
+			if end := x + 7*len(m[2]); end > w {
+				t.Errorf("legend %q ends at %d in a chart %d wide", m[2], end, w)
+			}
+		}
+		seen := map[string]bool{}
+		for _, m := range fill.FindAllStringSubmatch(s, -1) {
+			if seen[m[1]] {
+				t.Errorf("two series coloured %s", m[1])
+			}
+			seen[m[1]] = true
+		}
 	}
 }

@@ -8,8 +8,9 @@ import (
 	"strings"
 )
 
-// palette colours series in order; the first is turnstile's.
-var palette = []string{"#d9480f", "#1c7ed6", "#2f9e44", "#7048e8", "#e8590c", "#868e96"}
+// palette colours series in order; the first is turnstile's, and no
+// other is near it.
+var palette = []string{"#d9480f", "#1c7ed6", "#2f9e44", "#7048e8", "#c2255c", "#0c8599", "#868e96"}
 
 const (
 	chartW   = 640 // the narrowest chart
@@ -112,8 +113,20 @@ func legend(b *strings.Builder, series []string) {
 	x := padLeft
 	for i, name := range series {
 		fmt.Fprintf(b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d" class="a">%s</text>`, x, chartH-14, palette[i%len(palette)], x+14, chartH-5, html.EscapeString(name))
-		x += 24 + 7*len(name)
+		x += legendStep(name)
 	}
+}
+
+// legendStep is the room one name takes in a legend.
+func legendStep(name string) int { return 24 + 7*len(name) }
+
+// legendWidth is the chart width a legend of series needs.
+func legendWidth(series []string) int {
+	w := padLeft + padRight
+	for _, name := range series {
+		w += legendStep(name)
+	}
+	return w
 }
 
 // bars draws grouped bars: values[g][s] is series s in group g; a value
@@ -129,7 +142,7 @@ func bars(title, unit string, groups, series []string, values [][]float64, log b
 	for _, g := range groups {
 		label = max(label, len(g))
 	}
-	width := max(chartW, padLeft+padRight+len(groups)*(7*label+16))
+	width := max(chartW, padLeft+padRight+len(groups)*(7*label+16), legendWidth(series))
 	var b strings.Builder
 	frame(&b, title, unit, s, width)
 	base := float64(chartH - padBot)
@@ -161,10 +174,11 @@ func lines(title, unit string, xs, series []string, values [][]float64) string {
 		all = append(all, row...)
 	}
 	s := newScale(all, false)
+	width := max(chartW, legendWidth(series))
 	var b strings.Builder
-	frame(&b, title, unit, s, chartW)
+	frame(&b, title, unit, s, width)
 	base := float64(chartH - padBot)
-	step := float64(chartW-padLeft-padRight-40) / float64(max(len(xs)-1, 1))
+	step := float64(width-padLeft-padRight-40) / float64(max(len(xs)-1, 1))
 	px := func(i int) float64 { return float64(padLeft+20) + float64(i)*step }
 	for i, x := range xs {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" class="a" text-anchor="middle">%s</text>`, px(i), base+14, html.EscapeString(x))
