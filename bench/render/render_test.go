@@ -204,3 +204,25 @@ func TestLegendFits(t *testing.T) {
 		}
 	}
 }
+
+// The comparison lines line up whatever the fastest peers' names.
+func TestCompareAligned(t *testing.T) {
+	r := render.Report{Cells: []workload.Result{
+		cell("uncontended/c=1", "turnstile", 1, 10000), cell("uncontended/c=1", "rs", 1, 8000),
+		cell("contended-1/c=64/clients=8", "turnstile", 64, 5000), cell("contended-1/c=64/clients=8", "rueidislock-km1", 64, 2000),
+	}}
+	var b bytes.Buffer
+	if err := render.Table(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	_, cmp, _ := strings.Cut(b.String(), "turnstile against the fastest peer:\n")
+	var at []int
+	for line := range strings.Lines(cmp) {
+		if i := strings.Index(line, "/s  = "); i > 0 {
+			at = append(at, i)
+		}
+	}
+	if len(at) != 2 || at[0] != at[1] {
+		t.Errorf("comparison columns at %v:\n%s", at, cmp)
+	}
+}

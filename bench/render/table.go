@@ -40,8 +40,12 @@ func Table(w io.Writer, r Report) error {
 	}
 	if cs := Compare(r.Cells); len(cs) > 0 {
 		fmt.Fprintln(w, "\nturnstile against the fastest peer:")
+		peerW := 0
 		for _, c := range cs {
-			fmt.Fprintf(w, "  %-28s %9.0f/s vs %s %9.0f/s  = %.2fx\n", c.ID, c.Turnstile, c.BestPeer, c.PeerRate, c.Ratio)
+			peerW = max(peerW, len(c.BestPeer))
+		}
+		for _, c := range cs {
+			fmt.Fprintf(w, "  %-28s %9.0f/s vs %-*s %9.0f/s  = %.2fx\n", c.ID, c.Turnstile, peerW, c.BestPeer, c.PeerRate, c.Ratio)
 		}
 	}
 	if cs := Capacities(r); len(cs) > 0 {
