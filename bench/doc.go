@@ -4,20 +4,36 @@
 // the same redis-server processes, which it starts itself on loopback
 // (one, and five for the Redlock rows). Run it from this directory:
 //
-//	go run .                      # the whole comparison, under 15 minutes
+//	go run .                      # the whole comparison, about 10 minutes
 //	go run . --quick              # every workload, short cells, under 2 minutes
 //	go run . --only 'herd' --duration 5s
 //	go run . --peers=false        # turnstile alone
 //
-// (or `go run ./bench` from the repository root). Every workload (see
-// workload.Suite) runs through every library that supports it, each cell
-// for --duration, the libraries in alternating order from one workload
-// to the next. Each cell reports acquisitions per second, acquire
-// latency percentiles from an HDR histogram, fairness between workers
-// and the servers' commands per acquisition (INFO commandstats). The run
-// also measures Redis's own capacity with redis-benchmark and, unless
-// --quick or --scale=false, holds 1,000,000 leases under one turnstile
-// client's watchdog.
+// (or `go run ./bench` from the repository root).
+//
+// Every library runs as its users run it, with lock TTL 8 s where it
+// takes one: turnstile opened by URL at its defaults, its default
+// backoff (10 ms … 1 s) without a retry limit ("turnstile"), and the
+// same with a 1 … 8 ms backoff ("turnstile-shared-backoff", a variant,
+// no peer); redsync with its default retry delay and unlimited tries;
+// redislock retrying every millisecond; rueidislock at its defaults, and
+// with KeyMajority 1 ("rueidislock-km1"). See package peers.
+//
+// The workloads (workload.SideBySide) are: distinct keys with 1, 16, 64
+// and 256 workers; a Redlock of 5 servers with 1 and 64 workers
+// (turnstile and redsync); 64 workers on 8 hot keys, and on one; one hot
+// key with the 64 workers spread over 8 clients; a herd of --herd (500)
+// waiters on one key, each holding it --hold (1 ms), in one client,
+// spread over 10 clients, and spread over 10 processes. Every workload
+// runs through every library that supports it, each cell for
+// --duration (3 s), the libraries in alternating order from one
+// workload to the next. Each cell reports acquisitions per second,
+// acquire latency percentiles from an HDR histogram, fairness between
+// workers (Jain's index), the servers' commands per acquisition (INFO
+// commandstats) and, for the herd, the handoff gap. The run also
+// measures Redis's own capacity with redis-benchmark and, unless --quick
+// or --scale=false, holds 1,000,000 leases under one turnstile client's
+// watchdog.
 //
 // Results go to standard output as a table, and to --out (default
 // bench/report of the checkout) as results.jsonl, table.txt and
