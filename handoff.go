@@ -123,7 +123,7 @@ func (c *Client) releaseInStore(ctx context.Context, l *Lease) (bool, error) {
 		return c.backend.Release(ctx, l.key, l.owner)
 	}
 	var to *waiter
-	quiet := false
+	quiet, aloud := false, false
 	ln.mu.Lock()
 	if !ln.dead && len(ln.waiters) > 0 {
 		if ln.quietRun < maxQuietRun {
@@ -139,6 +139,7 @@ func (c *Client) releaseInStore(ctx context.Context, l *Lease) (bool, error) {
 		} else {
 			ln.quietRun = 0
 			ln.aloud = true
+			aloud = canQuiet
 		}
 	}
 	var owner string
@@ -170,6 +171,10 @@ func (c *Client) releaseInStore(ctx context.Context, l *Lease) (bool, error) {
 		return ok, err
 	case quiet:
 		return qr.ReleaseQuiet(ctx, l.key, l.owner)
+	case aloud:
+		// The head waits for this notice (leaseEnded), as the other
+		// processes' waiters do.
+		return qr.ReleaseAloud(ctx, l.key, l.owner)
 	default:
 		return c.backend.Release(ctx, l.key, l.owner)
 	}

@@ -421,7 +421,12 @@ func TestSharedBackendWaitersContendTogether(t *testing.T) {
 // quietNotifying can release without a notice (driver.QuietReleaser).
 type quietNotifying struct {
 	*notifying
-	quiet atomic.Int64
+	quiet, aloud atomic.Int64
+}
+
+func (q *quietNotifying) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
+	q.aloud.Add(1)
+	return q.Release(ctx, key, owner)
 }
 
 func (q *quietNotifying) ReleaseQuiet(ctx context.Context, key, owner string) (bool, error) {
@@ -491,6 +496,9 @@ func TestQuietHandoff(t *testing.T) {
 	}
 	if q.quiet.Load() < int64(each) {
 		t.Errorf("only %d of %d releases were quiet handoffs", q.quiet.Load(), q.releases.Load())
+	}
+	if q.aloud.Load() == 0 {
+		t.Errorf("no release of %d was aloud", q.releases.Load())
 	}
 	// Runs end when a client releases aloud and the other wins the race;
 	// a client that never lost a race would hold the lock for all its

@@ -149,10 +149,14 @@ type Shared interface {
 // Client wakes itself, the Client releases quietly, so that waiters in
 // other processes are not woken for a lock they would not get; now and
 // then it releases aloud and lets them race, so that they are not
-// starved.
+// starved: its own next waiter then waits for the notice like theirs.
 type QuietReleaser interface {
 	// ReleaseQuiet is Release without the release notice.
 	ReleaseQuiet(ctx context.Context, key, owner string) (ok bool, err error)
+	// ReleaseAloud is Release that sends the release notice in any case,
+	// also where Release sends it only when someone else tried to take
+	// the lock while it was held (Redis).
+	ReleaseAloud(ctx context.Context, key, owner string) (ok bool, err error)
 	// Notify sends key's release notice without releasing anything.
 	Notify(ctx context.Context, key string) error
 }

@@ -48,7 +48,7 @@ var (
 		// is a cluster node
 		"cluster|slots",
 		// called by the scripts
-		"get", "set", "del", "exists", "pexpire", "pttl", "persist", "time", "incr", "spublish",
+		"get", "set", "append", "del", "exists", "pexpire", "pttl", "persist", "time", "incr", "spublish",
 		"hexists", "hget", "hset", "hincrby",
 		"zadd", "zrem", "zrank", "zcard", "zscore", "zrangebyscore", "zremrangebyscore",
 	}
@@ -407,7 +407,7 @@ func TestACLOperator(t *testing.T) {
 	checkACLLog(t, srv)
 	checkRan(t, srv, append(slices.Clone(aclLock), aclOperator...),
 		// the operator's calls on their own: no waiting, renewing or queueing
-		"ssubscribe", "sunsubscribe", "ping", "exists", "incr", "hexists", "hset", "hincrby",
+		"ssubscribe", "sunsubscribe", "ping", "append", "exists", "incr", "hexists", "hset", "hincrby",
 		"zrank", "zrem", "zscore", "zremrangebyscore", "zcard", "persist", "eval", "hget", "pexpire")
 }
 
@@ -543,8 +543,13 @@ func TestACLMissingPermission(t *testing.T) {
 			return then(t, ctx, b)
 		}
 	}
+	// release takes key and releases it after another owner failed to
+	// take it: a release that publishes its notice.
 	release := func(key string) step {
-		return takeThen(key, func(_ *testing.T, ctx context.Context, b *redis.Backend) error {
+		return takeThen(key, func(t *testing.T, ctx context.Context, b *redis.Backend) error {
+			if _, ok, err := b.Acquire(ctx, key, "waiter", 10*time.Second); err != nil || ok {
+				t.Fatalf("a second owner's acquire %s: ok=%v err=%v", key, ok, err)
+			}
 			_, err := b.Release(ctx, key, "owner")
 			return err
 		})
@@ -558,6 +563,10 @@ func TestACLMissingPermission(t *testing.T) {
 		{"evalsha", without(full, "+evalsha"), acquire("a1"), []string{"EVALSHA", "+evalsha"}},
 		{"time in the acquire script", without(full, "+time"), acquire("a2"), []string{"TIME", "+time"}},
 		{"spublish in the release script", without(full, "+spublish"), release("a3"), []string{"SPUBLISH", "+spublish"}},
+		{"append in the acquire script", without(full, "+append"), takeThen("a30", func(_ *testing.T, ctx context.Context, b *redis.Backend) error {
+			_, _, err := b.Acquire(ctx, "a30", "waiter", 10*time.Second)
+			return err
+		}), []string{"APPEND", "+append"}},
 		{"pexpire in the extend script", without(full, "+pexpire"), takeThen("a4", func(_ *testing.T, ctx context.Context, b *redis.Backend) error {
 			_, err := b.Extend(ctx, "a4", "owner", 10*time.Second)
 			return err
@@ -664,6 +673,10 @@ func TestACLMissingPermissionClient(t *testing.T) {
 	l, err := c.Acquire(ctx, "job")
 	if err != nil {
 		t.Fatalf("acquire without the channel pattern: %v", err)
+	}
+	// Another process fails to take it, so the release publishes.
+	if _, ok, err := c.Backend().Acquire(ctx, "job", "waiter", 10*time.Second); err != nil || ok {
+		t.Fatalf("a second owner's acquire: ok=%v err=%v", ok, err)
 	}
 	checkRefusal(t, l.Release(ctx), `"app:{job}:released"`)
 

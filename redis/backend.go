@@ -22,6 +22,7 @@ type Backend struct {
 	watchers  *watchers // subscriptions of Released, shared per client
 	closeOnce sync.Once
 	ttls      atomic.Pointer[ttlStrings] // the last TTL's script arguments
+	clock     serverClock                // where grants' tokens start
 }
 
 var (
@@ -131,15 +132,33 @@ func (b *Backend) Close() error {
 
 // Acquire implements driver.Backend.
 func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	return b.AcquireAt(ctx, key, owner, ttl, 0)
+}
+
+// AcquireAt is Acquire with the grant's fencing token starting from
+// clock (µs since the epoch) instead of the Backend's own reading of the
+// server clock (ClockReading); 0 means that reading. The token is the
+// greater of clock and the key's last token + 1. A Redlock gives all its
+// nodes one reading, so that a new key gets one token everywhere and none
+// needs raising (redlock package).
+func (b *Backend) AcquireAt(ctx context.Context, key, owner string, ttl time.Duration, clock uint64) (uint64, bool, error) {
 	if err := check(ctx, key); err != nil {
 		return 0, false, err
 	}
-	c := b.lockCall(key, owner, ttl)
+	if clock >= 1<<53 {
+		return 0, false, fmt.Errorf("%w: token clock %d is not below 2^53", turnstile.ErrInvalidOption, clock)
+	}
+	sctx, stop := settling(ctx)
+	c := b.lockCall(key, owner, ttl, 2)
+	own := b.clock.now(sctx, b.conn) // sampled again when stale, also when unused
+	if clock == 0 {
+		clock = uint64(max(own, 0))
+	}
+	c.args = append(c.args, strconv.FormatUint(clock, 10))
 	if b.cfg.quarantine > 0 {
 		c.keys = append(c.keys, b.marker(c.keys[0]))
 		c.args = append(c.args, millis(b.cfg.quarantine))
 	}
-	sctx, stop := settling(ctx)
 	var tok int64
 	var err error
 	if b.waits() {
@@ -171,7 +190,7 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 	if err := check(ctx, key); err != nil {
 		return false, err
 	}
-	n, err := b.conn.eval(ctx, extendScript, b.lockCall(key, owner, ttl))
+	n, err := b.conn.eval(ctx, extendScript, b.lockCall(key, owner, ttl, 0))
 	return n == 1, err
 }
 
@@ -195,7 +214,7 @@ func (b *Backend) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) [
 			res[i].Err = errEmptyKey
 			continue
 		}
-		calls = append(calls, b.lockCall(r.Key, r.Owner, r.TTL))
+		calls = append(calls, b.lockCall(r.Key, r.Owner, r.TTL, 0))
 		index = append(index, i)
 	}
 	for j, rep := range b.conn.evalMulti(ctx, extendScript, calls) {
@@ -206,38 +225,49 @@ func (b *Backend) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) [
 
 // lockCall is the call of the acquire and extend scripts: both set the
 // lock's TTL and the fence's, which outlives it by the grace period.
-func (b *Backend) lockCall(key, owner string, ttl time.Duration) call {
+// room is how many more arguments the caller appends.
+func (b *Backend) lockCall(key, owner string, ttl time.Duration, room int) call {
 	n := b.names(key)
 	lockTTL, fenceTTL := b.ttlArgs(ttl)
 	return call{
 		keys: []string{n.lock, n.fence},
-		args: []string{owner, lockTTL, fenceTTL},
+		args: append(make([]string, 0, 3+room), owner, lockTTL, fenceTTL),
 	}
 }
 
-// Release implements driver.Backend.
+// ClockReading is the Backend's reading of its server's clock, in µs
+// since the epoch, where the fencing tokens of its grants start; 0 before
+// it has one. It does not ask the server: the reading is sampled with
+// TIME at most every 10 s by the grants themselves.
+func (b *Backend) ClockReading() uint64 { return uint64(max(b.clock.reading(), 0)) }
+
+// Release implements driver.Backend. The release notice goes out only
+// when someone failed to take the lock while it was held.
 func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
-	if err := check(ctx, key); err != nil {
-		return false, err
-	}
-	n := b.names(key)
-	r, err := b.conn.eval(ctx, releaseScript, call{
-		keys: []string{n.lock, n.fence},
-		args: []string{owner, b.cfg.graceArg, n.channel},
-	})
-	return r == 1, err
+	return b.release(ctx, key, owner, "")
 }
 
 // ReleaseQuiet implements driver.QuietReleaser: Release without the
 // release notice.
 func (b *Backend) ReleaseQuiet(ctx context.Context, key, owner string) (bool, error) {
+	return b.release(ctx, key, owner, "quiet")
+}
+
+// ReleaseAloud implements driver.QuietReleaser: Release with the release
+// notice, whether or not someone failed to take the lock meanwhile.
+func (b *Backend) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
+	return b.release(ctx, key, owner, "always")
+}
+
+// release runs the release script; notice is its ARGV[3] (release.lua).
+func (b *Backend) release(ctx context.Context, key, owner, notice string) (bool, error) {
 	if err := check(ctx, key); err != nil {
 		return false, err
 	}
 	n := b.names(key)
 	r, err := b.conn.eval(ctx, releaseScript, call{
 		keys: []string{n.lock, n.fence},
-		args: []string{owner, b.cfg.graceArg, n.channel, "quiet"},
+		args: []string{owner, n.channel, notice, b.cfg.graceArg},
 	})
 	return r == 1, err
 }
@@ -253,7 +283,7 @@ func (b *Backend) HandOff(ctx context.Context, key, owner, next string, ttl time
 	lockTTL, fenceTTL := b.ttlArgs(ttl)
 	c := call{
 		keys: []string{n.lock, n.fence},
-		args: []string{owner, next, lockTTL, fenceTTL},
+		args: []string{owner, next, lockTTL, fenceTTL, strconv.FormatInt(b.clock.now(ctx, b.conn), 10)},
 	}
 	var r int64
 	var err error

@@ -138,6 +138,9 @@ func testClusterSlots(t *testing.T, cl *testserver.RedisCluster, admin rueidis.C
 			if err != nil {
 				t.Fatalf("%s: Released: %v", name, err)
 			}
+			if _, ok, err := b.Acquire(ctx, k, "waiter", time.Minute); ok || err != nil {
+				t.Errorf("%s: a second owner's acquire: ok=%v err=%v, want refused", name, ok, err)
+			}
 			if ok, err := b.Release(ctx, k, owner); !ok || err != nil {
 				t.Errorf("%s: release: ok=%v err=%v", name, ok, err)
 			}
@@ -196,7 +199,7 @@ func testClusterNotices(t *testing.T, cl *testserver.RedisCluster, admin rueidis
 				}
 			}
 			for _, k := range keys {
-				acquireRelease(t, releaser, name+":"+k, "releaser")
+				releaseOnce(t, releaser, name+":"+k)
 			}
 			for i, ch := range chans {
 				select {

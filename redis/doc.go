@@ -16,9 +16,14 @@
 //
 // For a lock key K and prefix P (WithPrefix, default none) the backend uses
 //
-//	P{K}            the lock: owner id, expires after the lease TTL
-//	P{K}:fence      the last fencing token of K, expires a grace period after the lock
-//	P{K}:released   channel on which each release is published (a shard
+//	P{K}            the lock: owner id, expires after the lease TTL; the byte
+//	                \x01 follows the owner once another owner failed to take
+//	                it, and stands alone (for a grace period) when a lock so
+//	                marked was released quietly to a waiter of the same client
+//	P{K}:fence      the last fencing token of K, expires the lease TTL + a
+//	                grace period after the last grant or renewal
+//	P{K}:released   channel on which a release is published when someone
+//	                failed to take the lock while it was held (a shard
 //	                channel, SPUBLISH, on Redis 7.0 and later)
 //	P{T}:started    with WithRestartQuarantine only: when the server process
 //	                started, one key per hash tag T
@@ -32,9 +37,20 @@
 //
 // A token is a hybrid logical clock per key: max(last+1, server time in
 // µs), where last is the key's previous token, kept in the fence key. The
-// fence key lives while the lock does and for a grace period after it
-// (WithFenceGrace, default 10 s), so tokens cost no memory for keys that
-// are no longer locked, however many distinct keys are used.
+// fence key lives for the lease TTL and a grace period (WithFenceGrace,
+// default 10 s) after the lock's last grant or renewal, so tokens cost no
+// memory for keys that are no longer locked, however many distinct keys
+// are used.
+//
+// The server time is the client's reading of the server's clock: the
+// server's TIME, sampled at most every 10 s, plus the time elapsed on the
+// client since (the greater of its monotonic and wall clocks' elapsed
+// time, so that neither a machine suspended nor a wall clock stepped back
+// makes it lag) plus the sample's round trip: it errs high by a round
+// trip, never low by more than the two clocks' drift over 10 s. The
+// scripts thus need no TIME of their own (one command less per grant);
+// they read TIME when the client has no reading (before the first sample,
+// or after a failed one).
 //
 // Tokens of a key strictly increase as long as the Redis server's clock
 // does not step back by more than the grace period. While the fence key

@@ -5,7 +5,8 @@
 --
 -- Returns 1 if extended, 0 if the owner does not hold the lock.
 
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+local holder = redis.call('GET', KEYS[1])
+if holder ~= ARGV[1] and holder ~= ARGV[1] .. '\1' then
   return 0
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])

@@ -274,10 +274,11 @@ func (f *Fair) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) []dr
 }
 
 // Release implements driver.Backend: the lock is the plain lock, whose
-// release tells the next waiter.
+// release tells the next waiter (always: the queue's waiters do not mark
+// the lock as the plain lock's do).
 func (f *Fair) Release(ctx context.Context, key, owner string) (bool, error) {
 	if err := checkOwner(ctx, key, owner); err != nil {
 		return false, err
 	}
-	return f.b.Release(ctx, key, owner)
+	return f.b.release(ctx, key, owner, "always")
 }

@@ -41,7 +41,8 @@ end
 
 if not rank or rank == 0 then
   local took = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
-  if not took and redis.call('GET', KEYS[1]) == ARGV[1] then
+  local holder = not took and redis.call('GET', KEYS[1])
+  if holder == ARGV[1] or holder == ARGV[1] .. '\1' then
     -- A retry whose reply was lost: take it anew.
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
     took = true

@@ -22,7 +22,8 @@ end
 
 local owner = ''
 if redis.call('TYPE', KEYS[1]).ok == 'string' then
-  owner = redis.call('GET', KEYS[1])
+  -- Without the byte that marks a lock waited for (acquire.lua).
+  owner = string.gsub(redis.call('GET', KEYS[1]), '\1$', '')
 end
 local pttl = redis.call('PTTL', KEYS[1])
 local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0

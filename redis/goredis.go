@@ -55,6 +55,14 @@ func (g *goredisConn) eval(ctx context.Context, s script, c call) (int64, error)
 	return n, storeError(err, sources[s], c, "")
 }
 
+func (g *goredisConn) serverTime(ctx context.Context) (int64, error) {
+	t, err := g.c.Time(ctx).Result()
+	if err != nil {
+		return 0, err
+	}
+	return t.UnixMicro(), nil
+}
+
 // evalMulti sends every call in one pipeline of EVALSHA. If the server
 // had lost the script, it loads it and sends the refused calls again.
 func (g *goredisConn) evalMulti(ctx context.Context, s script, cs []call) []reply {

@@ -11,15 +11,24 @@ import (
 	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
-// TestHerdNeverSitsOnAFreeLock: ten waiters in two Clients take one key
-// in turn, 200 times over. Their backoff is 5 s, so only release notices
-// and local handoffs (quiet or aloud) can move them on in time: a waiter
-// left sitting on a free lock shows as a round that takes seconds.
+// TestHerdNeverSitsOnAFreeLock: ten waiters in two Clients, and in one,
+// take one key in turn three times each, 200 times over. Their backoff is 5 s, so only
+// release notices and local handoffs (quiet or aloud) can move them on in
+// time: a waiter left sitting on a free lock shows as a round that takes
+// seconds. In one Client nobody else fails to take the lock, so its
+// releases send no notice: an aloud release must wake the line's head
+// itself.
 func TestHerdNeverSitsOnAFreeLock(t *testing.T) {
+	for _, n := range []int{2, 1} {
+		t.Run("clients="+strconv.Itoa(n), func(t *testing.T) { herdNeverSitsOnAFreeLock(t, n) })
+	}
+}
+
+func herdNeverSitsOnAFreeLock(t *testing.T, n int) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	var clients []*turnstile.Client
-	for range 2 {
+	for range n {
 		b := dial(t, srv)
 		c, err := turnstile.New(b, turnstile.WithBackoff(fixedBackoff(5*time.Second)))
 		if err != nil {
@@ -35,13 +44,18 @@ func TestHerdNeverSitsOnAFreeLock(t *testing.T) {
 		errs := make(chan error, 10)
 		for w := range 10 {
 			wg.Go(func() {
-				l, err := clients[w%2].Acquire(rctx, "herd")
-				if err != nil {
-					errs <- err
-					return
-				}
-				if err := l.Release(rctx); err != nil {
-					errs <- err
+				// Three turns each: more releases in a row than a Client
+				// hands to its own waiters before one is aloud.
+				for range 3 {
+					l, err := clients[w%n].Acquire(rctx, "herd")
+					if err != nil {
+						errs <- err
+						return
+					}
+					if err := l.Release(rctx); err != nil {
+						errs <- err
+						return
+					}
 				}
 			})
 		}

@@ -116,6 +116,9 @@ func TestReleasePublishes(t *testing.T) {
 	if ok, err := b.Release(ctx, k, "someone-else"); ok || err != nil {
 		t.Fatalf("release by a non-owner: ok=%v err=%v", ok, err)
 	}
+	if _, ok, err := b.Acquire(ctx, k, "waiter", time.Minute); ok || err != nil {
+		t.Fatalf("a second owner's acquire: ok=%v err=%v, want refused", ok, err)
+	}
 	if ok, err := b.Release(ctx, k, "o"); !ok || err != nil {
 		t.Fatalf("release: ok=%v err=%v", ok, err)
 	}

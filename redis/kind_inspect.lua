@@ -54,7 +54,7 @@ if kind == 'set' then
   members(KEYS[1])
 elseif kind == 'rw' then
   if redis.call('TYPE', KEYS[1]).ok == 'string' then
-    add(redis.call('GET', KEYS[1]), string.format('%.0f', last), redis.call('PTTL', KEYS[1]))
+    add((string.gsub(redis.call('GET', KEYS[1]), '\1$', '')), string.format('%.0f', last), redis.call('PTTL', KEYS[1]))
   end
   members(KEYS[2])
 elseif kind == 'reentrant' then

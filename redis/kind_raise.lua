@@ -24,7 +24,8 @@ elseif kind == 'set' then
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   held = (tonumber(redis.call('ZSCORE', KEYS[1], owner) or '0') or 0) > now
 elseif kind == 'string' then
-  held = redis.call('GET', KEYS[1]) == owner
+  local holder = redis.call('GET', KEYS[1])
+  held = holder == owner or holder == owner .. '\1'
 else
   return redis.error_reply('turnstile: unknown holders kind ' .. tostring(kind))
 end

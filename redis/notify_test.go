@@ -185,6 +185,9 @@ func TestReleasedAcrossRestart(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
+			if _, ok, err := b.Acquire(ctx, k, "waiter", time.Minute); ok || err != nil {
+				t.Fatalf("a second owner's acquire: ok=%v err=%v, want refused", ok, err)
+			}
 			if ok, err := b.Release(ctx, k, "o"); !ok || err != nil {
 				t.Fatalf("release: ok=%v err=%v", ok, err)
 			}
@@ -199,9 +202,20 @@ func TestReleasedAcrossRestart(t *testing.T) {
 
 var _ driver.Notifier = (*redis.Backend)(nil)
 
+// releaseOnce takes key and releases it after another owner failed to
+// take it meanwhile: a release that sends a notice.
 func releaseOnce(t *testing.T, b *redis.Backend, key string) {
 	t.Helper()
-	acquireRelease(t, b, key, "releaser")
+	ctx := ctxFor(t, 10*time.Second)
+	if _, ok, err := b.Acquire(ctx, key, "releaser", time.Minute); err != nil || !ok {
+		t.Fatalf("acquire %q: ok=%v err=%v", key, ok, err)
+	}
+	if _, ok, err := b.Acquire(ctx, key, "waiter", time.Minute); err != nil || ok {
+		t.Fatalf("a second owner's acquire of %q: ok=%v err=%v, want refused", key, ok, err)
+	}
+	if ok, err := b.Release(ctx, key, "releaser"); !ok || err != nil {
+		t.Fatalf("release %q: ok=%v err=%v", key, ok, err)
+	}
 }
 
 func waitFor(t *testing.T, cond func() bool, msg string) {

@@ -7,7 +7,8 @@
 -- Returns 1 if the owner holds the lock (the fence is then at least the
 -- token), 0 if it does not (nothing changes).
 
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+local holder = redis.call('GET', KEYS[1])
+if holder ~= ARGV[1] and holder ~= ARGV[1] .. '\1' then
   return 0
 end
 -- The fence must outlive the lock by the grace period, as the acquire and

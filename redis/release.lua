@@ -1,9 +1,13 @@
 -- Release a lock if, and only if, the owner holds it, and tell waiters.
 --
--- KEYS[1] lock key   KEYS[2] fence key
--- ARGV[1] owner      ARGV[2] grace (ms)  ARGV[3] release channel
--- ARGV[4] "quiet" to release without the notice (the releasing client
---         hands the lock to a waiter of its own)
+-- KEYS[1] lock key   KEYS[2] fence key (not touched: see below)
+-- ARGV[1] owner      ARGV[2] release channel
+-- ARGV[3] when to send the release notice: '' when someone failed to
+--         take the lock while it was held (acquire.lua marks the lock
+--         then); 'always' (views whose waiters do not mark it); 'quiet'
+--         never (the releasing client hands the lock to a waiter of its
+--         own)
+-- ARGV[4] how long (ms) the mark outlives a marked lock released quietly
 --
 -- Returns 1 if released, 0 if the owner does not hold the lock.
 --
@@ -11,22 +15,33 @@
 -- migrates the lock's slot, the old owner refuses (TRYAGAIN) a script that
 -- names both keys it holds and keys it lacks, and a channel named in KEYS
 -- is a key it always lacks.
+--
+-- The fence key keeps the last token until the lock TTL + grace after the
+-- last grant or renewal (acquire.lua, extend.lua) set its expiry: memory
+-- stays bounded however many distinct keys are ever locked, without a
+-- write here.
 
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+local holder = redis.call('GET', KEYS[1])
+local marked = holder == ARGV[1] .. '\1'
+if holder ~= ARGV[1] and not marked then
   return 0
 end
+if marked and ARGV[3] == 'quiet' then
+  -- Others wait, untold: leave the mark alone ('\1', a free lock that
+  -- acquire.lua takes with the mark), so that the next holder's release
+  -- tells them.
+  redis.call('SET', KEYS[1], '\1', 'PX', ARGV[4])
+  return 1
+end
 redis.call('DEL', KEYS[1])
--- Keep the last token for the grace period only, so that memory stays
--- bounded however many distinct keys are ever locked.
-redis.call('PEXPIRE', KEYS[2], ARGV[2])
+if ARGV[3] == 'quiet' or (not marked and ARGV[3] ~= 'always') then
+  return 1
+end
 -- Sharded pub/sub keeps the notice on the node that owns the key's slot,
 -- where PUBLISH would be broadcast to every node of a cluster. Redis 7.0
 -- brought both SPUBLISH and REDIS_VERSION_NUM; Released subscribes with
 -- SSUBSCRIBE, or SUBSCRIBE where the server does not know it, to match.
-if ARGV[4] == 'quiet' then
-  return 1
-end
-local channel = ARGV[3]
+local channel = ARGV[2]
 if (redis.REDIS_VERSION_NUM or 0) >= 0x070000 then
   redis.call('SPUBLISH', channel, '1')
 else

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -48,6 +49,17 @@ func (r *rueidisConn) eval(ctx context.Context, s script, c call) (int64, error)
 		n, err = rueidisScripts[s].Exec(ctx, r.c, c.keys, c.args).AsInt64()
 	}
 	return n, storeError(err, sources[s], c, "")
+}
+
+func (r *rueidisConn) serverTime(ctx context.Context) (int64, error) {
+	parts, err := r.c.Do(ctx, r.c.B().Time().Build()).AsIntSlice()
+	if err != nil {
+		return 0, err
+	}
+	if len(parts) != 2 {
+		return 0, fmt.Errorf("redis: TIME answered %d values, want 2", len(parts))
+	}
+	return parts[0]*1_000_000 + parts[1], nil
 }
 
 // evalMulti: ExecMulti first loads the script on every node (one more

@@ -271,7 +271,7 @@ func (w *WriteLock) Release(ctx context.Context, key, owner string) (bool, error
 	k := w.rw.keys(key)
 	n, err := w.rw.b.conn.eval(ctx, releaseScript, call{
 		keys: []string{k.writer, k.fence},
-		args: []string{owner, w.rw.b.cfg.graceArg, k.channel},
+		args: []string{owner, k.channel, "always", w.rw.b.cfg.graceArg}, // readers waiting do not mark the lock
 	})
 	return n == 1, err
 }

@@ -75,6 +75,8 @@ type conn interface {
 	// and message for every message and for every confirmation after a
 	// reconnect. The server no longer has the subscription when it returns.
 	subscribe(ctx context.Context, channel string, ready, message func()) error
+	// serverTime is the server's clock (TIME), in µs since the epoch.
+	serverTime(ctx context.Context) (int64, error)
 	// addr describes the server(s), for Name.
 	addr() string
 	// identity is the client underneath, comparable: Backends over one

@@ -45,6 +45,9 @@ func TestBackendsShareSubscriptions(t *testing.T) {
 		if _, ok, err := b.Acquire(ctx, "shared", "o", time.Minute); !ok || err != nil {
 			t.Fatalf("acquire %d: %v %v", i, ok, err)
 		}
+		if _, ok, err := b.Acquire(ctx, "shared", "waiter", time.Minute); ok || err != nil {
+			t.Fatalf("a second owner's acquire %d: %v %v", i, ok, err)
+		}
 		if ok, err := b.Release(ctx, "shared", "o"); !ok || err != nil {
 			t.Fatalf("release %d: %v %v", i, ok, err)
 		}

@@ -48,7 +48,7 @@ func testClusterSlotMoves(t *testing.T, cl *testserver.RedisCluster, admin rueid
 			if c, _ := n[1].AsInt64(); c != 1 {
 				t.Fatalf("%d subscriptions on the new master, want 1", c)
 			}
-			acquireRelease(t, releaser, k, "releaser")
+			releaseOnce(t, releaser, k)
 			select {
 			case <-ch:
 			case <-time.After(5 * time.Second):

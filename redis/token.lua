@@ -16,3 +16,47 @@ local function next_token(now, fence_key, lock_key)
   return token
 end
 
+-- issue_token is next_token for a grant at now (µs) that also stores the
+-- token in the fence key with a life of fence_ttl ms. On Redis 7.0 and
+-- later it reads the last token with the same write (SET … GET): one
+-- command, and a second one only when the last token is not below now.
+local function issue_token(now, fence_key, lock_key, fence_ttl)
+  if now >= 9007199254740992 then
+    return nil, redis.error_reply('turnstile: fencing token of ' .. lock_key .. ' out of range')
+  end
+  -- %.0f: Redis would turn a number into a string with %.14g and round it.
+  local s = string.format('%.0f', now)
+  local last
+  if (redis.REDIS_VERSION_NUM or 0) >= 0x070000 then
+    last = tonumber(redis.call('SET', fence_key, s, 'PX', fence_ttl, 'GET') or '0') or 0
+    if last < now then
+      return now
+    end
+  else
+    last = tonumber(redis.call('GET', fence_key) or '0') or 0
+    if last < now then
+      redis.call('SET', fence_key, s, 'PX', fence_ttl)
+      return now
+    end
+  end
+  local token = last + 1
+  if token >= 9007199254740992 then
+    -- Keep the last token (the write above replaced it) and refuse.
+    redis.call('SET', fence_key, string.format('%.0f', last), 'PX', fence_ttl)
+    return nil, redis.error_reply('turnstile: fencing token of ' .. lock_key .. ' out of range')
+  end
+  redis.call('SET', fence_key, string.format('%.0f', token), 'PX', fence_ttl)
+  return token
+end
+
+-- clock_now is the time (µs) a grant's token starts from: the client's
+-- reading of this server's clock (floor, µs), or the server's TIME when
+-- the client has none ('0').
+local function clock_now(floor)
+  local f = tonumber(floor) or 0
+  if f > 0 then
+    return f
+  end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end

@@ -22,7 +22,7 @@ if free then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
   free = redis.call('ZCARD', KEYS[2]) == 0
 end
-if not free and holder ~= ARGV[1] then
+if not free and holder ~= ARGV[1] and holder ~= ARGV[1] .. '\1' then
   local claim = tonumber(ARGV[4])
   redis.call('ZADD', KEYS[3], now + claim, ARGV[1])
   if redis.call('PTTL', KEYS[3]) < claim then

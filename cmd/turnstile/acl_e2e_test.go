@@ -23,7 +23,7 @@ const aclPassword = "Cli-acl-pw-5e0f1b"
 // release notices, renewals, fencing).
 var aclLocking = []string{
 	"evalsha", "eval", "script|load", "ssubscribe", "sunsubscribe", "ping", "cluster|slots",
-	"get", "set", "del", "exists", "pexpire", "pttl", "persist", "time", "incr", "spublish",
+	"get", "set", "append", "del", "exists", "pexpire", "pttl", "persist", "time", "incr", "spublish",
 	"hexists", "hget", "hset", "hincrby",
 	"zadd", "zrem", "zrank", "zcard", "zscore", "zrangebyscore", "zremrangebyscore",
 }
@@ -149,10 +149,12 @@ func TestRunRedisACL(t *testing.T) {
 	r = runTurnstile(t, nil, "run", "--backend", url, "--key", "job", "--", "true")
 	checkPermissionExit(t, "run without the prefix's key pattern", r, `"app:{job}"`)
 
-	// No channel pattern: the lock is taken and the command runs, and
-	// the release, refused, is reported; the lock expires by itself.
+	// No channel pattern: the lock is taken and the command runs — it
+	// fails to take the lock too, so the release has a waiter to tell —
+	// and the release, refused, is reported; the lock expires by itself.
 	setACLUser(t, srv, aclLocking, "resetchannels")
-	r = runTurnstile(t, nil, "run", "--backend", url, "--key", "job", "--ttl", "2s", "--", "true")
+	r = runTurnstile(t, nil, "run", "--backend", url, "--key", "job", "--ttl", "2s", "--",
+		binary, "run", "--backend", url, "--key", "job", "--no-wait", "--", "true")
 	if !strings.Contains(r.stderr, "release") || !strings.Contains(r.stderr, `"app:{job}:released"`) || !strings.Contains(r.stderr, "permission denied") {
 		t.Errorf("run without the channel pattern: exit %d, stderr does not report the refused release notice:\n%s", r.code, r.stderr)
 	}

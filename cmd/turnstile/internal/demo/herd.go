@@ -110,6 +110,11 @@ func (c *countingBackend) ReleaseQuiet(ctx context.Context, key, owner string) (
 	return c.b.ReleaseQuiet(ctx, key, owner)
 }
 
+func (c *countingBackend) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
+	c.calls.Add(1)
+	return c.b.ReleaseAloud(ctx, key, owner)
+}
+
 func (c *countingBackend) Notify(ctx context.Context, key string) error {
 	c.calls.Add(1)
 	return c.b.Notify(ctx, key)

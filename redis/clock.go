@@ -1,0 +1,82 @@
+package redis
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// serverClock is the client's reading of the server clock, from which
+// fencing tokens start (token.lua's issue_token): a grant's token is the
+// greater of this reading and the key's last token + 1. Reading it here
+// instead of calling TIME in every acquire script saves the server a
+// command per grant.
+//
+// The reading is the server's TIME, sampled at most every
+// clockResync, plus the time elapsed since on this machine — the greater
+// of the monotonic and the wall clock's elapsed time, so that neither a
+// wall clock stepped back nor a machine suspended (which stops the
+// monotonic clock) makes it fall behind — plus the sample's round trip,
+// so that it errs high, never low: the token of a key whose fence is gone
+// must be above every earlier token of the key, which were issued at
+// least the lock TTL + fence grace before by the server's clock.
+type serverClock struct {
+	sample  atomic.Pointer[clockSample]
+	syncing atomic.Bool
+}
+
+type clockSample struct {
+	server int64     // server time, µs since the epoch, upper bound at local
+	local  time.Time // when server applied (with a monotonic reading)
+	wall   time.Time // local without its monotonic reading
+}
+
+// clockResync is how old a sample may get before a grant takes a new one.
+// Between samples the reading drifts with the two machines' clock rates
+// (NTP keeps them within 500 ppm of each other: 5 ms in 10 s), far below
+// the fence grace.
+const clockResync = 10 * time.Second
+
+// clockRetry is how long after a failed sample the next is tried; the
+// scripts read the server's TIME meanwhile.
+const clockRetry = time.Second
+
+// now returns the reading in µs, or 0 when there is none (the script then
+// reads the server's TIME). When the sample is older than clockResync,
+// one caller at a time samples again with a TIME command first.
+func (c *serverClock) now(ctx context.Context, cn conn) int64 {
+	if s := c.sample.Load(); (s == nil || s.age(time.Now()) >= clockResync) && c.syncing.CompareAndSwap(false, true) {
+		c.resync(ctx, cn)
+		c.syncing.Store(false)
+	}
+	return c.reading()
+}
+
+// reading is the reading in µs without sampling, 0 when there is none:
+// never sampled, or the last sample failed.
+func (c *serverClock) reading() int64 {
+	s := c.sample.Load()
+	if s == nil || s.server == 0 {
+		return 0
+	}
+	return s.server + s.age(time.Now()).Microseconds()
+}
+
+// age is how long ago s was taken, by the greater of the two clocks.
+func (s *clockSample) age(t time.Time) time.Duration {
+	return max(t.Sub(s.local), t.Round(0).Sub(s.wall))
+}
+
+// resync samples the server clock. After a failed sample the scripts
+// read the server's TIME until the next try, clockRetry later.
+func (c *serverClock) resync(ctx context.Context, cn conn) {
+	t0 := time.Now()
+	us, err := cn.serverTime(ctx)
+	t1 := time.Now()
+	if err != nil || us <= 0 {
+		back := clockResync - clockRetry
+		c.sample.Store(&clockSample{local: t0.Add(-back), wall: t0.Round(0).Add(-back)})
+		return
+	}
+	c.sample.Store(&clockSample{server: us + t1.Sub(t0).Microseconds(), local: t1, wall: t1.Round(0)})
+}

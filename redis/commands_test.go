@@ -1,0 +1,140 @@
+package redis_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turnstilelock/turnstile/internal/testserver"
+)
+
+// commandCounts reads INFO commandstats: calls per command, the commands
+// scripts run included.
+func commandCounts(t *testing.T, srv *testserver.Redis) map[string]int {
+	t.Helper()
+	// Do returns a bulk string whole.
+	info := srv.MustDo(t, "INFO", "commandstats")
+	counts := map[string]int{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if !ok {
+			continue
+		}
+		n, _, _ := strings.Cut(rest, ",")
+		calls, err := strconv.Atoi(n)
+		if err != nil {
+			t.Fatalf("commandstats line %q: %v", line, err)
+		}
+		counts[strings.TrimPrefix(name, "cmdstat_")] = calls
+	}
+	return counts
+}
+
+// diff is after − before, without INFO itself and without zeros.
+func diff(before, after map[string]int) map[string]int {
+	d := map[string]int{}
+	for k, v := range after {
+		if n := v - before[k]; n != 0 && k != "info" {
+			d[k] = n
+		}
+	}
+	return d
+}
+
+// TestCommandsPerPair: an uncontended lock and release on a key never
+// locked before cost the server six commands — the two scripts, SET NX
+// of the lock, one SET … GET of the fence (the token starts from the
+// client's reading of the server clock: no TIME), the release's GET and
+// DEL (no notice: nobody waited) — and a key locked before costs the
+// same.
+func TestCommandsPerPair(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	b := dial(t, srv)
+	ctx := ctxFor(t, time.Minute)
+	pair := func(key string) uint64 {
+		t.Helper()
+		tok, ok, err := b.Acquire(ctx, key, "o", time.Minute)
+		if !ok || err != nil {
+			t.Fatalf("acquire %s: ok=%v err=%v", key, ok, err)
+		}
+		if ok, err := b.Release(ctx, key, "o"); !ok || err != nil {
+			t.Fatalf("release %s: ok=%v err=%v", key, ok, err)
+		}
+		return tok
+	}
+	pair("warm") // loads the scripts and samples the clock
+	want := map[string]int{"evalsha": 2, "set": 2, "get": 1, "del": 1}
+	var last uint64
+	for i, key := range []string{"new", "new", "other"} {
+		before := commandCounts(t, srv)
+		tok := pair(key)
+		got := diff(before, commandCounts(t, srv))
+		if len(got) != len(want) {
+			t.Fatalf("pair %d on %s ran %v, want %v", i, key, got, want)
+		}
+		for k, n := range want {
+			if got[k] != n {
+				t.Fatalf("pair %d on %s ran %v, want %v", i, key, got, want)
+			}
+		}
+		if key == "new" && tok <= last {
+			t.Fatalf("token %d after %d", tok, last)
+		}
+		last = tok
+	}
+}
+
+// TestTokensFollowTheServerClock: the token of a key without a fence is
+// the client's reading of the server clock, which errs high: it is at
+// least the server's TIME read before the grant, and within a second of
+// it on a loopback server.
+func TestTokensFollowTheServerClock(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	b := dial(t, srv)
+	ctx := ctxFor(t, time.Minute)
+	serverNow := func() uint64 {
+		t.Helper()
+		// TIME answers an array; read it with a script.
+		us, err := strconv.ParseUint(srv.MustDo(t, "EVAL", "local t = redis.call('TIME') return t[1] * 1000000 + t[2]", "0"), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return us
+	}
+	if r := b.ClockReading(); r != 0 {
+		t.Fatalf("a fresh Backend reads the clock as %d before sampling it", r)
+	}
+	for i := range 20 {
+		key := "clock:" + strconv.Itoa(i)
+		before := serverNow()
+		tok, ok, err := b.Acquire(ctx, key, "o", time.Minute)
+		if !ok || err != nil {
+			t.Fatalf("acquire: ok=%v err=%v", ok, err)
+		}
+		if tok < before || tok > before+uint64(time.Second/time.Microsecond) {
+			t.Fatalf("token %d, server clock %d before the grant: want at or above it, within a second", tok, before)
+		}
+		if r := b.ClockReading(); r < tok {
+			t.Fatalf("clock reading %d after a grant at %d", r, tok)
+		}
+	}
+
+	// The owner's clock given by the caller (a Redlock's reading) is the
+	// token of a new key; a key's last token + 1 wins over a reading
+	// below it.
+	tok, ok, err := b.AcquireAt(ctx, "given", "o", time.Minute, 5_000_000_000_000_000)
+	if !ok || err != nil || tok != 5_000_000_000_000_000 {
+		t.Fatalf("AcquireAt a reading: token %d ok=%v err=%v", tok, ok, err)
+	}
+	if _, err := b.Release(ctx, "given", "o"); err != nil {
+		t.Fatal(err)
+	}
+	tok, ok, err = b.AcquireAt(ctx, "given", "o", time.Minute, 1)
+	if !ok || err != nil || tok != 5_000_000_000_000_001 {
+		t.Fatalf("AcquireAt below the last token: token %d ok=%v err=%v", tok, ok, err)
+	}
+	if _, _, err := b.AcquireAt(ctx, "given", "o", time.Minute, 1<<53); err == nil {
+		t.Fatal("AcquireAt accepted a reading of 2^53")
+	}
+}
