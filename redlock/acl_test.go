@@ -18,7 +18,7 @@ const aclPassword = "Redlock-acl-pw-3d9a"
 // redis backend's locking, and INFO for the restart quarantine.
 var aclNode = []string{
 	"evalsha", "eval", "script|load", "ssubscribe", "sunsubscribe", "ping",
-	"get", "set", "del", "exists", "pexpire", "pttl", "persist", "time", "incr", "spublish",
+	"get", "set", "append", "del", "exists", "pexpire", "pttl", "persist", "time", "incr", "spublish",
 	"hexists", "hget", "hset", "hincrby",
 	"zadd", "zrem", "zrank", "zcard", "zscore", "zrangebyscore", "zremrangebyscore",
 	"info",

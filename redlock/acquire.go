@@ -51,8 +51,21 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 	}
 	start := b.now()
 	timeout := b.cfg.timeout(ttl)
+	var clock uint64
+	for i := range b.nodes {
+		if c := b.nodes[i].clock; c != nil {
+			clock = max(clock, c.ClockReading())
+		}
+	}
 	acq := b.start(ctx, "acquire", timeout, b.all, func(ctx context.Context, n *node) answer {
-		tok, ok, err := n.b.Acquire(ctx, key, owner, ttl)
+		var tok uint64
+		var ok bool
+		var err error
+		if n.clock != nil {
+			tok, ok, err = n.clock.AcquireAt(ctx, key, owner, ttl, clock)
+		} else {
+			tok, ok, err = n.b.Acquire(ctx, key, owner, ttl)
+		}
 		return answer{yes: ok && err == nil, token: tok, err: err}
 	})
 	acq.wait(b, b.quorum, time.Now().Add(timeout))

@@ -42,6 +42,16 @@ type node struct {
 	fencer driver.Fencer        // nil if it cannot raise tokens
 	batch  driver.BatchExtender // nil if it cannot batch renewals
 	notify driver.Notifier      // nil if it cannot tell releases
+	clock  clockedNode          // nil if its tokens do not start from a clock reading
+}
+
+// clockedNode is a node whose tokens start from a reading of its server's
+// clock that the caller may give (redis.Backend): Acquire gives every
+// node the latest of their readings, so that a key new to all of them
+// gets one token everywhere and no node's fence needs raising.
+type clockedNode interface {
+	ClockReading() uint64
+	AcquireAt(ctx context.Context, key, owner string, ttl time.Duration, clock uint64) (uint64, bool, error)
 }
 
 var (
@@ -92,6 +102,7 @@ func newBackend(nodes []driver.Backend, cfg config) (*Backend, error) {
 		n.fencer, _ = nb.(driver.Fencer)
 		n.batch, _ = nb.(driver.BatchExtender)
 		n.notify, _ = nb.(driver.Notifier)
+		n.clock, _ = nb.(clockedNode)
 		if n.fencer == nil && cfg.fencing {
 			return nil, fmt.Errorf("%w: redlock %s cannot raise fencing tokens (driver.Fencer), so tokens could go backwards across nodes; use nodes that can, or redlock.WithoutFencing", turnstile.ErrInvalidOption, n.name)
 		}

@@ -15,21 +15,22 @@ import (
 )
 
 // TestTokensMonotonicUnderFaults: several clients take a few keys more
-// than 10,000 times while servers are killed and restarted empty, one at
-// a time, keeping a majority up (restarted servers sit out their
-// quarantine). The tokens, recorded inside the critical section, never
+// than 10,000 times, and until servers were killed and restarted empty
+// at least 5 times, one at a time, keeping a majority up (restarted
+// servers sit out their quarantine). The tokens, recorded inside the critical section, never
 // decrease, and no two critical sections of a key overlap.
 func TestTokensMonotonicUnderFaults(t *testing.T) {
 	const (
-		want       = 10_000 // acquisitions, unless the work budget ends first
-		atLeast    = 2_000  // acquisitions a slow, busy machine still makes
-		budget     = 90 * time.Second
-		ttl        = time.Second // also the restart quarantine
-		clients    = 3
-		perClient  = 2
-		keys       = 3
-		maxOut     = 1 // servers restarting or in quarantine at once, of 5
-		chaosEvery = 200 * time.Millisecond
+		want            = 10_000 // acquisitions, unless the work budget ends first
+		atLeastRestarts = 5
+		atLeast         = 2_000 // acquisitions a slow, busy machine still makes
+		budget          = 90 * time.Second
+		ttl             = time.Second // also the restart quarantine
+		clients         = 3
+		perClient       = 2
+		keys            = 3
+		maxOut          = 1 // servers restarting or in quarantine at once, of 5
+		chaosEvery      = 200 * time.Millisecond
 	)
 	srvs := startNodes(t, 5)
 	ctx := ctxFor(t, 2*time.Minute)
@@ -54,6 +55,7 @@ func TestTokensMonotonicUnderFaults(t *testing.T) {
 	var (
 		logs       [keys]keyLog
 		done       atomic.Int64
+		restarts   atomic.Int64
 		failures   atomic.Int64
 		violations = make(chan string, 16)
 		stop       = make(chan struct{})
@@ -71,7 +73,7 @@ func TestTokensMonotonicUnderFaults(t *testing.T) {
 		for range perClient {
 			wg.Go(func() {
 				r := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
-				for done.Load() < want && work.Err() == nil {
+				for (done.Load() < want || restarts.Load() < atLeastRestarts) && work.Err() == nil {
 					k := r.IntN(keys)
 					key := "monotonic:" + strconv.Itoa(k)
 					l, err := c.TryAcquire(ctx, key) // a new owner per attempt
@@ -100,7 +102,6 @@ func TestTokensMonotonicUnderFaults(t *testing.T) {
 		}
 	}
 
-	var restarts int
 	chaos := make(chan struct{})
 	go func() {
 		defer close(chaos)
@@ -124,7 +125,7 @@ func TestTokensMonotonicUnderFaults(t *testing.T) {
 			}
 			srvs[i].Restart() // SIGKILL, then an empty server on the same port
 			out[i] = time.Now().Add(ttl + 200*time.Millisecond)
-			restarts++
+			restarts.Add(1)
 		}
 	}()
 	wg.Wait()
@@ -137,10 +138,10 @@ func TestTokensMonotonicUnderFaults(t *testing.T) {
 	if n := done.Load(); n < atLeast {
 		t.Fatalf("%d acquisitions in %v, want at least %d", n, budget, atLeast)
 	}
-	if restarts < 5 {
-		t.Fatalf("only %d restarts happened during the run", restarts)
+	if n := restarts.Load(); n < atLeastRestarts {
+		t.Fatalf("only %d restarts happened during the run", n)
 	}
-	t.Logf("%d acquisitions on %d keys, %d failed attempts, %d server restarts", done.Load(), keys, failures.Load(), restarts)
+	t.Logf("%d acquisitions on %d keys, %d failed attempts, %d server restarts", done.Load(), keys, failures.Load(), restarts.Load())
 }
 
 // TestWriteBackKeepsTokensIncreasing: nodes issue tokens from their own
