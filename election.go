@@ -175,8 +175,10 @@ func (e *Election) campaign(ctx context.Context, value string, wait bool) (*Lead
 	}
 	// The value takes the place of the instance id in the owner id, so
 	// that each attempt still has an owner id of its own.
+	// Its release (Resign) tells the observers, who try nothing.
 	opts := append(e.opts[:len(e.opts):len(e.opts)], func(c *config) error {
 		c.instanceID = value
+		c.aloud = true
 		return nil
 	})
 	for {

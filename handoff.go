@@ -120,7 +120,7 @@ func (c *Client) releaseInStore(ctx context.Context, l *Lease) (bool, error) {
 	}
 	ln, found := c.lines.load(l.key)
 	if !found {
-		return c.backend.Release(ctx, l.key, l.owner)
+		return c.plainRelease(ctx, l, qr)
 	}
 	var to *waiter
 	quiet, aloud := false, false
@@ -176,8 +176,17 @@ func (c *Client) releaseInStore(ctx context.Context, l *Lease) (bool, error) {
 		// processes' waiters do.
 		return qr.ReleaseAloud(ctx, l.key, l.owner)
 	default:
-		return c.backend.Release(ctx, l.key, l.owner)
+		return c.plainRelease(ctx, l, qr)
 	}
+}
+
+// plainRelease is a release that hands nothing to a waiter of this
+// Client: aloud if l asks for it (config.aloud) and the store can.
+func (c *Client) plainRelease(ctx context.Context, l *Lease, qr driver.QuietReleaser) (bool, error) {
+	if l.cfg.aloud && qr != nil {
+		return qr.ReleaseAloud(ctx, l.key, l.owner)
+	}
+	return c.backend.Release(ctx, l.key, l.owner)
 }
 
 // notifyInBackground sends key's release notice; Close waits for it.

@@ -56,8 +56,12 @@ type config struct {
 	busyAt      float64       // mean retries per acquisition above which to queue; 0: off
 	observers   []Observer
 	notify      bool // wait for release notices where the store sends them
-	coalesce    bool // waiters of one Client for one key queue locally
-	perCall     bool // the options being applied were given to one call
+	// aloud: every release sends the store's notice, also where the store
+	// sends it only when someone failed to take the lock meanwhile (an
+	// election's lock: its observers wait for the notice, trying nothing).
+	aloud    bool
+	coalesce bool // waiters of one Client for one key queue locally
+	perCall  bool // the options being applied were given to one call
 }
 
 func defaultConfig() config {
