@@ -115,12 +115,13 @@ func (k *contender) take(ctx context.Context, g handoff) (l *Lease, done bool, e
 func (c *Client) releaseInStore(ctx context.Context, l *Lease) (bool, error) {
 	ho, canHand := c.backend.(driver.HandOff)
 	qr, canQuiet := c.backend.(driver.QuietReleaser)
+	ar, _ := c.backend.(driver.AloudReleaser)
 	if !canHand && !canQuiet {
-		return c.backend.Release(ctx, l.key, l.owner)
+		return c.plainRelease(ctx, l, ar)
 	}
 	ln, found := c.lines.load(l.key)
 	if !found {
-		return c.plainRelease(ctx, l, qr)
+		return c.plainRelease(ctx, l, ar)
 	}
 	var to *waiter
 	quiet, aloud := false, false
@@ -139,7 +140,7 @@ func (c *Client) releaseInStore(ctx context.Context, l *Lease) (bool, error) {
 		} else {
 			ln.quietRun = 0
 			ln.aloud = true
-			aloud = canQuiet
+			aloud = ar != nil
 		}
 	}
 	var owner string
@@ -174,17 +175,18 @@ func (c *Client) releaseInStore(ctx context.Context, l *Lease) (bool, error) {
 	case aloud:
 		// The head waits for this notice (leaseEnded), as the other
 		// processes' waiters do.
-		return qr.ReleaseAloud(ctx, l.key, l.owner)
+		return ar.ReleaseAloud(ctx, l.key, l.owner)
 	default:
-		return c.plainRelease(ctx, l, qr)
+		return c.plainRelease(ctx, l, ar)
 	}
 }
 
 // plainRelease is a release that hands nothing to a waiter of this
-// Client: aloud if l asks for it (config.aloud) and the store can.
-func (c *Client) plainRelease(ctx context.Context, l *Lease, qr driver.QuietReleaser) (bool, error) {
-	if l.cfg.aloud && qr != nil {
-		return qr.ReleaseAloud(ctx, l.key, l.owner)
+// Client: aloud if l asks for it (config.aloud) and the store can tell
+// (driver.AloudReleaser).
+func (c *Client) plainRelease(ctx context.Context, l *Lease, ar driver.AloudReleaser) (bool, error) {
+	if l.cfg.aloud && ar != nil {
+		return ar.ReleaseAloud(ctx, l.key, l.owner)
 	}
 	return c.backend.Release(ctx, l.key, l.owner)
 }

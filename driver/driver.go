@@ -17,6 +17,7 @@
 //   - Queuer: a first-come-first-served queue of waiters kept by the store.
 //   - HandOff: a release that passes the lock to a waiting owner.
 //   - QuietReleaser: a release without a notice, and the notice on its own.
+//   - AloudReleaser: a release with its notice where Release may send none.
 //   - Fencer: raising a key's fencing token (Redlock's node recovery).
 //   - Shared: locks several owners may hold (semaphores, read locks).
 //   - Inspector: who holds a key, and which keys are held (operators).
@@ -149,16 +150,24 @@ type Shared interface {
 // Client wakes itself, the Client releases quietly, so that waiters in
 // other processes are not woken for a lock they would not get; now and
 // then it releases aloud and lets them race, so that they are not
-// starved: its own next waiter then waits for the notice like theirs.
+// starved: its own next waiter then waits for the notice like theirs
+// (AloudReleaser, where Release may send none).
 type QuietReleaser interface {
 	// ReleaseQuiet is Release without the release notice.
 	ReleaseQuiet(ctx context.Context, key, owner string) (ok bool, err error)
-	// ReleaseAloud is Release that sends the release notice in any case,
-	// also where Release sends it only when someone else tried to take
-	// the lock while it was held (Redis).
-	ReleaseAloud(ctx context.Context, key, owner string) (ok bool, err error)
 	// Notify sends key's release notice without releasing anything.
 	Notify(ctx context.Context, key string) error
+}
+
+// AloudReleaser is implemented by backends whose Release sends the release
+// notice only when someone else tried to take the lock while it was held
+// (Redis, and a Redlock or fallback pair over it): a waiter that tries
+// nothing would not hear of the release. ReleaseAloud is Release with the
+// notice sent in any case. The Client uses it for an election's
+// resignation, which observers wait for, and for its every-so-often aloud
+// release, whose notice its own next waiter waits for.
+type AloudReleaser interface {
+	ReleaseAloud(ctx context.Context, key, owner string) (ok bool, err error)
 }
 
 // HandOff is implemented by backends that can pass a lock from its owner

@@ -37,8 +37,9 @@ type switchState struct {
 }
 
 var (
-	_ driver.Backend = (*Backend)(nil)
-	_ driver.Namer   = (*Backend)(nil)
+	_ driver.Backend       = (*Backend)(nil)
+	_ driver.Namer         = (*Backend)(nil)
+	_ driver.AloudReleaser = (*Backend)(nil)
 )
 
 // New returns a Backend over primary (for example Redis or Redlock) and
@@ -216,24 +217,39 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 // granted the lease, or in both stores when this Backend does not know
 // the lease (then the primary is skipped while the breaker holds it down).
 func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
+	return b.releaseBoth(ctx, key, owner, false)
+}
+
+// ReleaseAloud implements driver.AloudReleaser: Release with the release
+// notice sent in any case by a store that sends it only when someone
+// tried to take the lock meanwhile (driver.AloudReleaser).
+func (b *Backend) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
+	return b.releaseBoth(ctx, key, owner, true)
+}
+
+func (b *Backend) releaseBoth(ctx context.Context, key, owner string, aloud bool) (bool, error) {
 	if ctx == nil {
 		return false, fmt.Errorf("%w: nil context", turnstile.ErrInvalidOption)
 	}
 	if l, known := b.leases.take(key, owner); known {
-		return b.release(ctx, l.store, key, owner)
+		return b.release(ctx, l.store, key, owner, aloud)
 	}
-	okS, errS := b.release(ctx, secondary, key, owner)
+	okS, errS := b.release(ctx, secondary, key, owner, aloud)
 	if b.State() != StateClosed {
 		return okS, errS
 	}
-	okP, errP := b.release(ctx, primary, key, owner)
+	okP, errP := b.release(ctx, primary, key, owner, aloud)
 	return okP || okS, errors.Join(errP, errS)
 }
 
-func (b *Backend) release(ctx context.Context, s store, key, owner string) (bool, error) {
+func (b *Backend) release(ctx context.Context, s store, key, owner string, aloud bool) (bool, error) {
 	var ok bool
 	err := b.do(ctx, s, func(st driver.Backend) (err error) {
-		ok, err = st.Release(ctx, key, owner)
+		if ar, can := st.(driver.AloudReleaser); aloud && can {
+			ok, err = ar.ReleaseAloud(ctx, key, owner)
+		} else {
+			ok, err = st.Release(ctx, key, owner)
+		}
 		return err
 	})
 	return ok, err

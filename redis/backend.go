@@ -31,6 +31,7 @@ var (
 	_ driver.Namer         = (*Backend)(nil)
 	_ driver.Fencer        = (*Backend)(nil)
 	_ driver.QuietReleaser = (*Backend)(nil)
+	_ driver.AloudReleaser = (*Backend)(nil)
 	_ driver.HandOff       = (*Backend)(nil)
 )
 
@@ -253,7 +254,7 @@ func (b *Backend) ReleaseQuiet(ctx context.Context, key, owner string) (bool, er
 	return b.release(ctx, key, owner, "quiet")
 }
 
-// ReleaseAloud implements driver.QuietReleaser: Release with the release
+// ReleaseAloud implements driver.AloudReleaser: Release with the release
 // notice, whether or not someone failed to take the lock meanwhile.
 func (b *Backend) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
 	return b.release(ctx, key, owner, "always")

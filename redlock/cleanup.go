@@ -72,7 +72,7 @@ func (b *Backend) watchLate(key, owner string, acq *round) {
 // only after the node answered the acquisition that is still running
 // there, if there is one: a release that overtook the grant would leave
 // the grant in place for a whole TTL.
-func (b *Backend) releaseAfter(ctx context.Context, t *task, i int, key, owner string) answer {
+func (b *Backend) releaseAfter(ctx context.Context, t *task, i int, key, owner string, aloud bool) answer {
 	if t != nil && !b.pending.isAnswered(t, i) {
 		select {
 		case <-t.answer[i]:
@@ -84,7 +84,13 @@ func (b *Backend) releaseAfter(ctx context.Context, t *task, i int, key, owner s
 			return answer{err: ctx.Err()}
 		}
 	}
-	ok, err := b.nodes[i].b.Release(ctx, key, owner)
+	var ok bool
+	var err error
+	if n := &b.nodes[i]; aloud && n.aloud != nil {
+		ok, err = n.aloud.ReleaseAloud(ctx, key, owner)
+	} else {
+		ok, err = n.b.Release(ctx, key, owner)
+	}
 	return answer{yes: ok && err == nil, err: err}
 }
 

@@ -6,15 +6,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/redlock"
 )
 
 // scriptCalls is how many scripts srv ran (INFO commandstats).
-func scriptCalls(t *testing.T, srv *testserver.Redis) int {
+func scriptCalls(t *testing.T, srv *testserver.Redis) int { return calls(t, srv, "evalsha") }
+
+// calls is how many times srv ran command (INFO commandstats).
+func calls(t *testing.T, srv *testserver.Redis, command string) int {
 	t.Helper()
 	info := srv.MustDo(t, "INFO", "commandstats")
-	_, rest, ok := strings.Cut(info, "cmdstat_evalsha:calls=")
+	_, rest, ok := strings.Cut(info, "cmdstat_"+command+":calls=")
 	if !ok {
 		return 0
 	}
@@ -74,6 +78,40 @@ func oneTokenEverywhere(t *testing.T, quarantine time.Duration) {
 			if n := scriptCalls(t, s) - before[j]; n != 2 {
 				t.Fatalf("key %s: node %d ran %d scripts for one pair, want 2 (no fence raised)", key, j+1, n)
 			}
+		}
+	}
+}
+
+// TestResignationTellsEveryNode: an election's resignation nobody else
+// contested sends the release notice on every node, for observers, who
+// try nothing (a release sends it only when someone failed to take the
+// lock meanwhile).
+func TestResignationTellsEveryNode(t *testing.T) {
+	srvs := startNodes(t, 3)
+	c, err := turnstile.New(dialRedlock(t, srvs, redlock.WithWaitAll(), redlock.WithRestartQuarantine(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := ctxFor(t, time.Minute)
+	e, err := c.Election("primary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead, err := e.Campaign(ctx, "node-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := make([]int, len(srvs))
+	for i, s := range srvs {
+		before[i] = calls(t, s, "spublish")
+	}
+	if err := lead.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range srvs {
+		if n := calls(t, s, "spublish") - before[i]; n != 1 {
+			t.Errorf("node %d published %d release notices for the resignation, want 1", i+1, n)
 		}
 	}
 }

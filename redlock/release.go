@@ -15,12 +15,23 @@ import (
 // not hold it that no quorum could have, and a *QuorumError when too many
 // nodes failed to tell.
 func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
+	return b.release(ctx, key, owner, false)
+}
+
+// ReleaseAloud implements driver.AloudReleaser: Release with every node's
+// release notice sent whether or not someone tried to take the lock
+// meanwhile (on nodes that send it only then, driver.AloudReleaser).
+func (b *Backend) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
+	return b.release(ctx, key, owner, true)
+}
+
+func (b *Backend) release(ctx context.Context, key, owner string, aloud bool) (bool, error) {
 	if err := b.check(ctx, 0); err != nil {
 		return false, err
 	}
 	late := b.pending.lookup(key, owner) // an acquisition still answering
 	r := b.start(ctx, "release", b.cfg.nodeTimeout, b.all, func(ctx context.Context, n *node) answer {
-		return b.releaseAfter(ctx, late, n.index, key, owner)
+		return b.releaseAfter(ctx, late, n.index, key, owner, aloud)
 	})
 	// Every node's answer is awaited (up to the node timeout): once Release
 	// returns, every node that answers is free for the next owner, which

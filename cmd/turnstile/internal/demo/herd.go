@@ -130,6 +130,7 @@ func (c *countingBackend) Name() string { return c.b.Name() }
 var (
 	_ driver.Notifier      = (*countingBackend)(nil)
 	_ driver.QuietReleaser = (*countingBackend)(nil)
+	_ driver.AloudReleaser = (*countingBackend)(nil)
 	_ driver.HandOff       = (*countingBackend)(nil)
 )
 
