@@ -149,12 +149,15 @@ func (b *Backend) AcquireAt(ctx context.Context, key, owner string, ttl time.Dur
 	if clock >= 1<<53 {
 		return 0, false, fmt.Errorf("%w: token clock %d is not below 2^53", turnstile.ErrInvalidOption, clock)
 	}
-	sctx, stop := settling(ctx)
-	c := b.lockCall(key, owner, ttl, 2)
-	own := b.clock.now(sctx, b.conn) // sampled again when stale, also when unused
+	own := b.clock.now(ctx, b.conn) // sampled again when stale, also when unused
+	if err := ctx.Err(); err != nil {
+		return 0, false, err // ended while sampling: nothing was sent
+	}
 	if clock == 0 {
 		clock = uint64(max(own, 0))
 	}
+	sctx, stop := settling(ctx)
+	c := b.lockCall(key, owner, ttl, 2)
 	c.args = append(c.args, strconv.FormatUint(clock, 10))
 	if b.cfg.quarantine > 0 {
 		c.keys = append(c.keys, b.marker(c.keys[0]))
