@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/turnstilelock/turnstile/driver"
@@ -124,6 +125,15 @@ type signals struct {
 	slot *handoffSlot
 }
 
+// noticeJitter spreads the attempts that one release notice sets off:
+// every process waiting for the key gets it, and each waits a random time
+// below noticeJitter before its attempt. Attempting at once, the waiters'
+// race would go to whichever the server told first or the scheduler ran
+// first — the same few processes, time after time — and cost every loser
+// a failed attempt at the same moment; spread, the first usually takes
+// the lock before the others ask.
+const noticeJitter = 200 * time.Microsecond
+
 // contend retries until the lock is taken, the Backoff gives up, or ctx
 // is done. If first is set it attempts at once, otherwise it waits for a
 // signal first.
@@ -229,6 +239,15 @@ func (k *contender) contend(ctx context.Context, sig signals, first bool) (*Leas
 		}
 		if sig.heldHere != nil && sig.heldHere(noticed) {
 			continue // held by a lease of ours: its release wakes us locally
+		}
+		if noticed {
+			t := time.NewTimer(rand.N(noticeJitter))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, k.cancelled(ctx)
+			case <-t.C:
+			}
 		}
 		if l, err := k.try(ctx); l != nil || err != nil {
 			return l, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,6 +117,62 @@ func TestWaiterAcquiresAfterItsNoticeIsLost(t *testing.T) {
 			}
 		case <-time.After(15 * time.Second):
 			t.Fatalf("round %d: the waiter sat on a free lock after its notice was lost", round)
+		}
+	}
+}
+
+// TestClientsShareAHotKey: eight Clients, eight waiters each, take one key
+// over and over; every Client gets a fair part of the acquisitions (at
+// least a quarter of the mean). Each release notice sets off an attempt
+// in every Client: attempting at once, the same Client would win the race
+// time after time and the others starve.
+func TestClientsShareAHotKey(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	ctx := ctxFor(t, time.Minute)
+	const clients, per, want = 8, 8, 12000
+	var cs []*turnstile.Client
+	for range clients {
+		c, err := turnstile.New(dial(t, srv), turnstile.WithBackoff(fixedBackoff(5*time.Second)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		cs = append(cs, c)
+	}
+	counts := make([]atomic.Int64, clients)
+	var total atomic.Int64
+	wctx, stop := context.WithTimeout(ctx, 30*time.Second)
+	defer stop()
+	var wg sync.WaitGroup
+	for w := range clients * per {
+		wg.Go(func() {
+			for total.Load() < want && wctx.Err() == nil {
+				l, err := cs[w%clients].Acquire(wctx, "shared-hot")
+				if err != nil {
+					return
+				}
+				counts[w%clients].Add(1)
+				total.Add(1)
+				if err := l.Release(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	got := make([]int64, clients)
+	for i := range counts {
+		got[i] = counts[i].Load()
+	}
+	n := total.Load()
+	if n < want/2 {
+		t.Fatalf("%d acquisitions in 30 s, want %d", n, want)
+	}
+	t.Logf("acquisitions per Client: %v", got)
+	for i, g := range got {
+		if g < n/clients/4 {
+			t.Errorf("Client %d took %d of %d acquisitions, less than a quarter of its share: %v", i, g, n, got)
 		}
 	}
 }
