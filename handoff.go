@@ -173,9 +173,16 @@ func (c *Client) releaseInStore(ctx context.Context, l *Lease) (bool, error) {
 	case quiet:
 		return qr.ReleaseQuiet(ctx, l.key, l.owner)
 	case aloud:
-		// The head waits for this notice (leaseEnded), as the other
-		// processes' waiters do.
-		return ar.ReleaseAloud(ctx, l.key, l.owner)
+		// The head waits for the notice (leaseEnded), as the other
+		// processes' waiters do; if none of them tried to take the lock,
+		// none is sent and the head is woken here instead.
+		ok, waited, err := ar.ReleaseWaited(ctx, l.key, l.owner)
+		if err == nil && !waited {
+			ln.mu.Lock()
+			ln.aloud = false
+			ln.mu.Unlock()
+		}
+		return ok, err
 	default:
 		return c.plainRelease(ctx, l, ar)
 	}

@@ -429,6 +429,13 @@ func (q *quietNotifying) ReleaseAloud(ctx context.Context, key, owner string) (b
 	return q.Release(ctx, key, owner)
 }
 
+// ReleaseWaited tells every time: the other Client's waiters may wait.
+func (q *quietNotifying) ReleaseWaited(ctx context.Context, key, owner string) (bool, bool, error) {
+	q.aloud.Add(1)
+	ok, err := q.Release(ctx, key, owner)
+	return ok, true, err
+}
+
 func (q *quietNotifying) ReleaseQuiet(ctx context.Context, key, owner string) (bool, error) {
 	q.quiet.Add(1)
 	q.releases.Add(1)

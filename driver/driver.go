@@ -162,12 +162,18 @@ type QuietReleaser interface {
 // AloudReleaser is implemented by backends whose Release sends the release
 // notice only when someone else tried to take the lock while it was held
 // (Redis, and a Redlock or fallback pair over it): a waiter that tries
-// nothing would not hear of the release. ReleaseAloud is Release with the
-// notice sent in any case. The Client uses it for an election's
-// resignation, which observers wait for, and for its every-so-often aloud
-// release, whose notice its own next waiter waits for.
+// nothing would not hear of the release. The Client releases an
+// election's lock with ReleaseAloud, for observers, and makes its
+// every-so-often aloud release with ReleaseWaited.
 type AloudReleaser interface {
+	// ReleaseAloud is Release with the notice sent in any case.
 	ReleaseAloud(ctx context.Context, key, owner string) (ok bool, err error)
+	// ReleaseWaited is Release that also reports whether someone else
+	// tried to take the lock while it was held (and so was told). The
+	// Client's aloud release uses it: when nobody else waits, it wakes
+	// its own next waiter itself instead of letting it wait for a
+	// notice.
+	ReleaseWaited(ctx context.Context, key, owner string) (ok, waited bool, err error)
 }
 
 // HandOff is implemented by backends that can pass a lock from its owner

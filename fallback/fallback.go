@@ -217,40 +217,53 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 // granted the lease, or in both stores when this Backend does not know
 // the lease (then the primary is skipped while the breaker holds it down).
 func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
-	return b.releaseBoth(ctx, key, owner, false)
+	ok, _, err := b.releaseBoth(ctx, key, owner, false)
+	return ok, err
 }
 
 // ReleaseAloud implements driver.AloudReleaser: Release with the release
 // notice sent in any case by a store that sends it only when someone
 // tried to take the lock meanwhile (driver.AloudReleaser).
 func (b *Backend) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
-	return b.releaseBoth(ctx, key, owner, true)
+	ok, _, err := b.releaseBoth(ctx, key, owner, true)
+	return ok, err
 }
 
-func (b *Backend) releaseBoth(ctx context.Context, key, owner string, aloud bool) (bool, error) {
+// ReleaseWaited implements driver.AloudReleaser: Release that reports
+// whether the store said another owner had tried to take the lock (a
+// store that cannot tell counts as told).
+func (b *Backend) ReleaseWaited(ctx context.Context, key, owner string) (ok, waited bool, err error) {
+	return b.releaseBoth(ctx, key, owner, false)
+}
+
+func (b *Backend) releaseBoth(ctx context.Context, key, owner string, aloud bool) (ok, waited bool, err error) {
 	if ctx == nil {
-		return false, fmt.Errorf("%w: nil context", turnstile.ErrInvalidOption)
+		return false, false, fmt.Errorf("%w: nil context", turnstile.ErrInvalidOption)
 	}
 	if l, known := b.leases.take(key, owner); known {
 		return b.release(ctx, l.store, key, owner, aloud)
 	}
-	okS, errS := b.release(ctx, secondary, key, owner, aloud)
+	okS, waitedS, errS := b.release(ctx, secondary, key, owner, aloud)
 	if b.State() != StateClosed {
-		return okS, errS
+		return okS, waitedS, errS
 	}
-	okP, errP := b.release(ctx, primary, key, owner, aloud)
-	return okP || okS, errors.Join(errP, errS)
+	okP, waitedP, errP := b.release(ctx, primary, key, owner, aloud)
+	return okP || okS, waitedP || waitedS, errors.Join(errP, errS)
 }
 
-func (b *Backend) release(ctx context.Context, s store, key, owner string, aloud bool) (bool, error) {
-	var ok bool
-	err := b.do(ctx, s, func(st driver.Backend) (err error) {
-		if ar, can := st.(driver.AloudReleaser); aloud && can {
-			ok, err = ar.ReleaseAloud(ctx, key, owner)
-		} else {
+func (b *Backend) release(ctx context.Context, s store, key, owner string, aloud bool) (ok, waited bool, err error) {
+	err = b.do(ctx, s, func(st driver.Backend) (err error) {
+		ar, can := st.(driver.AloudReleaser)
+		switch {
+		case !can:
 			ok, err = st.Release(ctx, key, owner)
+			waited = true // its Release always tells
+		case aloud:
+			ok, err = ar.ReleaseAloud(ctx, key, owner)
+		default:
+			ok, waited, err = ar.ReleaseWaited(ctx, key, owner)
 		}
 		return err
 	})
-	return ok, err
+	return ok, waited, err
 }

@@ -207,6 +207,14 @@ func exerciseLocking(t *testing.T, ctx context.Context, srv *testserver.Redis, c
 		got <- wl
 	}()
 	waitForSubscriber(t, ctx, srv, "app:{job}:released")
+	// And until its attempt found the lock held and marked it waited for,
+	// so that the release sends the notice.
+	for srv.MustDo(t, "GET", "app:{job}") != l.Owner()+"\x01" {
+		if ctx.Err() != nil {
+			t.Fatal("the waiter never tried to take the lock")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	released := time.Now()
 	must("release", l.Release(ctx))
 	var wl *turnstile.Lease

@@ -248,32 +248,43 @@ func (b *Backend) ClockReading() uint64 { return uint64(max(b.clock.reading(), 0
 // Release implements driver.Backend. The release notice goes out only
 // when someone failed to take the lock while it was held.
 func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
-	return b.release(ctx, key, owner, "")
+	ok, _, err := b.release(ctx, key, owner, "")
+	return ok, err
 }
 
 // ReleaseQuiet implements driver.QuietReleaser: Release without the
 // release notice.
 func (b *Backend) ReleaseQuiet(ctx context.Context, key, owner string) (bool, error) {
-	return b.release(ctx, key, owner, "quiet")
+	ok, _, err := b.release(ctx, key, owner, "quiet")
+	return ok, err
 }
 
 // ReleaseAloud implements driver.AloudReleaser: Release with the release
 // notice, whether or not someone failed to take the lock meanwhile.
 func (b *Backend) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
-	return b.release(ctx, key, owner, "always")
+	ok, _, err := b.release(ctx, key, owner, "always")
+	return ok, err
+}
+
+// ReleaseWaited implements driver.AloudReleaser: Release that reports
+// whether another owner failed to take the lock while it was held (and
+// the notice went out).
+func (b *Backend) ReleaseWaited(ctx context.Context, key, owner string) (ok, waited bool, err error) {
+	return b.release(ctx, key, owner, "")
 }
 
 // release runs the release script; notice is its ARGV[3] (release.lua).
-func (b *Backend) release(ctx context.Context, key, owner, notice string) (bool, error) {
+// waited reports that the lock was marked: someone failed to take it.
+func (b *Backend) release(ctx context.Context, key, owner, notice string) (ok, waited bool, err error) {
 	if err := check(ctx, key); err != nil {
-		return false, err
+		return false, false, err
 	}
 	n := b.names(key)
 	r, err := b.conn.eval(ctx, releaseScript, call{
 		keys: []string{n.lock, n.fence},
 		args: []string{owner, n.channel, notice, b.cfg.graceArg},
 	})
-	return r == 1, err
+	return r >= 1, r == 2, err
 }
 
 // HandOff implements driver.HandOff: it releases key for owner and takes

@@ -134,6 +134,18 @@ func TestNoticeOnlyWhenWaitedFor(t *testing.T) {
 	}
 
 	acquire("a", true)
+	if ok, waited, err := b.ReleaseWaited(ctx, k, "a"); !ok || waited || err != nil {
+		t.Fatalf("ReleaseWaited of a lock nobody waited for: ok=%v waited=%v err=%v", ok, waited, err)
+	}
+	quiet("a release nobody waited for")
+	acquire("a", true)
+	acquire("w", false)
+	if ok, waited, err := b.ReleaseWaited(ctx, k, "a"); !ok || !waited || err != nil {
+		t.Fatalf("ReleaseWaited of a lock waited for: ok=%v waited=%v err=%v", ok, waited, err)
+	}
+	told("ReleaseWaited of a lock waited for")
+
+	acquire("a", true)
 	release("a")
 	quiet("a release nobody waited for")
 

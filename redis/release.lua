@@ -9,7 +9,8 @@
 --         own)
 -- ARGV[4] how long (ms) the mark outlives a marked lock released quietly
 --
--- Returns 1 if released, 0 if the owner does not hold the lock.
+-- Returns 1 if released, 2 if released when someone had failed to take it
+-- (the lock was marked), 0 if the owner does not hold the lock.
 --
 -- The channel is passed in ARGV: it is no key. While Redis Cluster
 -- migrates the lock's slot, the old owner refuses (TRYAGAIN) a script that
@@ -26,16 +27,20 @@ local marked = holder == ARGV[1] .. '\1'
 if holder ~= ARGV[1] and not marked then
   return 0
 end
+local released = 1
+if marked then
+  released = 2
+end
 if marked and ARGV[3] == 'quiet' then
   -- Others wait, untold: leave the mark alone ('\1', a free lock that
   -- acquire.lua takes with the mark), so that the next holder's release
   -- tells them.
   redis.call('SET', KEYS[1], '\1', 'PX', ARGV[4])
-  return 1
+  return released
 end
 redis.call('DEL', KEYS[1])
 if ARGV[3] == 'quiet' or (not marked and ARGV[3] ~= 'always') then
-  return 1
+  return released
 end
 -- Sharded pub/sub keeps the notice on the node that owns the key's slot,
 -- where PUBLISH would be broadcast to every node of a cluster. Redis 7.0
@@ -47,4 +52,4 @@ if (redis.REDIS_VERSION_NUM or 0) >= 0x070000 then
 else
   redis.call('PUBLISH', channel, '1')
 end
-return 1
+return released

@@ -273,5 +273,5 @@ func (w *WriteLock) Release(ctx context.Context, key, owner string) (bool, error
 		keys: []string{k.writer, k.fence},
 		args: []string{owner, k.channel, "always", w.rw.b.cfg.graceArg}, // readers waiting do not mark the lock
 	})
-	return n == 1, err
+	return n >= 1, err
 }

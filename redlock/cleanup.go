@@ -72,26 +72,32 @@ func (b *Backend) watchLate(key, owner string, acq *round) {
 // only after the node answered the acquisition that is still running
 // there, if there is one: a release that overtook the grant would leave
 // the grant in place for a whole TTL.
-func (b *Backend) releaseAfter(ctx context.Context, t *task, i int, key, owner string, aloud bool) answer {
+// waited reports that the node said another owner had tried to take the
+// lock (driver.AloudReleaser), or cannot say.
+func (b *Backend) releaseAfter(ctx context.Context, t *task, i int, key, owner string, aloud bool) (a answer, waited bool) {
 	if t != nil && !b.pending.isAnswered(t, i) {
 		select {
 		case <-t.answer[i]:
 		case <-ctx.Done():
 			if b.pending.handOff(t, i) {
-				return answer{err: ctx.Err()} // the task releases it after the grant
+				return answer{err: ctx.Err()}, false // the task releases it after the grant
 			}
 			b.releaseNode(i, key, owner) // answered just now: release it here
-			return answer{err: ctx.Err()}
+			return answer{err: ctx.Err()}, false
 		}
 	}
 	var ok bool
 	var err error
-	if n := &b.nodes[i]; aloud && n.aloud != nil {
-		ok, err = n.aloud.ReleaseAloud(ctx, key, owner)
-	} else {
+	switch n := &b.nodes[i]; {
+	case n.aloud == nil:
 		ok, err = n.b.Release(ctx, key, owner)
+		waited = true // its Release always tells
+	case aloud:
+		ok, err = n.aloud.ReleaseAloud(ctx, key, owner)
+	default:
+		ok, waited, err = n.aloud.ReleaseWaited(ctx, key, owner)
 	}
-	return answer{yes: ok && err == nil, err: err}
+	return answer{yes: ok && err == nil, err: err}, waited
 }
 
 // releaseNode releases key for owner on node i, bounded by the node

@@ -115,6 +115,11 @@ func (c *countingBackend) ReleaseAloud(ctx context.Context, key, owner string) (
 	return c.b.ReleaseAloud(ctx, key, owner)
 }
 
+func (c *countingBackend) ReleaseWaited(ctx context.Context, key, owner string) (bool, bool, error) {
+	c.calls.Add(1)
+	return c.b.ReleaseWaited(ctx, key, owner)
+}
+
 func (c *countingBackend) Notify(ctx context.Context, key string) error {
 	c.calls.Add(1)
 	return c.b.Notify(ctx, key)
