@@ -18,7 +18,7 @@ import (
 // the safety net for a lost notice and the only signal for stores that
 // cannot notify; only its rounds count against the Backoff's retries, so a
 // waiter woken by notices that keeps losing the race is not pushed out by
-// them.
+// them. After a notice the attempt waits a random moment (noticeJitter).
 //
 // Waiters of one Client for one key queue locally first (coalesce.go);
 // a lock can come to a waiter from a releasing lease of its own Client
