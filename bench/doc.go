@@ -4,7 +4,7 @@
 // the same redis-server processes, which it starts itself on loopback
 // (one, and five for the Redlock rows). Run it from this directory:
 //
-//	go run .                      # the whole comparison, about 10 minutes
+//	go run .                      # the whole comparison, about 6 minutes
 //	go run . --quick              # every workload, short cells, under 2 minutes
 //	go run . --only 'herd' --duration 5s
 //	go run . --peers=false        # turnstile alone
