@@ -20,11 +20,7 @@ if redis.replicate_commands then
   redis.replicate_commands()
 end
 
-local now = tonumber(ARGV[4]) or 0
-if now <= 0 then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+local now = clock_now(ARGV[4])
 
 if KEYS[3] then
   -- The marker holds the time (µs) this server process started. A restart
