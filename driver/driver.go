@@ -16,6 +16,7 @@
 //   - Notifier: release notices, so waiters need not poll.
 //   - Queuer: a first-come-first-served queue of waiters kept by the store.
 //   - HandOff: a release that passes the lock to a waiting owner.
+//   - TokenRoom: tokens that leave room for handoffs within a Client.
 //   - QuietReleaser: a release without a notice, and the notice on its own.
 //   - AloudReleaser: a release with its notice where Release may send none.
 //   - Fencer: raising a key's fencing token (Redlock's node recovery).
@@ -187,6 +188,20 @@ type HandOff interface {
 	// when owner does not hold key; then nothing changes. As with
 	// Acquire, an error means the outcome is unknown.
 	HandOff(ctx context.Context, key, owner, next string, ttl time.Duration) (token uint64, ok bool, err error)
+}
+
+// TokenRoom is implemented by backends whose fencing tokens leave room
+// between grants. Every token such a backend issues for a key is a
+// multiple of TokenRoom(), and every token it issues for the key later —
+// after any grant, or after a Fencer's RaiseFence to a token t — is
+// greater than t − t mod TokenRoom() + TokenRoom() − 1. The Client then
+// hands a lock it holds to its own next waiter without a round trip: the
+// lock stays held in the store under the same owner id, and the new lease
+// gets the previous lease's token plus one, while that stays below the
+// next multiple. TokenRoom() is the same for every key; below 2 it means
+// no room (a composite backend whose members do not all leave it).
+type TokenRoom interface {
+	TokenRoom() uint64
 }
 
 // LockState is what a store knows about one key's lock.

@@ -121,14 +121,17 @@ func TestTokensFollowTheServerClock(t *testing.T) {
 		if tok < before || tok > before+uint64(time.Second/time.Microsecond) {
 			t.Fatalf("token %d, server clock %d before the grant: want at or above it, within a second", tok, before)
 		}
-		if r := b.ClockReading(); r < tok {
+		if tok%b.TokenRoom() != 0 {
+			t.Fatalf("token %d is not a multiple of the room %d", tok, b.TokenRoom())
+		}
+		if r := b.ClockReading(); r+b.TokenRoom() <= tok {
 			t.Fatalf("clock reading %d after a grant at %d", r, tok)
 		}
 	}
 
 	// The owner's clock given by the caller (a Redlock's reading) is the
-	// token of a new key; a key's last token + 1 wins over a reading
-	// below it.
+	// token of a new key, rounded up to the room; the next multiple of the
+	// room above the key's last token wins over a reading below it.
 	tok, ok, err := b.AcquireAt(ctx, "given", "o", time.Minute, 5_000_000_000_000_000)
 	if !ok || err != nil || tok != 5_000_000_000_000_000 {
 		t.Fatalf("AcquireAt a reading: token %d ok=%v err=%v", tok, ok, err)
@@ -137,8 +140,15 @@ func TestTokensFollowTheServerClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok, ok, err = b.AcquireAt(ctx, "given", "o", time.Minute, 1)
-	if !ok || err != nil || tok != 5_000_000_000_000_001 {
+	if !ok || err != nil || tok != 5_000_000_000_000_016 {
 		t.Fatalf("AcquireAt below the last token: token %d ok=%v err=%v", tok, ok, err)
+	}
+	if _, err := b.Release(ctx, "given", "o"); err != nil {
+		t.Fatal(err)
+	}
+	tok, ok, err = b.AcquireAt(ctx, "given", "o", time.Minute, 5_000_000_000_000_100)
+	if !ok || err != nil || tok != 5_000_000_000_000_112 {
+		t.Fatalf("AcquireAt a reading between multiples of the room: token %d ok=%v err=%v", tok, ok, err)
 	}
 	if _, _, err := b.AcquireAt(ctx, "given", "o", time.Minute, 1<<53); err == nil {
 		t.Fatal("AcquireAt accepted a reading of 2^53")

@@ -3,11 +3,27 @@
 -- while its fence key exists, and the server time in microseconds, which
 -- has moved past every earlier token, once the fence key is gone
 -- (eviction, restart). Returns the token, or nil and an error reply.
+--
+-- Every token is a multiple of ROOM (the Go side's tokenRoom), so the
+-- next grant's token is at least ROOM above the last: a Client hands a
+-- held lock to its own next waiter with the token plus one, up to
+-- ROOM − 1 times, without asking the store (driver.TokenRoom).
+local ROOM = 16
+
+-- room_up is the first multiple of ROOM at or above n.
+local function room_up(n)
+  local r = n % ROOM
+  if r == 0 then
+    return n
+  end
+  return n - r + ROOM
+end
+
 local function next_token(now, fence_key, lock_key)
-  local token = now
+  local token = room_up(now)
   local last = tonumber(redis.call('GET', fence_key) or '0') or 0
   if last >= token then
-    token = last + 1
+    token = room_up(last + 1)
   end
   -- Lua numbers are doubles: integers are exact only below 2^53.
   if token >= 9007199254740992 then
@@ -21,6 +37,7 @@ end
 -- later it reads the last token with the same write (SET … GET): one
 -- command, and a second one only when the last token is not below now.
 local function issue_token(now, fence_key, lock_key, fence_ttl)
+  now = room_up(now)
   if now >= 9007199254740992 then
     return nil, redis.error_reply('turnstile: fencing token of ' .. lock_key .. ' out of range')
   end
@@ -39,7 +56,7 @@ local function issue_token(now, fence_key, lock_key, fence_ttl)
       return now
     end
   end
-  local token = last + 1
+  local token = room_up(last + 1)
   if token >= 9007199254740992 then
     -- Keep the last token (the write above replaced it) and refuse.
     redis.call('SET', fence_key, string.format('%.0f', last), 'PX', fence_ttl)

@@ -23,6 +23,7 @@ type Backend struct {
 	quorum int
 	cfg    config
 	maxTTL time.Duration    // the shortest restart quarantine of the nodes; 0: no limit
+	room   uint64           // driver.TokenRoom: the nodes' common room, with fencing; else 0
 	extra  []io.Closer      // clients Dial created, closed after the nodes
 	now    func() time.Time // time.Now; tests move it to use up a lease's validity
 
@@ -59,6 +60,7 @@ var (
 	_ driver.Backend       = (*Backend)(nil)
 	_ driver.BatchExtender = (*Backend)(nil)
 	_ driver.Fencer        = (*Backend)(nil)
+	_ driver.TokenRoom     = (*Backend)(nil)
 	_ driver.AloudReleaser = (*Backend)(nil)
 	_ driver.Notifier      = (*Backend)(nil)
 	_ driver.Namer         = (*Backend)(nil)
@@ -117,8 +119,34 @@ func newBackend(nodes []driver.Backend, cfg config) (*Backend, error) {
 		b.nodes = append(b.nodes, n)
 		b.all = append(b.all, i)
 	}
+	b.room = commonRoom(nodes, cfg.fencing)
 	return b, nil
 }
+
+// commonRoom is the room between grants' tokens that every node leaves
+// (driver.TokenRoom), if they all leave the same and fencing is on; else
+// 0. A Redlock token is the largest of its quorum's, a multiple of the
+// room, and is written back to a quorum, so every later quorum meets a
+// node whose next token is at least the room above it.
+func commonRoom(nodes []driver.Backend, fencing bool) uint64 {
+	if !fencing {
+		return 0
+	}
+	var room uint64
+	for i, nb := range nodes {
+		tr, ok := nb.(driver.TokenRoom)
+		if !ok || tr.TokenRoom() < 2 || (i > 0 && tr.TokenRoom() != room) {
+			return 0
+		}
+		room = tr.TokenRoom()
+	}
+	return room
+}
+
+// TokenRoom implements driver.TokenRoom: the room every node leaves
+// between grants, when they agree and fencing is on; otherwise 0, and a
+// Client hands nothing over without the nodes.
+func (b *Backend) TokenRoom() uint64 { return b.room }
 
 // Name implements driver.Namer: "redlock" and the names of the nodes.
 func (b *Backend) Name() string {
