@@ -53,6 +53,7 @@ type Client struct {
 	busy       *busyMeter                            // WithQueueWhenBusy
 	shared     bool                                  // the backend's locks may have several holders
 	canHandOff bool                                  // the backend is a driver.HandOff
+	tokenRoom  uint64                                // driver.TokenRoom's, or 0: no handoffs without the store
 	// trying holds the key hash of a caller making a first attempt, in a
 	// slot chosen by that hash, so that a caller for the same key lines up
 	// behind it instead. Different keys with one 64-bit hash would line
@@ -83,6 +84,9 @@ func New(backend driver.Backend, opts ...Option) (*Client, error) {
 		c.shared = sh.Shared()
 	}
 	_, c.canHandOff = backend.(driver.HandOff)
+	if tr, ok := backend.(driver.TokenRoom); ok && tr.TokenRoom() > 1 {
+		c.tokenRoom = tr.TokenRoom()
+	}
 	if cfg.busyAt > 0 {
 		if c.cfg.busyQueue == nil {
 			q, ok := backend.(driver.Queuer)

@@ -96,7 +96,7 @@ func (c *Client) waitInLine(ctx context.Context, k *contender) (*Lease, error) {
 		return nil, err
 	}
 	sig := signals{local: ln.local, heldHere: ln.heldHere}
-	if _, ok := c.backend.(driver.HandOff); ok {
+	if c.handsOver() {
 		sig.slot = &handoffSlot{ln: ln, w: w}
 	}
 	// Attempt at once unless this call has just failed one, or the
@@ -149,7 +149,7 @@ func (ln *line) leave(c *Client, w *waiter, won *Lease) {
 		next.afterGrant = won != nil
 		// The new head will wait for this grant's release: it can take
 		// a handoff from it at once, before it even runs.
-		next.ready = won != nil && c.canHandOff
+		next.ready = won != nil && c.handsOver()
 	})
 	if won != nil {
 		ln.quietPending = false
@@ -175,8 +175,8 @@ func (ln *line) leave(c *Client, w *waiter, won *Lease) {
 	var orphan string
 	select {
 	case g := <-w.grant:
-		if (g.ok || g.unknown) && (won == nil || won.owner != g.owner) {
-			orphan = g.owner
+		if (g.ok || g.unknown) && (won == nil || won.owner != g.holder()) {
+			orphan = g.holder()
 		}
 	default:
 	}

@@ -11,11 +11,23 @@ import (
 
 // Releasing to a waiter of the same Client. When the head of this
 // Client's line for a key waits for a lease of the same Client, the
-// lease's release can give it the lock without a race: handed over in
-// the release's own round trip (driver.HandOff), or released without a
-// notice to other processes (driver.QuietReleaser) so that the head's
-// attempt meets no competition. Every maxQuietRun-th release is aloud
-// instead, and the Client's waiters race the others for it.
+// lease's release can give it the lock without a race: handed over
+// without the store at all while the tokens leave room (driver.TokenRoom,
+// below), handed over in the release's own round trip (driver.HandOff),
+// or released without a notice to other processes (driver.QuietReleaser)
+// so that the head's attempt meets no competition. Every maxQuietRun-th
+// release is aloud instead, and the Client's waiters race the others for
+// it.
+//
+// Without the store: the lock stays held in the store under the releasing
+// lease's owner id, and the head's lease takes that owner id, the token
+// plus one and the rest of the TTL of the last confirmed grant or renewal
+// (its watchdog renews it from there). The backend promises that its next
+// grant's token for the key is above every token this makes (they stay
+// below the next multiple of the room), so storage that checks tokens
+// sees them strictly increase across the critical sections, as ever. A
+// lease whose TTL is a quarter gone, or asked for with another TTL, goes
+// through the store instead.
 
 // maxQuietRun is how many releases in a row a Client hands to its own
 // waiters without telling other processes; then one release is aloud and
@@ -29,13 +41,57 @@ type handoffSlot struct {
 	w  *waiter
 }
 
-// handoff is the outcome of one HandOff to a waiter.
+// handoff is the outcome of one handoff to a waiter.
 type handoff struct {
-	owner   string // the owner the lock was handed to
-	token   uint64
-	sent    mono // when the HandOff was sent: the lease's TTL starts later
+	owner string // the waiter's owner id the handoff was addressed to
+	token uint64
+	// sent is when the lease's TTL starts at the latest: when the
+	// HandOff was sent, or (local) when the last confirmed grant or
+	// renewal of the lock was sent.
+	sent    mono
 	ok      bool // handed over
 	unknown bool // the store failed: the lock may or may not be the waiter's
+	// local: handed over without the store; the lock stays held there
+	// under lockOwner, which the new lease takes.
+	local     bool
+	lockOwner string
+}
+
+// holder is the owner id the lock is held under after the handoff.
+func (g handoff) holder() string {
+	if g.local {
+		return g.lockOwner
+	}
+	return g.owner
+}
+
+// handsOver reports whether a releasing lease can give the lock to a
+// waiter of this Client: through the store, or without it.
+func (c *Client) handsOver() bool { return c.canHandOff || c.tokenRoom > 1 }
+
+// roomUsed reports whether l's token is the last a run of handoffs
+// without the store can give (driver.TokenRoom).
+func (c *Client) roomUsed(l *Lease) bool {
+	return c.tokenRoom > 1 && l.token%c.tokenRoom == c.tokenRoom-1
+}
+
+// localGrant is the handoff that l's release can give a waiter of this
+// Client without the store (see the top of this file), with the TTL the
+// waiter must have asked for; ok is false if l cannot give one.
+func (c *Client) localGrant(l *Lease) (g handoff, ttl time.Duration, ok bool) {
+	if c.tokenRoom < 2 || c.roomUsed(l) {
+		return handoff{}, 0, false
+	}
+	c.wd.mu.Lock()
+	defer c.wd.mu.Unlock()
+	if l.state != stateHeld {
+		return handoff{}, 0, false
+	}
+	sent := l.deadline.add(-(l.ttl - l.drift))
+	if now() >= sent.add(l.ttl/4) {
+		return handoff{}, 0, false
+	}
+	return handoff{token: l.token + 1, sent: sent, ok: true, local: true, lockOwner: l.owner}, l.ttl, true
 }
 
 // open makes the head a target for handoffs while it waits.
@@ -92,12 +148,14 @@ func (k *contender) take(ctx context.Context, g handoff) (l *Lease, done bool, e
 	}
 	switch {
 	case g.ok:
-		if l := k.c.newLease(ctx, k.key, k.owner, g.token, g.sent, k.cfg); l != nil {
+		if l := k.c.newLease(ctx, k.key, g.holder(), g.token, g.sent, k.cfg); l != nil {
 			return l, true, nil
 		}
 		// Born expired: the handoff took longer than the TTL allows.
-		k.c.releaseInBackground(k.key, k.owner, k.cfg.ttl)
-		k.owner = newOwner(k.cfg)
+		k.c.releaseInBackground(k.key, g.holder(), k.cfg.ttl)
+		if !g.local {
+			k.owner = newOwner(k.cfg)
+		}
 		k.lastErr = fmt.Errorf("%w: handoff took longer than the ttl %v allows", ErrNotAcquired, k.cfg.ttl)
 		return nil, false, nil
 	default:
@@ -110,26 +168,47 @@ func (k *contender) take(ctx context.Context, g handoff) (l *Lease, done bool, e
 
 // releaseInStore releases l's lock in the store. When the head of this
 // Client's line for the key waits for it, the lock is handed to the head
-// in the same round trip (driver.HandOff), or released quietly for it
-// (driver.QuietReleaser); every maxQuietRun-th release is aloud instead.
-func (c *Client) releaseInStore(ctx context.Context, l *Lease) (bool, error) {
+// without the store, or in the same round trip (driver.HandOff), or
+// released quietly for it (driver.QuietReleaser); every maxQuietRun-th
+// release is aloud instead. handed reports that the head got the lock
+// without the store: nothing ended in the store, and the head needs no
+// wake-up (Release then skips leaseEnded).
+func (c *Client) releaseInStore(ctx context.Context, l *Lease) (ok, handed bool, err error) {
 	ho, canHand := c.backend.(driver.HandOff)
 	qr, canQuiet := c.backend.(driver.QuietReleaser)
 	ar, _ := c.backend.(driver.AloudReleaser)
-	if !canHand && !canQuiet {
-		return c.plainRelease(ctx, l, ar)
+	local, localTTL, canLocal := c.localGrant(l)
+	if !canHand && !canQuiet && c.tokenRoom < 2 {
+		ok, err = c.plainRelease(ctx, l, ar)
+		return ok, false, err
 	}
 	ln, found := c.lines.load(l.key)
 	if !found {
-		return c.plainRelease(ctx, l, ar)
+		ok, err = c.plainRelease(ctx, l, ar)
+		return ok, false, err
 	}
 	var to *waiter
 	quiet, aloud := false, false
 	ln.mu.Lock()
 	if !ln.dead && len(ln.waiters) > 0 {
-		if ln.quietRun < maxQuietRun {
+		// A run of handoffs without the store that used up the token's
+		// room ends with the aloud release, as a run of maxQuietRun does.
+		if ln.quietRun < maxQuietRun && !c.roomUsed(l) {
 			ln.quietRun++
-			if head := ln.waiters[0]; canHand && head.ready && !head.inflight {
+			head := ln.waiters[0]
+			if canLocal && head.ready && !head.inflight && head.ttl == localTTL {
+				local.owner = head.owner
+				select {
+				case head.grant <- local: // the head's lease
+					if ln.holding == l {
+						ln.holding = nil
+					}
+					ln.mu.Unlock()
+					return true, true, nil
+				default:
+				}
+			}
+			if canHand && head.ready && !head.inflight {
 				to = head
 				to.inflight = true
 				ln.noWake = true // the handoff wakes the head
@@ -169,9 +248,10 @@ func (c *Client) releaseInStore(ctx context.Context, l *Lease) (bool, error) {
 		if !waiting && (g.ok || g.unknown) {
 			c.releaseInBackground(l.key, owner, ttl) // it gave up meanwhile
 		}
-		return ok, err
+		return ok, false, err
 	case quiet:
-		return qr.ReleaseQuiet(ctx, l.key, l.owner)
+		ok, err = qr.ReleaseQuiet(ctx, l.key, l.owner)
+		return ok, false, err
 	case aloud:
 		// The head waits for the notice (leaseEnded), as the other
 		// processes' waiters do; if none of them tried to take the lock,
@@ -182,9 +262,10 @@ func (c *Client) releaseInStore(ctx context.Context, l *Lease) (bool, error) {
 			ln.aloud = false
 			ln.mu.Unlock()
 		}
-		return ok, err
+		return ok, false, err
 	default:
-		return c.plainRelease(ctx, l, ar)
+		ok, err = c.plainRelease(ctx, l, ar)
+		return ok, false, err
 	}
 }
 

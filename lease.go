@@ -165,8 +165,10 @@ func (l *Lease) Release(ctx context.Context) error {
 	wd.mu.Unlock()
 	l.cancel(ErrReleased)
 
-	ok, err := l.c.releaseInStore(ctx, l)
-	l.c.leaseEnded(l)
+	ok, handed, err := l.c.releaseInStore(ctx, l)
+	if !handed {
+		l.c.leaseEnded(l)
+	}
 	if err != nil {
 		err = l.c.wrap("release", l.key, l.c.closedErr(err))
 		if report {

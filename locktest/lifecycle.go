@@ -205,6 +205,115 @@ func testTokensIncreaseConcurrent(t *testing.T, h *Harness) {
 	}
 }
 
+// testTokensIncreaseInOneClient: holders of one Client that follow each
+// other — handed the lock within the Client, without the store, where
+// the backend leaves room between its tokens (driver.TokenRoom) — see
+// increasing tokens; and a holder of another Client after them sees a
+// larger one still, whether the last of them released the lock or its
+// Client closed and the lock expired.
+func testTokensIncreaseInOneClient(t *testing.T, h *Harness) {
+	const workers, rounds = 8, 40
+	k := key(t)
+	ctx := ctxFor(t, 2*time.Minute)
+	c := h.client(t, patient)
+	var (
+		mu     sync.Mutex // guards order; taken only inside the critical section
+		order  []uint64
+		wg     sync.WaitGroup
+		failed = make(chan error, workers)
+	)
+	for range workers {
+		wg.Go(func() {
+			for range rounds {
+				l, err := c.Acquire(ctx, k)
+				if err != nil {
+					failed <- err
+					return
+				}
+				mu.Lock()
+				order = append(order, l.Token())
+				mu.Unlock()
+				if err := l.Release(ctx); err != nil {
+					failed <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(failed)
+	for err := range failed {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(order); i++ {
+		if order[i] <= order[i-1] {
+			t.Fatalf("holder %d got token %d after holder %d's %d", i, order[i], i-1, order[i-1])
+		}
+	}
+	last := order[len(order)-1]
+	other := h.client(t, patient)
+	l, err := other.Acquire(ctx, k)
+	if err != nil {
+		t.Fatalf("acquire in another client: %v", err)
+	}
+	if l.Token() <= last {
+		t.Fatalf("another client's token %d is not above the last handed-over %d", l.Token(), last)
+	}
+	last = l.Token()
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A waiter that takes the lock from a lease of its own Client, whose
+	// process then dies holding it: the lock expires, and the next
+	// holder's token is above the dead one's.
+	ttl := h.ttl()
+	waiting := make(chan struct{}, 1)
+	dying, err := turnstile.New(h.backend(t), patient, turnstile.WithTTL(ttl),
+		turnstile.WithObserver(turnstile.ObserverFunc(func(e turnstile.Event) {
+			if e.Type == turnstile.EventWaiting {
+				select {
+				case waiting <- struct{}{}:
+				default:
+				}
+			}
+		})))
+	if err != nil {
+		t.Fatalf("turnstile.New: %v", err)
+	}
+	first, err := dying.Acquire(ctx, k)
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	next := make(chan *turnstile.Lease, 1)
+	go func() {
+		l, err := dying.Acquire(ctx, k)
+		if err != nil {
+			t.Errorf("second acquire in one client: %v", err)
+		}
+		next <- l
+	}()
+	<-waiting
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := <-next
+	if second == nil {
+		_ = dying.Close()
+		return
+	}
+	dead := second.Token()
+	if dead <= first.Token() || first.Token() <= last {
+		t.Fatalf("tokens %d then %d in one client after %d", first.Token(), dead, last)
+	}
+	_ = dying.Close() // the lock stays held in the store until its TTL ends
+	l = acquireWithin(t, other, k, ttl+30*time.Second)
+	defer l.Release(ctx)
+	if l.Token() <= dead {
+		t.Fatalf("token %d after the dead holder's lock expired is not above its %d", l.Token(), dead)
+	}
+}
+
 // acquireWithin retries TryAcquire until it succeeds or d passes.
 func acquireWithin(t *testing.T, c *turnstile.Client, k string, d time.Duration, opts ...turnstile.Option) *turnstile.Lease {
 	t.Helper()

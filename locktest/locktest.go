@@ -88,6 +88,7 @@ func Run(t *testing.T, h Harness) {
 		{"SameOwnerRetryIsIdempotent", testSameOwnerRetry},
 		{"TokensIncrease", testTokensIncrease},
 		{"TokensIncreaseConcurrent", testTokensIncreaseConcurrent},
+		{"TokensIncreaseInOneClient", testTokensIncreaseInOneClient},
 		{"AcquireHonoursCancel", testAcquireHonoursCancel},
 		{"TryAcquireFailsFast", testTryAcquireFailsFast},
 		{"WatchdogKeepsLeaseAlive", testWatchdogKeepsAlive},

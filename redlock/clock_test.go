@@ -3,11 +3,15 @@ package redlock_test
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/testserver"
+	"github.com/turnstilelock/turnstile/memory"
+	"github.com/turnstilelock/turnstile/redis"
 	"github.com/turnstilelock/turnstile/redlock"
 )
 
@@ -113,5 +117,78 @@ func TestResignationTellsEveryNode(t *testing.T) {
 		if n := calls(t, s, "spublish") - before[i]; n != 1 {
 			t.Errorf("node %d published %d release notices for the resignation, want 1", i+1, n)
 		}
+	}
+}
+
+// TestTokenRoom: a Redlock of Redis nodes leaves the nodes' room between
+// its tokens (driver.TokenRoom) when it fences, so a Client hands a hot
+// key to its own waiters without the nodes; without fencing, or with a
+// node that leaves none, it claims none.
+func TestTokenRoom(t *testing.T) {
+	srvs := startNodes(t, 3)
+	nodes := redisNodes(t, srvs, redis.WithRestartQuarantine(0))
+	rl, err := redlock.New(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rl.TokenRoom(); got != 16 {
+		t.Fatalf("TokenRoom = %d, want the nodes' 16", got)
+	}
+	if r, _ := redlock.New(nodes, redlock.WithoutFencing()); r.TokenRoom() != 0 {
+		t.Fatalf("TokenRoom without fencing = %d, want 0", r.TokenRoom())
+	}
+	mixed, err := redlock.New([]driver.Backend{nodes[0], nodes[1], memory.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mixed.TokenRoom() != 0 {
+		t.Fatalf("TokenRoom with a memory node = %d, want 0", mixed.TokenRoom())
+	}
+
+	c, err := turnstile.New(rl, turnstile.WithTTL(8*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := ctxFor(t, time.Minute)
+	before := scriptCalls(t, srvs[0])
+	const workers, rounds = 8, 50
+	var (
+		mu    sync.Mutex // taken only inside the critical section
+		order []uint64
+		wg    sync.WaitGroup
+	)
+	for range workers {
+		wg.Go(func() {
+			for range rounds {
+				l, err := c.Acquire(ctx, "hot")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				order = append(order, l.Token())
+				mu.Unlock()
+				if err := l.Release(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	local := 0
+	for i, tok := range order {
+		if i > 0 && tok <= order[i-1] {
+			t.Fatalf("section %d got token %d after section %d's %d", i, tok, i-1, order[i-1])
+		}
+		if tok%16 != 0 {
+			local++
+		}
+	}
+	scripts := scriptCalls(t, srvs[0]) - before
+	t.Logf("%d acquisitions: %d without the nodes; node 1 ran %d scripts", len(order), local, scripts)
+	if local == 0 || scripts > len(order)/2 {
+		t.Fatalf("%d of %d acquisitions without the nodes, node 1 ran %d scripts: want most without them", local, len(order), scripts)
 	}
 }
