@@ -52,6 +52,7 @@ type waiter struct {
 	owner           string
 	ttl             time.Duration
 	grant           chan handoff
+	cfg             *config // the call's settings
 	// afterGrant: the previous head took the lock, so the new head waits
 	// for its release instead of attempting at once. Written before turn
 	// is closed.
@@ -83,7 +84,7 @@ func (c *Client) waitInLine(ctx context.Context, k *contender) (*Lease, error) {
 			tried = true
 		}
 	}
-	w := &waiter{seat: newSeat(), grant: make(chan handoff, 1), owner: k.owner, ttl: k.cfg.ttl}
+	w := &waiter{seat: newSeat(), grant: make(chan handoff, 1), owner: k.owner, ttl: k.cfg.ttl, cfg: k.cfg}
 	ln := c.lines.join(k.key, w, newLine)
 	// Told once the call has its place in the line: an Acquire that
 	// starts after this event lines up behind this one.

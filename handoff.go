@@ -27,7 +27,7 @@ import (
 // below the next multiple of the room), so storage that checks tokens
 // sees them strictly increase across the critical sections, as ever. A
 // lease whose TTL is a quarter gone, or asked for with another TTL, goes
-// through the store instead.
+// through the store instead, as does an election's (takesLocal).
 
 // maxQuietRun is how many releases in a row a Client hands to its own
 // waiters without telling other processes; then one release is aloud and
@@ -68,6 +68,15 @@ func (g handoff) holder() string {
 // handsOver reports whether a releasing lease can give the lock to a
 // waiter of this Client: through the store, or without it.
 func (c *Client) handsOver() bool { return c.canHandOff || c.tokenRoom > 1 }
+
+// takesLocal reports whether w may take l's lock without the store (its
+// owner id and token, the rest of its TTL): it asked for the TTL the lock
+// has, under the same instance id, and neither is an election's lease,
+// whose leader is known by an owner id of its own and whose resignation
+// the observers must hear.
+func takesLocal(w *waiter, l *Lease, ttl time.Duration) bool {
+	return w.ttl == ttl && w.cfg.instanceID == l.cfg.instanceID && !w.cfg.aloud && !l.cfg.aloud
+}
 
 // roomUsed reports whether l's token is the last a run of handoffs
 // without the store can give (driver.TokenRoom).
@@ -196,7 +205,7 @@ func (c *Client) releaseInStore(ctx context.Context, l *Lease) (ok, handed bool,
 		if ln.quietRun < maxQuietRun && !c.roomUsed(l) {
 			ln.quietRun++
 			head := ln.waiters[0]
-			if canLocal && head.ready && !head.inflight && head.ttl == localTTL {
+			if canLocal && head.ready && !head.inflight && takesLocal(head, l, localTTL) {
 				local.owner = head.owner
 				select {
 				case head.grant <- local: // the head's lease

@@ -180,3 +180,47 @@ func TestHandOffWithoutTheStoreOnlyFresh(t *testing.T) {
 		})
 	}
 }
+
+// TestElectionNotHandedWithoutTheStore: a leader's resignation never
+// hands the election's lock to a campaign of the same Client without the
+// store: the next leader is known by an owner id of its own, carrying its
+// own value.
+func TestElectionNotHandedWithoutTheStore(t *testing.T) {
+	b := newRoomy()
+	c, err := turnstile.New(b, turnstile.WithTTL(8*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e, err := c.Election("lead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	first, err := e.Campaign(ctx, "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := make(chan *turnstile.Leadership, 1)
+	go func() {
+		l, err := e.Campaign(ctx, "one")
+		if err != nil {
+			t.Error(err)
+		}
+		next <- l
+	}()
+	for i := 0; i < 1000 && !turnstile.HeadReady(c, "lead"); i++ {
+		time.Sleep(time.Millisecond)
+	}
+	if err := first.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := <-next
+	if second == nil {
+		return
+	}
+	defer second.Resign(ctx)
+	if second.Lease().Owner() == first.Lease().Owner() || second.Term()%room != 0 {
+		t.Fatalf("leader %s (term %d) after %s (term %d): handed over without the store", second.Lease().Owner(), second.Term(), first.Lease().Owner(), first.Term())
+	}
+}
