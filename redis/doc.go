@@ -36,7 +36,8 @@
 // # Fencing tokens
 //
 // A token is a hybrid logical clock per key: max(last+1, server time in
-// µs), where last is the key's previous token, kept in the fence key. The
+// µs) rounded up to a multiple of 16, where last is the key's previous
+// token, kept in the fence key. The
 // fence key lives for the lease TTL and a grace period (WithFenceGrace,
 // default 10 s) after the lock's last grant or renewal, so tokens cost no
 // memory for keys that are no longer locked, however many distinct keys
@@ -51,6 +52,13 @@
 // scripts thus need no TIME of their own (one command less per grant);
 // they read TIME when the client has no reading (before the first sample,
 // or after a failed one).
+//
+// Every token is a multiple of 16 (Backend.TokenRoom), so the next one is
+// at least 16 above it: a turnstile Client hands a held lock to its own
+// next waiter with the token plus one, up to 15 times, without a round
+// trip; the lock stays held under the same owner id, and the store's next
+// grant is above every token handed out (package turnstile, "handoffs
+// without the store").
 //
 // Tokens of a key strictly increase as long as the Redis server's clock
 // does not step back by more than the grace period. While the fence key
