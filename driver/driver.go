@@ -226,8 +226,9 @@ type LockState struct {
 type Holder struct {
 	// Owner is the owner id the holder acquired with.
 	Owner string
-	// Token is the fencing token of this holder's lease, zero if the store
-	// cannot tell.
+	// Token is the fencing token of this holder's grant in the store, zero
+	// if the store cannot tell. A lease a Client handed over without the
+	// store (TokenRoom) has a token up to TokenRoom() − 1 above it.
 	Token uint64
 	// TTL is the time left before the lease expires unless renewed, or -1
 	// when it is bounded by a session rather than a deadline the store
