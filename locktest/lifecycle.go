@@ -165,8 +165,15 @@ func testTokensIncrease(t *testing.T, h *Harness) {
 // testTokensIncreaseConcurrent: holders that follow each other through
 // contention, on several clients, see increasing tokens.
 func testTokensIncreaseConcurrent(t *testing.T, h *Harness) {
-	const workers, rounds = 8, 25
-	k := key(t)
+	tokensInOrder(t, key(t), 8, 25, func() *turnstile.Client { return h.client(t, patient) })
+}
+
+// tokensInOrder runs workers goroutines, each with the Client client
+// gives it, that take and release key rounds times, and checks that the
+// tokens strictly increase in the order of the critical sections. It
+// returns them in that order.
+func tokensInOrder(t *testing.T, k string, workers, rounds int, client func() *turnstile.Client) []uint64 {
+	t.Helper()
 	ctx := ctxFor(t, 2*time.Minute)
 	var (
 		mu     sync.Mutex // guards order; taken only inside the critical section
@@ -175,7 +182,7 @@ func testTokensIncreaseConcurrent(t *testing.T, h *Harness) {
 		failed = make(chan error, workers)
 	)
 	for range workers {
-		c := h.client(t, patient)
+		c := client()
 		wg.Go(func() {
 			for range rounds {
 				l, err := c.Acquire(ctx, k)
@@ -203,6 +210,7 @@ func testTokensIncreaseConcurrent(t *testing.T, h *Harness) {
 			t.Fatalf("holder %d got token %d after holder %d's %d", i, order[i], i-1, order[i-1])
 		}
 	}
+	return order
 }
 
 // testTokensIncreaseInOneClient: holders of one Client that follow each
@@ -212,44 +220,10 @@ func testTokensIncreaseConcurrent(t *testing.T, h *Harness) {
 // larger one still, whether the last of them released the lock or its
 // Client closed and the lock expired.
 func testTokensIncreaseInOneClient(t *testing.T, h *Harness) {
-	const workers, rounds = 8, 40
 	k := key(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	c := h.client(t, patient)
-	var (
-		mu     sync.Mutex // guards order; taken only inside the critical section
-		order  []uint64
-		wg     sync.WaitGroup
-		failed = make(chan error, workers)
-	)
-	for range workers {
-		wg.Go(func() {
-			for range rounds {
-				l, err := c.Acquire(ctx, k)
-				if err != nil {
-					failed <- err
-					return
-				}
-				mu.Lock()
-				order = append(order, l.Token())
-				mu.Unlock()
-				if err := l.Release(ctx); err != nil {
-					failed <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(failed)
-	for err := range failed {
-		t.Fatal(err)
-	}
-	for i := 1; i < len(order); i++ {
-		if order[i] <= order[i-1] {
-			t.Fatalf("holder %d got token %d after holder %d's %d", i, order[i], i-1, order[i-1])
-		}
-	}
+	order := tokensInOrder(t, k, 8, 40, func() *turnstile.Client { return c })
 	last := order[len(order)-1]
 	other := h.client(t, patient)
 	l, err := other.Acquire(ctx, k)
