@@ -186,7 +186,6 @@ func (c *Client) releaseInStore(ctx context.Context, l *Lease) (ok, handed bool,
 	ho, canHand := c.backend.(driver.HandOff)
 	qr, canQuiet := c.backend.(driver.QuietReleaser)
 	ar, _ := c.backend.(driver.AloudReleaser)
-	local, localTTL, canLocal := c.localGrant(l)
 	if !canHand && !canQuiet && c.tokenRoom < 2 {
 		ok, err = c.plainRelease(ctx, l, ar)
 		return ok, false, err
@@ -196,6 +195,7 @@ func (c *Client) releaseInStore(ctx context.Context, l *Lease) (ok, handed bool,
 		ok, err = c.plainRelease(ctx, l, ar)
 		return ok, false, err
 	}
+	local, localTTL, canLocal := c.localGrant(l)
 	var to *waiter
 	quiet, aloud := false, false
 	ln.mu.Lock()
@@ -260,6 +260,11 @@ func (c *Client) releaseInStore(ctx context.Context, l *Lease) (ok, handed bool,
 		return ok, false, err
 	case quiet:
 		ok, err = qr.ReleaseQuiet(ctx, l.key, l.owner)
+		return ok, false, err
+	case aloud && l.cfg.aloud:
+		// An election's resignation: its notice goes out in any case, for
+		// the observers; the head waits for it too (leaseEnded).
+		ok, err = ar.ReleaseAloud(ctx, l.key, l.owner)
 		return ok, false, err
 	case aloud:
 		// The head waits for the notice (leaseEnded), as the other

@@ -224,3 +224,62 @@ func TestElectionNotHandedWithoutTheStore(t *testing.T) {
 		t.Fatalf("leader %s (term %d) after %s (term %d): handed over without the store", second.Lease().Owner(), second.Term(), first.Lease().Owner(), first.Term())
 	}
 }
+
+// aloudRoomy is a roomy backend that tells its releases apart
+// (driver.AloudReleaser).
+type aloudRoomy struct {
+	*roomy
+	aloud, waited atomic.Int64
+}
+
+func (a *aloudRoomy) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
+	a.aloud.Add(1)
+	return a.Release(ctx, key, owner)
+}
+
+func (a *aloudRoomy) ReleaseWaited(ctx context.Context, key, owner string) (bool, bool, error) {
+	a.waited.Add(1)
+	ok, err := a.Release(ctx, key, owner)
+	return ok, false, err
+}
+
+// TestElectionResignsAloudInALine: every resignation sends its notice,
+// also the every-16th release of a line whose next campaigner waits in
+// the same Client, which other leases make with ReleaseWaited.
+func TestElectionResignsAloudInALine(t *testing.T) {
+	b := &aloudRoomy{roomy: newRoomy()}
+	c, err := turnstile.New(b, turnstile.WithTTL(8*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e, err := c.Election("lead", turnstile.WithBackoff(turnstile.Exponential{Base: time.Millisecond, Cap: 5 * time.Millisecond, MaxRetries: -1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// Four campaigners take turns and hold a moment, so that the line is
+	// rarely empty and its runs of releases reach 16.
+	const campaigners, rounds = 4, 20
+	var wg sync.WaitGroup
+	for i := range campaigners {
+		wg.Go(func() {
+			for range rounds {
+				l, err := e.Campaign(ctx, string(rune('a'+i)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(time.Millisecond) // the others line up meanwhile
+				if err := l.Resign(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if b.waited.Load() != 0 || b.aloud.Load() != campaigners*rounds {
+		t.Fatalf("%d resignations: %d sent their notice, %d only if someone else tried", campaigners*rounds, b.aloud.Load(), b.waited.Load())
+	}
+}
