@@ -71,11 +71,11 @@ func (c *Client) handsOver() bool { return c.canHandOff || c.tokenRoom > 1 }
 
 // takesLocal reports whether w may take l's lock without the store (its
 // owner id and token, the rest of its TTL): it asked for the TTL the lock
-// has, under the same instance id, and neither is an election's lease,
-// whose leader is known by an owner id of its own and whose resignation
-// the observers must hear.
+// has, under the same instance id, and is no election's campaign, whose
+// leader is known by an owner id of its own (an election's lease never
+// gets here: releaseInStore).
 func takesLocal(w *waiter, l *Lease, ttl time.Duration) bool {
-	return w.ttl == ttl && w.cfg.instanceID == l.cfg.instanceID && !w.cfg.aloud && !l.cfg.aloud
+	return w.ttl == ttl && w.cfg.instanceID == l.cfg.instanceID && !w.cfg.aloud
 }
 
 // roomUsed reports whether l's token is the last a run of handoffs
@@ -186,7 +186,9 @@ func (c *Client) releaseInStore(ctx context.Context, l *Lease) (ok, handed bool,
 	ho, canHand := c.backend.(driver.HandOff)
 	qr, canQuiet := c.backend.(driver.QuietReleaser)
 	ar, _ := c.backend.(driver.AloudReleaser)
-	if !canHand && !canQuiet && c.tokenRoom < 2 {
+	if (!canHand && !canQuiet && c.tokenRoom < 2) || l.cfg.aloud {
+		// An election's resignation is never handed over or quiet: the
+		// observers hear of it, and the next leader has its own owner id.
 		ok, err = c.plainRelease(ctx, l, ar)
 		return ok, false, err
 	}
@@ -260,11 +262,6 @@ func (c *Client) releaseInStore(ctx context.Context, l *Lease) (ok, handed bool,
 		return ok, false, err
 	case quiet:
 		ok, err = qr.ReleaseQuiet(ctx, l.key, l.owner)
-		return ok, false, err
-	case aloud && l.cfg.aloud:
-		// An election's resignation: its notice goes out in any case, for
-		// the observers; the head waits for it too (leaseEnded).
-		ok, err = ar.ReleaseAloud(ctx, l.key, l.owner)
 		return ok, false, err
 	case aloud:
 		// The head waits for the notice (leaseEnded), as the other
