@@ -164,7 +164,9 @@ func TestRunTurnstile(t *testing.T) {
 	if res.Acquisitions == 0 || res.Errors != 0 || res.Library != "turnstile" || res.ID != "contended-1/c=4" {
 		t.Fatalf("result: %+v", res)
 	}
-	if res.ScriptsPerAcq < 1 || res.CommandsPerAcq < res.ScriptsPerAcq || res.HandoffGapMicros <= 0 || res.FairMax < res.FairMin {
+	// Scripts went to the server, though fewer than one per acquisition:
+	// the Client hands the hot key to its own waiters without the store.
+	if res.ScriptsPerAcq <= 0 || res.CommandsPerAcq < res.ScriptsPerAcq || res.HandoffGapMicros <= 0 || res.FairMax < res.FairMin {
 		t.Errorf("result: %+v", res)
 	}
 	// The server's CPU time is read around the cell: some per pair, and
