@@ -177,6 +177,26 @@ type AloudReleaser interface {
 	ReleaseWaited(ctx context.Context, key, owner string) (ok, waited bool, err error)
 }
 
+// ReleaseTelling releases key for owner on b, sending the release notice
+// in any case when aloud is set, and reports whether someone else tried to
+// take the lock while it was held (and so was told). A backend that is no
+// AloudReleaser sends the notice with every Release: waited is then true.
+// Composite backends (Redlock, a fallback pair) release their members
+// with it.
+func ReleaseTelling(ctx context.Context, b Backend, key, owner string, aloud bool) (ok, waited bool, err error) {
+	ar, can := b.(AloudReleaser)
+	switch {
+	case !can:
+		ok, err = b.Release(ctx, key, owner)
+		return ok, true, err
+	case aloud:
+		ok, err = ar.ReleaseAloud(ctx, key, owner)
+		return ok, false, err
+	default:
+		return ar.ReleaseWaited(ctx, key, owner)
+	}
+}
+
 // HandOff is implemented by backends that can pass a lock from its owner
 // straight to the next owner in one atomic step, without a release
 // notice. When the next holder is a waiter of the same Client, the Client

@@ -253,16 +253,7 @@ func (b *Backend) releaseBoth(ctx context.Context, key, owner string, aloud bool
 
 func (b *Backend) release(ctx context.Context, s store, key, owner string, aloud bool) (ok, waited bool, err error) {
 	err = b.do(ctx, s, func(st driver.Backend) (err error) {
-		ar, can := st.(driver.AloudReleaser)
-		switch {
-		case !can:
-			ok, err = st.Release(ctx, key, owner)
-			waited = true // its Release always tells
-		case aloud:
-			ok, err = ar.ReleaseAloud(ctx, key, owner)
-		default:
-			ok, waited, err = ar.ReleaseWaited(ctx, key, owner)
-		}
+		ok, waited, err = driver.ReleaseTelling(ctx, st, key, owner, aloud)
 		return err
 	})
 	return ok, waited, err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+
+	"github.com/turnstilelock/turnstile/driver"
 )
 
 // Calls of one owner on one key must reach each node in the order they
@@ -86,17 +88,7 @@ func (b *Backend) releaseAfter(ctx context.Context, t *task, i int, key, owner s
 			return answer{err: ctx.Err()}, false
 		}
 	}
-	var ok bool
-	var err error
-	switch n := &b.nodes[i]; {
-	case n.aloud == nil:
-		ok, err = n.b.Release(ctx, key, owner)
-		waited = true // its Release always tells
-	case aloud:
-		ok, err = n.aloud.ReleaseAloud(ctx, key, owner)
-	default:
-		ok, waited, err = n.aloud.ReleaseWaited(ctx, key, owner)
-	}
+	ok, waited, err := driver.ReleaseTelling(ctx, b.nodes[i].b, key, owner, aloud)
 	return answer{yes: ok && err == nil, err: err}, waited
 }
 

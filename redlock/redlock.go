@@ -44,7 +44,6 @@ type node struct {
 	batch  driver.BatchExtender // nil if it cannot batch renewals
 	notify driver.Notifier      // nil if it cannot tell releases
 	clock  clockedNode          // nil if its tokens do not start from a clock reading
-	aloud  driver.AloudReleaser // nil if its Release always sends the notice
 }
 
 // clockedNode is a node whose tokens start from a reading of its server's
@@ -107,7 +106,6 @@ func newBackend(nodes []driver.Backend, cfg config) (*Backend, error) {
 		n.batch, _ = nb.(driver.BatchExtender)
 		n.notify, _ = nb.(driver.Notifier)
 		n.clock, _ = nb.(clockedNode)
-		n.aloud, _ = nb.(driver.AloudReleaser)
 		if n.fencer == nil && cfg.fencing {
 			return nil, fmt.Errorf("%w: redlock %s cannot raise fencing tokens (driver.Fencer), so tokens could go backwards across nodes; use nodes that can, or redlock.WithoutFencing", turnstile.ErrInvalidOption, n.name)
 		}
