@@ -52,8 +52,13 @@ type Client struct {
 	admissions lineSet[*admitWaiter, *admissionLine] // callers over a rate limit
 	busy       *busyMeter                            // WithQueueWhenBusy
 	shared     bool                                  // the backend's locks may have several holders
-	canHandOff bool                                  // the backend is a driver.HandOff
-	tokenRoom  uint64                                // driver.TokenRoom's, or 0: no handoffs without the store
+	// The backend's release capabilities (handoff.go), nil where it has
+	// none; tokenRoom is driver.TokenRoom's, or 0: no handoffs without
+	// the store.
+	handOff   driver.HandOff
+	quiet     driver.QuietReleaser
+	aloud     driver.AloudReleaser
+	tokenRoom uint64
 	// trying holds the key hash of a caller making a first attempt, in a
 	// slot chosen by that hash, so that a caller for the same key lines up
 	// behind it instead. Different keys with one 64-bit hash would line
@@ -83,7 +88,9 @@ func New(backend driver.Backend, opts ...Option) (*Client, error) {
 	if sh, ok := backend.(driver.Shared); ok {
 		c.shared = sh.Shared()
 	}
-	_, c.canHandOff = backend.(driver.HandOff)
+	c.handOff, _ = backend.(driver.HandOff)
+	c.quiet, _ = backend.(driver.QuietReleaser)
+	c.aloud, _ = backend.(driver.AloudReleaser)
 	if tr, ok := backend.(driver.TokenRoom); ok && tr.TokenRoom() > 1 {
 		c.tokenRoom = tr.TokenRoom()
 	}

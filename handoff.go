@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/turnstilelock/turnstile/driver"
 )
 
 // Releasing to a waiter of the same Client. When the head of this
@@ -67,7 +65,7 @@ func (g handoff) holder() string {
 
 // handsOver reports whether a releasing lease can give the lock to a
 // waiter of this Client: through the store, or without it.
-func (c *Client) handsOver() bool { return c.canHandOff || c.tokenRoom > 1 }
+func (c *Client) handsOver() bool { return c.handOff != nil || c.tokenRoom > 1 }
 
 // takesLocal reports whether w may take l's lock without the store (its
 // owner id and token, the rest of its TTL): it asked for the TTL the lock
@@ -183,18 +181,17 @@ func (k *contender) take(ctx context.Context, g handoff) (l *Lease, done bool, e
 // without the store: nothing ended in the store, and the head needs no
 // wake-up (Release then skips leaseEnded).
 func (c *Client) releaseInStore(ctx context.Context, l *Lease) (ok, handed bool, err error) {
-	ho, canHand := c.backend.(driver.HandOff)
-	qr, canQuiet := c.backend.(driver.QuietReleaser)
-	ar, _ := c.backend.(driver.AloudReleaser)
+	ho, qr, ar := c.handOff, c.quiet, c.aloud
+	canHand, canQuiet := ho != nil, qr != nil
 	if (!canHand && !canQuiet && c.tokenRoom < 2) || l.cfg.aloud {
 		// An election's resignation is never handed over or quiet: the
 		// observers hear of it, and the next leader has its own owner id.
-		ok, err = c.plainRelease(ctx, l, ar)
+		ok, err = c.plainRelease(ctx, l)
 		return ok, false, err
 	}
 	ln, found := c.lines.load(l.key)
 	if !found {
-		ok, err = c.plainRelease(ctx, l, ar)
+		ok, err = c.plainRelease(ctx, l)
 		return ok, false, err
 	}
 	local, localTTL, canLocal := c.localGrant(l)
@@ -275,7 +272,7 @@ func (c *Client) releaseInStore(ctx context.Context, l *Lease) (ok, handed bool,
 		}
 		return ok, false, err
 	default:
-		ok, err = c.plainRelease(ctx, l, ar)
+		ok, err = c.plainRelease(ctx, l)
 		return ok, false, err
 	}
 }
@@ -283,17 +280,17 @@ func (c *Client) releaseInStore(ctx context.Context, l *Lease) (ok, handed bool,
 // plainRelease is a release that hands nothing to a waiter of this
 // Client: aloud if l asks for it (config.aloud) and the store can tell
 // (driver.AloudReleaser).
-func (c *Client) plainRelease(ctx context.Context, l *Lease, ar driver.AloudReleaser) (bool, error) {
-	if l.cfg.aloud && ar != nil {
-		return ar.ReleaseAloud(ctx, l.key, l.owner)
+func (c *Client) plainRelease(ctx context.Context, l *Lease) (bool, error) {
+	if l.cfg.aloud && c.aloud != nil {
+		return c.aloud.ReleaseAloud(ctx, l.key, l.owner)
 	}
 	return c.backend.Release(ctx, l.key, l.owner)
 }
 
 // notifyInBackground sends key's release notice; Close waits for it.
 func (c *Client) notifyInBackground(key string) {
-	qr, ok := c.backend.(driver.QuietReleaser)
-	if !ok {
+	qr := c.quiet
+	if qr == nil {
 		return
 	}
 	c.bg.Add(1)
