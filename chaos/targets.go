@@ -95,7 +95,7 @@ func stores() map[string]storeDef {
 		}},
 		"etcd":      {"etcd cluster of 3 members", startEtcd},
 		"zookeeper": {"ZooKeeper ensemble of 3 servers", startZooKeeper},
-		"postgres":  {"PostgreSQL", startPostgres},
+		"postgres":  {"PostgreSQL (synchronous_commit on, its default)", startPostgres},
 		"mysql":     {"MariaDB", startMySQL},
 		"fallback":  {"fallback pair: redis-server primary, PostgreSQL secondary", startFallback},
 	}
@@ -372,7 +372,7 @@ func startZooKeeper(dir string, _ time.Duration) (*target, error) {
 }
 
 func startPostgres(string, time.Duration) (*target, error) {
-	s, err := pgproc.StartWith(pgproc.Options{Clock: true})
+	s, err := pgproc.StartWith(pgproc.Options{Clock: true, SyncCommit: true})
 	if err != nil {
 		return nil, err
 	}

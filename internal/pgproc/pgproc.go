@@ -77,15 +77,26 @@ type Options struct {
 	// rereads the clock's offset on every call, so a jump moves the
 	// backends of open sessions too. It needs libfaketime.
 	Clock bool
+	// SyncCommit makes a commit wait until its WAL is written
+	// (synchronous_commit=on, PostgreSQL's default), so that a killed
+	// server loses no acknowledged commit, as in production. Without it
+	// (synchronous_commit=off, faster for tests) a commit may return
+	// before its WAL is written, and a SIGKILL loses the last ones —
+	// fault tests that kill the server would then see grants lost that a
+	// default server keeps. fsync stays off either way: a killed process
+	// leaves what it wrote in the kernel's cache.
+	SyncCommit bool
 }
 
 // Start creates a cluster in a new temporary directory and runs postgres
-// on a free loopback port, with fsync off. initdb refuses to run as root,
-// so as root the server runs as the unprivileged user "postgres" (created
-// by Debian's package). Stop it with Kill, which also removes the files.
+// on a free loopback port, with fsync and synchronous_commit off (see
+// Options.SyncCommit). initdb refuses to run as root, so as root the
+// server runs as the unprivileged user "postgres" (created by Debian's
+// package). Stop it with Kill, which also removes the files.
 func Start() (*Server, error) { return StartWith(Options{}) }
 
-// StartWith is Start with TLS and client authentication as o says.
+// StartWith is Start with TLS, client authentication, a clock of its own
+// and synchronous commits as o says.
 func StartWith(o Options) (*Server, error) {
 	if o.HostSSLOnly && !o.TLS {
 		return nil, errors.New("pgproc: HostSSLOnly needs TLS")
@@ -173,7 +184,7 @@ func (s *Server) start(bin, data string, cred *syscall.Credential) error {
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "unix_socket_directories="+s.dir,
 		"-c", "fsync=off",
-		"-c", "synchronous_commit=off",
+		"-c", "synchronous_commit="+onOff(s.opts.SyncCommit),
 		"-c", "full_page_writes=off",
 		"-c", "max_connections=300",
 		"-c", "max_locks_per_transaction=256", // sizes the shared lock table that advisory locks live in
@@ -290,4 +301,12 @@ func (s *Server) stop() {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+}
+
+// onOff is b as a PostgreSQL boolean setting.
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
