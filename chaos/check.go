@@ -11,8 +11,11 @@ import (
 )
 
 // window is one fault: injected at Inject, healed at Heal (Unix ns).
+// A fault that cuts the key's primary off from its replica (failover)
+// also sets Cut and CutEnd: no grant made in between can reach a replica.
 type window struct {
 	Inject, Heal int64
+	Cut, CutEnd  int64
 }
 
 // verdict is what the checks found in one run of one store under one
@@ -21,13 +24,24 @@ type verdict struct {
 	Sections      int `json:"sections"`       // critical sections entered (acquisitions granted)
 	AcquireFailed int `json:"acquire_failed"` // acquisitions that failed or timed out
 	// Safety of the fenced register: every count here must be zero.
-	TokenOrder     int           `json:"token_order_violations"` // grants whose token is not above an earlier grant's
-	FencedLost     int           `json:"fenced_lost_updates"`    // acknowledged fenced increments lost
-	Linearizable   string        `json:"linearizable"`           // porcupine: ok, illegal, unknown
-	StaleRefused   int           `json:"stale_refused"`          // writes the fence refused (the fence at work)
-	ControlLost    int           `json:"control_lost_updates"`   // the unfenced control's lost increments
-	Overlaps       int           `json:"overlapping_sections"`   // sections that began before an earlier one ended
-	Unrecovered    int           `json:"unrecovered"`            // faults after whose heal no lock was granted within the bound
+	TokenOrder   int    `json:"token_order_violations"` // grants whose token is not above an earlier grant's
+	FencedLost   int    `json:"fenced_lost_updates"`    // acknowledged fenced increments lost
+	Linearizable string `json:"linearizable"`           // porcupine: ok, illegal, unknown
+	StaleRefused int    `json:"stale_refused"`          // writes the fence refused (the fence at work)
+	ControlLost  int    `json:"control_lost_updates"`   // the unfenced control's lost increments
+	Overlaps     int    `json:"overlapping_sections"`   // sections that began before an earlier one ended
+	// DoubleGrants are sections granted while an earlier holder's lease
+	// was still valid by that holder's own clock, and not released: the
+	// store let two holders in at once. An overlap that is not one is a
+	// holder that outlived its lease (paused, or descheduled), which its
+	// lease told it.
+	DoubleGrants int    `json:"double_grants"`
+	DoubleGrant  string `json:"double_grant,omitempty"` // the first, described
+	// Unreplicated are sections granted while the key's primary was cut
+	// off from its replica (windows' Cut to CutEnd): a failover loses
+	// them. With wait_replicas there are none.
+	Unreplicated   int           `json:"unreplicated_grants"`
+	Unrecovered    int           `json:"unrecovered"` // faults after whose heal no lock was granted within the bound
 	Recovery       time.Duration `json:"-"`
 	RecoveryMS     float64       `json:"recovery_ms"`       // the longest time from a heal to the next grant
 	BoundMS        float64       `json:"recovery_bound_ms"` // the most a grant may take after a heal
@@ -82,6 +96,8 @@ func check(events []event, windows []window, fencedFinal, controlFinal int64, bo
 	checkTokenOrder(&v, acqs)
 	checkCounters(&v, events)
 	v.Overlaps = overlaps(events)
+	v.DoubleGrants = doubleGrants(&v, events)
+	v.Unreplicated = unreplicated(acqs, windows)
 	v.Linearizable = linearizable(events)
 	checkLiveness(&v, acqs, attempts, windows, bound, end)
 	return v
@@ -118,6 +134,8 @@ func checkKeys(events []event, windows []window, fin []finals, bound time.Durati
 		out.StaleRefused += v.StaleRefused
 		out.ControlLost += v.ControlLost
 		out.Overlaps += v.Overlaps
+		out.DoubleGrants += v.DoubleGrants
+		out.Unreplicated += v.Unreplicated
 		out.Unrecovered = max(out.Unrecovered, v.Unrecovered)
 		out.Recovery = max(out.Recovery, v.Recovery)
 		out.FencedAcked += v.FencedAcked
@@ -282,6 +300,74 @@ func overlaps(events []event) int {
 		}
 		if sp.to > maxTo {
 			maxTo = sp.to
+		}
+	}
+	return n
+}
+
+// doubleGrants counts the sections granted while an earlier section's
+// lease was valid (the latest end its events reported, U) and the earlier
+// section had not begun its release. Both held the lock at the moment the
+// later grant returned: the store granted it twice. A section whose holder
+// was paused past its lease's end does not count: its lease had ended by
+// its own clock, and the fence is what stops its writes.
+func doubleGrants(v *verdict, events []event) int {
+	type slot struct{ w, cs int }
+	type span struct {
+		w           int
+		tok         uint64
+		from, until int64 // granted (Acquire returned), valid until
+		rel         int64 // release begun
+	}
+	spans := map[slot]*span{}
+	for _, e := range events {
+		s := slot{e.W, e.CS}
+		sp := spans[s]
+		if e.Ev == evAcquired {
+			sp = &span{w: e.W, tok: e.Tok, from: e.End, rel: math.MaxInt64}
+			spans[s] = sp
+		}
+		if sp == nil {
+			continue
+		}
+		sp.until = max(sp.until, e.U)
+		if e.Ev == evReleased {
+			sp.rel = e.Start
+		}
+	}
+	list := make([]*span, 0, len(spans))
+	for _, sp := range spans {
+		list = append(list, sp)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].from < list[j].from })
+	n := 0
+	var held *span // of the sections granted before, the one held longest
+	var heldTo int64
+	for _, sp := range list {
+		if held != nil && sp.from < heldTo {
+			n++
+			if v.DoubleGrant == "" {
+				v.DoubleGrant = fmt.Sprintf("worker %d was granted token %d while worker %d's lease of token %d was valid for %.0f ms more", sp.w, sp.tok, held.w, held.tok, ms(time.Duration(heldTo-sp.from)))
+			}
+		}
+		if to := min(sp.until, sp.rel); to > heldTo {
+			held, heldTo = sp, to
+		}
+	}
+	return n
+}
+
+// unreplicated counts the grants made while a fault had cut the key's
+// primary off from its replica: acquisitions begun after the cut that
+// returned before the heal began.
+func unreplicated(acqs []event, windows []window) int {
+	n := 0
+	for _, a := range acqs {
+		for _, w := range windows {
+			if w.Cut != 0 && a.Start >= w.Cut && a.End <= w.CutEnd {
+				n++
+				break
+			}
 		}
 	}
 	return n

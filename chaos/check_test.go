@@ -132,18 +132,21 @@ func FuzzCheck(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
 	f.Add([]byte("\x00\x01\x02\x03\x00\x01\x02\x03"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		kinds := []string{evAcquired, evAcquireFail, evCall, evMark, evRead, evWrite, evCRead, evCWrite, evHold, evReleased}
+		kinds := []string{evAcquired, evAcquireFail, evCall, evMark, evRead, evWrite, evCRead, evCWrite, evHold, evValid, evReleased}
 		ops := []string{evMark, evWrite, evCWrite, "long", ""}
 		res := []string{resOK, resStale, resUnknown, ""}
 		var h []event
 		for i := 0; i+3 < len(b) && len(h) < 40; i += 4 {
 			h = append(h, event{W: int(b[i] % 3), CS: int(b[i+1] % 4), Ev: kinds[int(b[i+2])%len(kinds)],
 				Op: ops[int(b[i+3])%len(ops)], Tok: uint64(b[i+1] % 5), Val: int64(b[i+3] % 4),
-				Res: res[int(b[i])%len(res)], Start: int64(i), End: int64(i + int(b[i+2]%7))})
+				Res: res[int(b[i])%len(res)], Start: int64(i), End: int64(i + int(b[i+2]%7)), U: int64(i + int(b[i+3]%9))})
 		}
-		v := check(h, []window{{Inject: 2, Heal: 9}}, int64(len(b)%5), int64(len(b)%3), 5, 100)
+		v := check(h, []window{{Inject: 2, Heal: 9, Cut: 3, CutEnd: 8}}, int64(len(b)%5), int64(len(b)%3), 5, 100)
 		if v.Violations() < 0 || v.Sections < 0 || v.FencedLost < 0 || v.ControlLost < 0 {
 			t.Fatalf("negative counts: %+v", v)
+		}
+		if v.DoubleGrants < 0 || v.DoubleGrants > v.Sections || v.Unreplicated < 0 || v.Unreplicated > v.Sections {
+			t.Fatalf("double grants %d, unreplicated %d of %d sections", v.DoubleGrants, v.Unreplicated, v.Sections)
 		}
 	})
 }
@@ -176,5 +179,64 @@ func TestCheckKeys(t *testing.T) {
 	v = checkKeys(lossy, nil, []finals{{2, 2}, {1, 1}}, time.Second, int64(30*time.Millisecond))
 	if v.FencedLost != 1 || v.ControlLost != 1 || v.Linearizable != "illegal" || !strings.HasPrefix(v.Example, "key 1: ") {
 		t.Fatalf("a lost update on key 1 judged %+v", v)
+	}
+}
+
+// held is a section of worker w from its grant at from to its release at
+// rel (ms), whose lease was valid until until (ms) by its own clock, and
+// later until renewed (ms) if renewed is not 0.
+func held(w int, tok uint64, from, rel, until, renewed int64) []event {
+	ms := int64(time.Millisecond)
+	evs := []event{{W: w, CS: 1, Ev: evAcquired, Tok: tok, Start: (from - 1) * ms, End: from * ms, U: until * ms}}
+	if renewed != 0 {
+		evs = append(evs, event{W: w, CS: 1, Ev: evValid, Tok: tok, Start: (renewed - 1) * ms, U: renewed * ms})
+	}
+	return append(evs, event{W: w, CS: 1, Ev: evReleased, Tok: tok, Res: resOK, Start: rel * ms, End: (rel + 1) * ms})
+}
+
+// TestCheckDoubleGrants: a grant while an earlier lease is valid and not
+// released is a double grant; a grant after the earlier lease ended by
+// its own clock — a holder paused past its lease — is an overlap only.
+func TestCheckDoubleGrants(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		h      []event
+		double int
+	}{
+		{"one after another", history(held(1, 16, 10, 20, 500, 0), held(2, 32, 30, 40, 520, 0)), 0},
+		{"granted while the first is valid", history(held(1, 16, 10, 900, 500, 0), held(2, 32, 300, 310, 800, 0)), 1},
+		{"the first paused past its lease", history(held(1, 16, 10, 2000, 500, 0), held(2, 32, 600, 610, 1100, 0)), 0},
+		{"granted while a renewed lease is valid", history(held(1, 16, 10, 2000, 500, 1400), held(2, 32, 1000, 1010, 1500, 0)), 1},
+		{"released before its lease ended", history(held(1, 16, 10, 20, 500, 0), held(2, 32, 300, 310, 800, 0)), 0},
+		{"two granted inside one lease", history(held(1, 16, 10, 2000, 1500, 0), held(2, 32, 300, 310, 800, 0), held(3, 48, 900, 910, 1400, 0)), 2},
+	} {
+		v := check(c.h, nil, 0, 0, time.Second, int64(3*time.Second))
+		if v.DoubleGrants != c.double || (c.double > 0) != (v.DoubleGrant != "") {
+			t.Errorf("%s: %d double grants (%q), want %d", c.name, v.DoubleGrants, v.DoubleGrant, c.double)
+		}
+		if v.Overlaps == 0 && c.double > 0 {
+			t.Errorf("%s: a double grant without an overlap", c.name)
+		}
+	}
+}
+
+// TestCheckUnreplicated: grants begun after a fault cut the primary off
+// from its replica and returned before the heal began are counted; one
+// begun before the cut, or returned after the heal began, is not.
+func TestCheckUnreplicated(t *testing.T) {
+	ms := int64(time.Millisecond)
+	w := []window{{Inject: 100 * ms, Cut: 110 * ms, CutEnd: 900 * ms, Heal: 950 * ms}}
+	h := history(
+		held(1, 16, 108, 109, 600, 0),    // asked before the cut
+		held(2, 32, 200, 201, 700, 0),    // inside
+		held(3, 48, 899, 900, 1400, 0),   // inside
+		held(1, 64, 905, 906, 1400, 0),   // returned after the heal began
+		held(2, 80, 1000, 1001, 1500, 0), // after
+	)
+	if v := check(h, w, 0, 0, time.Second, 2000*ms); v.Unreplicated != 2 {
+		t.Fatalf("%d grants without a replica, want 2", v.Unreplicated)
+	}
+	if v := check(h, []window{{Inject: 100 * ms, Heal: 950 * ms}}, 0, 0, time.Second, 2000*ms); v.Unreplicated != 0 {
+		t.Fatalf("a fault that cut nothing: %d grants without a replica", v.Unreplicated)
 	}
 }

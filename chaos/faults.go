@@ -23,6 +23,10 @@ type faultEnv struct {
 	pool *workers
 	ttl  time.Duration
 	log  io.Writer
+	// cut is when the fault cut the key's primary off from its replica
+	// (Unix ns; 0: it did not): grants from then until the heal begins
+	// cannot reach a replica (window.Cut).
+	cut int64
 }
 
 // fault is one kind of failure. inject starts it and returns the function
@@ -145,6 +149,9 @@ func failover(ctx context.Context, env *faultEnv) (func() error, error) {
 			return nil, err
 		}
 	}
+	// From here the primary's grants reach no replica, and after the
+	// failover the new primary has none until the heal.
+	env.cut = time.Now().UnixNano()
 	// The grant the failover loses; with wait_replicas none is made.
 	_, _ = env.pool.longHolder(ctx, 3*env.ttl)
 	if err := crashMember(old); err != nil {

@@ -34,8 +34,16 @@ func summary(c cell) string {
 		return fmt.Sprintf("%s × %s: not run: %s", c.Store, c.Fault, c.Skipped)
 	}
 	v := c.Verdict
-	return fmt.Sprintf("%s × %s: %s; %d sections, %d faults, fenced violations %d, control lost %d, stale refused %d, overlaps %d, p99 acquire %.0f ms, recovery %.0f ms (%.1f s)",
-		c.Store, c.Fault, verdictText(c), v.Sections, c.Faults, v.Violations(), v.ControlLost, v.StaleRefused, v.Overlaps, v.AcquireP99MS, v.RecoveryMS, c.WallSecs)
+	line := fmt.Sprintf("%s × %s: %s; %d sections, %d faults, fenced violations %d, control lost %d, stale refused %d, overlaps %d, double grants %d",
+		c.Store, c.Fault, verdictText(c), v.Sections, c.Faults, v.Violations(), v.ControlLost, v.StaleRefused, v.Overlaps, v.DoubleGrants)
+	if c.Fault == "failover" {
+		line += fmt.Sprintf(", grants without a replica %d", v.Unreplicated)
+	}
+	line += fmt.Sprintf(", p99 acquire %.0f ms, recovery %.0f ms (%.1f s)", v.AcquireP99MS, v.RecoveryMS, c.WallSecs)
+	if v.DoubleGrant != "" {
+		line += "; first double grant: " + v.DoubleGrant
+	}
+	return line
 }
 
 // verdictText is the cell's verdict in words.

@@ -149,17 +149,24 @@ func runCell(ctx context.Context, s settings, t *target, f fault, register strin
 			_, _ = pool.longHolder(ctx, 10*lease)
 		}
 		inject := time.Now().UnixNano()
+		env.cut = 0
 		heal, err := f.inject(ctx, env)
 		if err != nil {
 			return cellResult{}, fmt.Errorf("%s: %w", f.name, err)
 		}
+		w := window{Inject: inject, Cut: env.cut}
 		if heal != nil {
 			sleepCtx(ctx, f.length(lease))
+			w.CutEnd = time.Now().UnixNano()
 			if err := heal(); err != nil {
 				return cellResult{}, fmt.Errorf("heal %s: %w", f.name, err)
 			}
 		}
-		windows = append(windows, window{Inject: inject, Heal: time.Now().UnixNano()})
+		w.Heal = time.Now().UnixNano()
+		if w.Cut != 0 && w.CutEnd == 0 {
+			w.CutEnd = w.Heal
+		}
+		windows = append(windows, w)
 	}
 	// After the last heal the store must grant again within the bound.
 	bound := recoveryBound(lease)
@@ -197,11 +204,15 @@ func runCell(ctx context.Context, s settings, t *target, f fault, register strin
 }
 
 // writeHistory writes the events of a cell, and its fault windows as
-// events "inject" and "heal", as JSON lines in time order.
+// events "inject" and "heal" (and "cut" and "cut-end", window.Cut), as
+// JSON lines in time order.
 func writeHistory(path string, events []event, windows []window) error {
 	all := append([]event(nil), events...)
 	for _, w := range windows {
 		all = append(all, event{Ev: "inject", Start: w.Inject}, event{Ev: "heal", Start: w.Heal})
+		if w.Cut != 0 {
+			all = append(all, event{Ev: "cut", Start: w.Cut}, event{Ev: "cut-end", Start: w.CutEnd})
+		}
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].Start < all[j].Start })
 	var b bytes.Buffer

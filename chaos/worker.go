@@ -63,6 +63,7 @@ const (
 	evCRead       = "cread"   // the control register was read (Val)
 	evCWrite      = "cwrite"  // the control register write returned (Val, Res)
 	evHold        = "hold"    // both registers read; holding before the writes (Op "long" for a long hold)
+	evValid       = "valid"   // during a hold: the lease was renewed, and is valid until U
 	evReleased    = "rel"     // Release returned (Res: ok, lost, err)
 )
 
@@ -87,6 +88,9 @@ type event struct {
 	Err   string `json:"err,omitempty"`
 	Start int64  `json:"s"`
 	End   int64  `json:"e,omitempty"`
+	// U is when the section's lease ends at the earliest, by its own
+	// clock (Lease.Validity), as seen at this event; 0 when it had ended.
+	U int64 `json:"u,omitempty"`
 }
 
 // laneKey is the lock key of lane k of a cell whose first key is key.
@@ -222,7 +226,7 @@ func section(ctx context.Context, cfg workerConfig, key string, client *turnstil
 		return
 	}
 	tok := lease.Token()
-	out.emit(event{CS: cs, Ev: evAcquired, Tok: tok, Start: start, End: nowNS()})
+	out.emit(event{CS: cs, Ev: evAcquired, Tok: tok, Start: start, End: nowNS(), U: validUntil(lease)})
 	// Register operations get their own deadline (one for the reads, one
 	// for the writes after the hold): the register's server is never
 	// faulted, and a worker told to stop still finishes the section it is
@@ -255,13 +259,14 @@ func section(ctx context.Context, cfg workerConfig, key string, client *turnstil
 	if long.Swap(false) {
 		hold, kind = cfg.LongHold, "long"
 	}
-	out.emit(event{CS: cs, Ev: evHold, Op: kind, Tok: tok, Start: nowNS()})
-	sleep(context.Background(), hold)
+	u := validUntil(lease)
+	out.emit(event{CS: cs, Ev: evHold, Op: kind, Tok: tok, Start: nowNS(), U: u})
+	holdFor(hold, cfg.TTL/4, lease, u, func(u int64) { out.emit(event{CS: cs, Ev: evValid, Tok: tok, Start: nowNS(), U: u}) })
 	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer wcancel()
 
 	if cerr == nil {
-		out.emit(event{CS: cs, Ev: evCall, Op: evCWrite, Tok: tok, Val: c + 1, Start: nowNS()})
+		out.emit(event{CS: cs, Ev: evCall, Op: evCWrite, Tok: tok, Val: c + 1, Start: nowNS(), U: validUntil(lease)})
 		s = nowNS()
 		werr := reg.Do(wctx, reg.B().Set().Key(controlKey(key)).Value(strconv.FormatInt(c+1, 10)).Build()).Error()
 		r, e := resOK, ""
@@ -271,7 +276,7 @@ func section(ctx context.Context, cfg workerConfig, key string, client *turnstil
 		out.emit(event{CS: cs, Ev: evCWrite, Tok: tok, Val: c + 1, Res: r, Err: e, Start: s, End: nowNS()})
 	}
 	if fencedOK {
-		out.emit(event{CS: cs, Ev: evCall, Op: evWrite, Tok: tok, Val: fenced + 1, Start: nowNS()})
+		out.emit(event{CS: cs, Ev: evCall, Op: evWrite, Tok: tok, Val: fenced + 1, Start: nowNS(), U: validUntil(lease)})
 		s = nowNS()
 		r, e := writeResult(guard.Set(wctx, key, tok, fencedKey(key), strconv.FormatInt(fenced+1, 10)))
 		out.emit(event{CS: cs, Ev: evWrite, Tok: tok, Val: fenced + 1, Res: r, Err: e, Start: s, End: nowNS()})
@@ -290,6 +295,36 @@ func section(ctx context.Context, cfg workerConfig, key string, client *turnstil
 		res, errText = "err", err.Error()
 	}
 	out.emit(event{CS: cs, Ev: evReleased, Tok: tok, Res: res, Err: errText, Start: s, End: nowNS()})
+}
+
+// validUntil is when lease ends at the earliest by its own clock, as a
+// Unix time in nanoseconds, or 0 if it has ended. The time is read before
+// the validity, so that a pause between the two only makes it earlier.
+func validUntil(lease *turnstile.Lease) int64 {
+	t := nowNS()
+	if left := lease.Validity(); left > 0 {
+		return t + int64(left)
+	}
+	return 0
+}
+
+// holdFor sleeps for hold in steps of at most step, and reports each
+// later end of the lease (a renewal; not the microseconds validUntil
+// varies by) to renewed: the checker learns how
+// long a long holder's lease stayed valid. u is the end known before.
+func holdFor(hold, step time.Duration, lease *turnstile.Lease, u int64, renewed func(int64)) {
+	step = max(step, time.Millisecond)
+	for end := time.Now().Add(hold); ; {
+		left := time.Until(end)
+		if left <= 0 {
+			return
+		}
+		sleep(context.Background(), min(left, step))
+		if v := validUntil(lease); v > u+int64(time.Millisecond) {
+			u = v
+			renewed(u)
+		}
+	}
 }
 
 // writeResult classifies a fenced write's error.
