@@ -309,9 +309,9 @@ func validUntil(lease *turnstile.Lease) int64 {
 }
 
 // holdFor sleeps for hold in steps of at most step, and reports each
-// later end of the lease (a renewal; not the microseconds validUntil
-// varies by) to renewed: the checker learns how
-// long a long holder's lease stayed valid. u is the end known before.
+// later end of the lease (a renewal, not the microseconds validUntil
+// varies by) to renewed: the checker learns how long a long holder's
+// lease stayed valid. u is the end known before.
 func holdFor(hold, step time.Duration, lease *turnstile.Lease, u int64, renewed func(int64)) {
 	step = max(step, time.Millisecond)
 	for end := time.Now().Add(hold); ; {
