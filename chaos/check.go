@@ -95,8 +95,9 @@ func check(events []event, windows []window, fencedFinal, controlFinal int64, bo
 	v.Sections = len(acqs)
 	checkTokenOrder(&v, acqs)
 	checkCounters(&v, events)
-	v.Overlaps = overlaps(events)
-	v.DoubleGrants = doubleGrants(&v, events)
+	sections := spans(events)
+	v.Overlaps = overlaps(sections)
+	v.DoubleGrants = doubleGrants(&v, sections)
 	v.Unreplicated = unreplicated(acqs, windows)
 	v.Linearizable = linearizable(events)
 	checkLiveness(&v, acqs, attempts, windows, bound, end)
@@ -269,38 +270,52 @@ func lost(acked []int64, final int64) int {
 	return n
 }
 
+// span is one critical section as the checks see it.
+type span struct {
+	w     int
+	tok   uint64
+	from  int64 // the grant returned (Acquire's end)
+	rel   int64 // Release was called; math.MaxInt64 if it never was
+	until int64 // the latest end of its lease its events reported (U)
+}
+
+// spans are the critical sections of events, in the order their grants
+// returned.
+func spans(events []event) []*span {
+	type slot struct{ w, cs int }
+	bySlot := map[slot]*span{}
+	var list []*span
+	for _, e := range events {
+		s := slot{e.W, e.CS}
+		sp := bySlot[s]
+		if e.Ev == evAcquired {
+			sp = &span{w: e.W, tok: e.Tok, from: e.End, rel: math.MaxInt64}
+			bySlot[s] = sp
+			list = append(list, sp)
+		}
+		if sp == nil {
+			continue
+		}
+		sp.until = max(sp.until, e.U)
+		if e.Ev == evReleased {
+			sp.rel = e.Start
+		}
+	}
+	sort.SliceStable(list, func(i, j int) bool { return list[i].from < list[j].from })
+	return list
+}
+
 // overlaps counts critical sections that began (their grant returned)
 // before an earlier-granted one ended (its release was called). A paused
 // holder makes them on every store: the lock alone cannot prevent it.
-func overlaps(events []event) int {
-	type span struct{ from, to int64 }
-	type slot struct{ w, cs int }
-	spans := map[slot]*span{}
-	for _, e := range events {
-		s := slot{e.W, e.CS}
-		switch e.Ev {
-		case evAcquired:
-			spans[s] = &span{from: e.End, to: math.MaxInt64}
-		case evReleased:
-			if sp := spans[s]; sp != nil {
-				sp.to = e.Start
-			}
-		}
-	}
-	list := make([]span, 0, len(spans))
-	for _, sp := range spans {
-		list = append(list, *sp)
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].from < list[j].from })
+func overlaps(list []*span) int {
 	n := 0
 	var maxTo int64
 	for i, sp := range list {
 		if i > 0 && sp.from < maxTo {
 			n++
 		}
-		if sp.to > maxTo {
-			maxTo = sp.to
-		}
+		maxTo = max(maxTo, sp.rel)
 	}
 	return n
 }
@@ -311,35 +326,7 @@ func overlaps(events []event) int {
 // later grant returned: the store granted it twice. A section whose holder
 // was paused past its lease's end does not count: its lease had ended by
 // its own clock, and the fence is what stops its writes.
-func doubleGrants(v *verdict, events []event) int {
-	type slot struct{ w, cs int }
-	type span struct {
-		w           int
-		tok         uint64
-		from, until int64 // granted (Acquire returned), valid until
-		rel         int64 // release begun
-	}
-	spans := map[slot]*span{}
-	for _, e := range events {
-		s := slot{e.W, e.CS}
-		sp := spans[s]
-		if e.Ev == evAcquired {
-			sp = &span{w: e.W, tok: e.Tok, from: e.End, rel: math.MaxInt64}
-			spans[s] = sp
-		}
-		if sp == nil {
-			continue
-		}
-		sp.until = max(sp.until, e.U)
-		if e.Ev == evReleased {
-			sp.rel = e.Start
-		}
-	}
-	list := make([]*span, 0, len(spans))
-	for _, sp := range spans {
-		list = append(list, sp)
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].from < list[j].from })
+func doubleGrants(v *verdict, list []*span) int {
 	n := 0
 	var held *span // of the sections granted before, the one held longest
 	var heldTo int64
