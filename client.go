@@ -31,7 +31,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,11 +51,9 @@ type Client struct {
 	admissions lineSet[*admitWaiter, *admissionLine] // callers over a rate limit
 	busy       *busyMeter                            // WithQueueWhenBusy
 	shared     bool                                  // the backend's locks may have several holders
-	// The backend's release capabilities (handoff.go), nil where it has
-	// none; tokenRoom is driver.TokenRoom's, or 0: no handoffs without
-	// the store.
-	handOff   driver.HandOff
-	quiet     driver.QuietReleaser
+	// aloud is the backend's release with the notice in any case, nil
+	// where its Release always sends one; tokenRoom is driver.TokenRoom's,
+	// or 0: no handoffs without the store (handoff.go).
 	aloud     driver.AloudReleaser
 	tokenRoom uint64
 	// trying holds the key hash of a caller making a first attempt, in a
@@ -66,7 +63,12 @@ type Client struct {
 	trying [256]atomic.Uint64
 	seed   maphash.Seed
 	closed atomic.Bool
-	bg     sync.WaitGroup // best-effort cleanups after failed acquisitions
+	// life ends at Close (cause ErrClosed), and with it every wait of
+	// the Client's calls; closing is its Done channel.
+	life    context.Context
+	end     context.CancelCauseFunc
+	closing <-chan struct{}
+	bg      cleanups // releases of locks nobody will use
 }
 
 // New returns a Client that takes locks from backend.
@@ -85,11 +87,11 @@ func New(backend driver.Backend, opts ...Option) (*Client, error) {
 		cfg.logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Client{backend: backend, cfg: cfg, name: driver.Name(backend), seed: maphash.MakeSeed()}
+	c.life, c.end = context.WithCancelCause(context.Background())
+	c.closing = c.life.Done()
 	if sh, ok := backend.(driver.Shared); ok {
 		c.shared = sh.Shared()
 	}
-	c.handOff, _ = backend.(driver.HandOff)
-	c.quiet, _ = backend.(driver.QuietReleaser)
 	c.aloud, _ = backend.(driver.AloudReleaser)
 	if tr, ok := backend.(driver.TokenRoom); ok && tr.TokenRoom() > 1 {
 		c.tokenRoom = tr.TokenRoom()
@@ -220,21 +222,8 @@ func newOwner(cfg *config) string {
 // lock, if taken, is left to expire after its TTL.
 func (c *Client) abandon(cfg *config, key, owner string) {
 	if cfg.owner == "" {
-		c.releaseInBackground(key, owner, cfg.ttl)
+		c.giveBack(key, owner, cfg.ttl, false)
 	}
-}
-
-// releaseInBackground frees a lock that an attempt may have taken without
-// the caller learning it. It runs detached so that Acquire still returns as
-// soon as its context is done; Close waits for it.
-func (c *Client) releaseInBackground(key, owner string, ttl time.Duration) {
-	c.bg.Add(1)
-	go func() {
-		defer c.bg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), min(ttl, 2*time.Second))
-		defer cancel()
-		_, _ = c.backend.Release(ctx, key, owner)
-	}()
 }
 
 func (c *Client) wrap(op, key string, err error) error {
@@ -242,9 +231,12 @@ func (c *Client) wrap(op, key string, err error) error {
 }
 
 // Close stops the watchdog — held leases are no longer renewed and their
-// contexts are cancelled with ErrClosed — and closes the backend if the
-// Client opened it (Open). Locks still held in the store expire after their
-// TTL; release them before Close to free them at once.
+// contexts are cancelled with ErrClosed — ends every wait of the Client's
+// calls with ErrClosed, and closes the backend if the Client opened it
+// (Open). Locks still held in the store expire after their TTL; release
+// them before Close to free them at once. Releases the Client makes in
+// the background (of locks that calls gave up on) get closeGrace to
+// finish; after that they are abandoned, and those locks expire too.
 func (c *Client) Close() error {
 	if c == nil {
 		return ErrNilClient
@@ -252,8 +244,9 @@ func (c *Client) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	c.end(ErrClosed)
 	c.wd.close()
-	c.bg.Wait()
+	c.bg.close(closeGrace)
 	if c.ownsBackend {
 		if cl, ok := c.backend.(io.Closer); ok {
 			return cl.Close()

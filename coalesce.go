@@ -13,31 +13,60 @@ import (
 // key form a local line, first come first served: only the head of the
 // line contends with the store, the others wait for their turn without a
 // round trip. A release then costs one store attempt per process that
-// waits, not one per waiter. While the head's predecessor holds the lock,
-// the head ignores release notices from the store (they are for an
-// earlier release) and waits for that lease to end locally.
+// waits, not one per waiter. While a lease won in the line holds the
+// lock, the head does not ask the store at all: it waits for that lease
+// to end, or to hand it the lock (handoff.go).
+
+// lineState is what a line knows of its key's lock. It changes under the
+// line's mutex: won when a waiter of the line takes the lock, ended when
+// that lease ends (leaseEnded), asked when the head goes to the store.
+//
+//	open ──won──▶ held ──ended──▶ open
+//	               └──ended, a run of handoffs over──▶ race ──asked──▶ open
+type lineState uint8
+
+const (
+	// lineOpen: no lease won in the line is known to hold the lock; the
+	// head asks the store.
+	lineOpen lineState = iota
+	// lineHeld: a lease won in the line holds the lock (line.holding).
+	// The head waits for it to end here: release notices from the store
+	// are for earlier releases.
+	lineHeld
+	// lineRace: that lease was released to the store at the end of a
+	// run of handoffs; the head asks after a random pause below
+	// noticeJitter, as waiters of other processes do on the notice.
+	lineRace
+)
+
+// waiterState is where a waiter is in its line. It changes under the
+// line's mutex.
+//
+//	queued ──promoted──▶ asking ⇄ parked ──handOver──▶ handed ──taken──▶ asking
+type waiterState uint8
+
+const (
+	// waiterQueued: behind the head.
+	waiterQueued waiterState = iota
+	// waiterAsking: the head, deciding or asking the store.
+	waiterAsking
+	// waiterParked: the head, waiting for a signal; a releasing lease of
+	// this Client may hand it the lock.
+	waiterParked
+	// waiterHanded: a lock was handed to it (waiter.handed), and its
+	// line's local channel woke it.
+	waiterHanded
+)
 
 // line is the queue of one Client's waiters for one key.
 type line struct {
 	fifo[*waiter]
-	local chan struct{} // a lease of this Client on key ended
+	local chan struct{} // wakes the head: a lease of this Client on key ended
 
 	// Guarded by the fifo's mu.
-	holding *Lease // the lease a waiter of this line won, until it ends
-	notice  <-chan struct{}
-	stopSub func()
-	subbed  bool // a subscription was attempted
-
-	// Handing over within the Client (handoff.go).
-	quietRun     int  // releases in a row without a notice
-	quietPending bool // a quiet release that no waiter of the line took yet
-	noWake       bool // the last release woke the head otherwise (a handoff)
-	// aloud: the last release was aloud for fairness, and the head races
-	// the other processes on the store's notice. missed: a notice came
-	// while a lease of this line still held the lock, and the head set
-	// it aside (it may be the aloud release's own notice, which can
-	// arrive before the release's reply).
-	aloud, missed bool
+	state   lineState
+	holding *Lease // lineHeld: the lease a waiter of this line won
+	sub     subscription
 }
 
 func newLine() *line { return &line{local: make(chan struct{}, 1)} }
@@ -45,18 +74,10 @@ func newLine() *line { return &line{local: make(chan struct{}, 1)} }
 // waiter is one Acquire call in a line.
 type waiter struct {
 	seat
-	// Handoffs (driver.HandOff), guarded by the line's mu: the head is
-	// ready for one while it waits; inflight while one is on its way to
-	// owner; its outcome arrives on grant.
-	ready, inflight bool
-	owner           string
-	ttl             time.Duration
-	grant           chan handoff
-	cfg             *config // the call's settings
-	// afterGrant: the previous head took the lock, so the new head waits
-	// for its release instead of attempting at once. Written before turn
-	// is closed.
-	afterGrant bool
+	cfg *config // the call's settings
+	// Guarded by the line's mu.
+	state  waiterState
+	handed handoff // waiterHanded: the lock handed over
 }
 
 // waitInLine waits in the Client's local line for key (see the top of this file).
@@ -84,7 +105,7 @@ func (c *Client) waitInLine(ctx context.Context, k *contender) (*Lease, error) {
 			tried = true
 		}
 	}
-	w := &waiter{seat: newSeat(), grant: make(chan handoff, 1), owner: k.owner, ttl: k.cfg.ttl, cfg: k.cfg}
+	w := &waiter{seat: newSeat(), cfg: k.cfg}
 	ln := c.lines.join(k.key, w, newLine)
 	// Told once the call has its place in the line: an Acquire that
 	// starts after this event lines up behind this one.
@@ -96,18 +117,14 @@ func (c *Client) waitInLine(ctx context.Context, k *contender) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	sig := signals{local: ln.local, heldHere: ln.heldHere}
-	if c.handsOver() {
-		sig.slot = &handoffSlot{ln: ln, w: w}
-	}
-	// Attempt at once unless this call has just failed one, or the
-	// previous head has just taken the lock.
-	first := !w.afterGrant && (queued || !tried)
-	if ch, fresh := ln.subscribe(c, k.cfg); ch != nil {
-		sig.notice = ch
-		first = first || fresh
-	}
-	l, err := k.contend(ctx, sig, first)
+	sig := signals{line: ln, w: w}
+	// Attempt at once unless this call has just failed one — but look
+	// again after subscribing: a release between that attempt and the
+	// subscription sent no notice this line could see. A lease of the
+	// line holding the lock is waited for in any case (contend).
+	ch, fresh := ln.subscribe(c, k.cfg)
+	sig.notice = ch
+	l, err := k.contend(ctx, sig, queued || !tried || fresh)
 	if l != nil {
 		won = l
 	}
@@ -136,97 +153,160 @@ func (k *contender) awaitTurn(ctx context.Context, w *waiter) (bool, error) {
 		return true, nil
 	case <-ctx.Done():
 		return true, k.cancelled(ctx)
+	case <-k.c.closing:
+		return true, k.fail(ErrClosed)
 	case <-expired:
 		return true, k.fail(fmt.Errorf("%w (waited %v behind other waiters of this process)", ErrNotAcquired, budget))
 	}
 }
 
+// park makes the head a target for handoffs while it waits for a signal.
+func (ln *line) park(w *waiter) {
+	ln.mu.Lock()
+	if w.state == waiterAsking {
+		w.state = waiterParked
+	}
+	ln.mu.Unlock()
+}
+
+// unpark ends that. It returns the handoff that reached w meanwhile, if
+// one did, and what the head is to do about the store: ask it at once,
+// ask after a random pause (lineRace), or not at all (lineHeld).
+func (ln *line) unpark(w *waiter) (g handoff, handed bool, ask, pause bool) {
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	if w.state == waiterHanded {
+		w.state = waiterAsking
+		return w.handed, true, false, false
+	}
+	w.state = waiterAsking
+	switch ln.state {
+	case lineHeld:
+		return handoff{}, false, false, false
+	case lineRace:
+		ln.state = lineOpen
+		return handoff{}, false, true, true
+	}
+	return handoff{}, false, true, false
+}
+
 // leave takes w out of its line. won is the lease w took, if any: the
-// next head then waits for it to end.
+// line then holds the lock, and the next head waits for it to end.
 func (ln *line) leave(c *Client, w *waiter, won *Lease) {
 	var stop func()
+	var orphan *handoff
 	ln.mu.Lock()
-	emptied := c.lines.remove(ln, w, func(next *waiter) {
-		next.afterGrant = won != nil
-		// The new head will wait for this grant's release: it can take
-		// a handoff from it at once, before it even runs.
-		next.ready = won != nil && c.handsOver()
-	})
-	if won != nil {
-		ln.quietPending = false
+	if w.state == waiterHanded {
+		// A lock handed to w as it stopped waiting: give it back below.
+		orphan = &w.handed
 	}
-	if won != nil && won.ctx.Err() == nil {
-		// The next head waits for this lease to end (leaseEnded clears
-		// holding; it runs after the lease's context is cancelled, so a
-		// lease that ended already is never recorded here).
-		ln.holding = won
-		// Notices until now are for releases before this grant.
-		select {
-		case <-ln.notice:
-		default:
+	held := won != nil && won.ctx.Err() == nil
+	emptied := c.lines.remove(ln, w, func(next *waiter) {
+		next.state = waiterAsking
+		if held {
+			// The new head will wait for this grant's release: it can
+			// take a handoff from it at once, before it even runs.
+			next.state = waiterParked
 		}
+	})
+	if held {
+		// leaseEnded clears holding; it runs after the lease's context
+		// is cancelled, so a lease that ended already is never
+		// recorded here.
+		ln.state, ln.holding = lineHeld, won
+		// Wake-ups until now are for releases before this grant.
 		select {
 		case <-ln.local:
 		default:
 		}
-		ln.missed = false
+		ln.sub.drain()
 	}
-	// A handoff that reached w after it stopped waiting: give the lock
-	// back (unless it is the lease w won).
-	var orphan string
-	select {
-	case g := <-w.grant:
-		if (g.ok || g.unknown) && (won == nil || won.owner != g.holder()) {
-			orphan = g.holder()
-		}
-	default:
-	}
-	notify := false
 	if emptied {
-		stop, ln.stopSub = ln.stopSub, nil
-		// Released quietly for a waiter that did not take the lock: the
-		// waiters of other processes must hear of it after all.
-		notify = ln.quietPending
+		stop = ln.sub.end()
 	}
 	ln.mu.Unlock()
 	if stop != nil {
-		stop()
+		c.unsubscribe(stop)
 	}
-	if notify {
-		c.notifyInBackground(ln.key)
-	}
-	if orphan != "" {
-		c.releaseInBackground(ln.key, orphan, w.ttl)
+	if orphan != nil {
+		c.giveBack(ln.key, orphan.owner, w.cfg.ttl, true)
 	}
 }
 
-// heldHere reports whether a lease won in this line still holds the lock.
-// noticed says the head asks because a release notice came: it sets the
-// notice aside, and leaseEnded remembers that it did.
-func (ln *line) heldHere(noticed bool) bool {
-	ln.mu.Lock()
-	defer ln.mu.Unlock()
-	if ln.holding != nil && noticed {
-		ln.missed = true
+// leaseEnded wakes the line of l's key, if any: l was released to the
+// store, lost, or closed. race says the release ended a run of handoffs
+// (lineRace). It must run after l's context was cancelled.
+func (c *Client) leaseEnded(l *Lease, race bool) {
+	ln, ok := c.lines.load(l.key)
+	if !ok {
+		return
 	}
-	return ln.holding != nil
+	ln.mu.Lock()
+	if ln.holding == l || ln.holding == nil {
+		ln.holding = nil
+		ln.state = lineOpen
+		if race {
+			ln.state = lineRace
+		}
+	}
+	ln.mu.Unlock()
+	select {
+	case ln.local <- struct{}{}:
+	default:
+	}
+}
+
+// subState is where a line's subscription to release notices is.
+type subState uint8
+
+const (
+	subNone     subState = iota // nobody subscribed yet
+	subStarting                 // a waiter is subscribing
+	subActive                   // notices arrive on ch
+	subOff                      // the store sends none, or the line ended
+)
+
+// subscription is a line's subscription to its key's release notices
+// (driver.Notifier), made once for the whole line by its first head.
+// Guarded by the line's mu.
+type subscription struct {
+	state subState
+	ch    <-chan struct{}
+	stop  func()
+}
+
+// drain drops a notice that is waiting: it is for an earlier release.
+func (s *subscription) drain() {
+	if s.state == subActive {
+		select {
+		case <-s.ch:
+		default:
+		}
+	}
+}
+
+// end turns the subscription off and returns what stops it, if anything.
+func (s *subscription) end() func() {
+	stop := s.stop
+	s.state, s.ch, s.stop = subOff, nil, nil
+	return stop
 }
 
 // subscribe starts the line's subscription to release notices, once per
-// line. It returns the notice channel (nil if the store cannot notify)
-// and whether this call subscribed.
+// line. It returns its channel (nil if there is none) and whether this
+// call subscribed.
 func (ln *line) subscribe(c *Client, cfg *config) (<-chan struct{}, bool) {
 	n, ok := c.backend.(driver.Notifier)
 	if !ok || !cfg.notify {
 		return nil, false
 	}
 	ln.mu.Lock()
-	if ln.subbed {
-		ch := ln.notice
+	if ln.sub.state != subNone {
+		ch := ln.sub.ch
 		ln.mu.Unlock()
 		return ch, false
 	}
-	ln.subbed = true
+	ln.sub.state = subStarting
 	ln.mu.Unlock()
 
 	// The subscription serves the whole line, so it does not end with
@@ -236,47 +316,21 @@ func (ln *line) subscribe(c *Client, cfg *config) (<-chan struct{}, bool) {
 	if err != nil {
 		cancel()
 		c.cfg.logger.Debug("turnstile: release notices unavailable, polling", "key", ln.key, "backend", c.name, "err", err)
+		ln.mu.Lock()
+		if ln.sub.state == subStarting {
+			ln.sub.state = subOff
+		}
+		ln.mu.Unlock()
 		return nil, false
 	}
 	ln.mu.Lock()
-	if ln.dead {
+	if ln.dead || ln.sub.state != subStarting {
 		ln.mu.Unlock()
 		stop()
 		cancel()
 		return nil, false
 	}
-	ln.notice = ch
-	ln.stopSub = func() { stop(); cancel() }
+	ln.sub = subscription{state: subActive, ch: ch, stop: func() { stop(); cancel() }}
 	ln.mu.Unlock()
 	return ch, true
-}
-
-// leaseEnded wakes the line of l's key, if any: l was released or lost.
-// It must run after l's context was cancelled.
-func (c *Client) leaseEnded(l *Lease) {
-	ln, ok := c.lines.load(l.key)
-	if !ok {
-		return
-	}
-	ln.mu.Lock()
-	if ln.holding == l {
-		ln.holding = nil
-	}
-	wake := !ln.noWake // not if handed over: the handoff wakes the head
-	if ln.aloud {
-		// Released aloud for the other processes to race: the head
-		// races them on the store's notice, like them. If that notice
-		// came before this (the head set it aside while the lease still
-		// held the lock), or the line has no notices, this is the wake-up.
-		wake = ln.missed || ln.notice == nil
-	}
-	ln.noWake, ln.aloud, ln.missed = false, false, false
-	ln.mu.Unlock()
-	if !wake {
-		return
-	}
-	select {
-	case ln.local <- struct{}{}:
-	default:
-	}
 }

@@ -48,7 +48,7 @@ func (k *contender) fail(err error) error { return k.c.wrap("acquire", k.key, er
 
 // cancelled is the error for a context that ended the wait.
 func (k *contender) cancelled(ctx context.Context) error {
-	return k.fail(errors.Join(context.Cause(ctx), k.lastErr))
+	return k.fail(joinErrors(context.Cause(ctx), k.lastErr))
 }
 
 // startWaiting tells the observers, once, that the call waits.
@@ -71,20 +71,22 @@ func (k *contender) try(ctx context.Context) (*Lease, error) {
 	token, ok, err := c.backend.Acquire(ctx, k.key, k.owner, cfg.ttl)
 	switch {
 	case ok && err == nil:
-		l := c.newLease(ctx, k.key, k.owner, token, sent, cfg)
-		if l != nil {
+		l, err := c.newLease(ctx, k.key, k.owner, token, sent, cfg)
+		if err == nil {
 			return l, nil
 		}
-		// Born expired: the round trip ate the whole validity.
-		c.releaseInBackground(k.key, k.owner, cfg.ttl)
 		k.owner = newOwner(cfg)
+		if errors.Is(err, ErrClosed) {
+			return nil, k.fail(err)
+		}
+		// Born expired: the round trip ate the whole validity.
 		k.lastErr = fmt.Errorf("%w: acquisition took longer than the ttl %v allows", ErrNotAcquired, cfg.ttl)
 	case err != nil:
 		// The outcome is unknown: the lock may have been taken.
 		c.abandon(cfg, k.key, k.owner)
 		k.owner = newOwner(cfg)
 		if ctx.Err() != nil {
-			return nil, k.fail(errors.Join(context.Cause(ctx), err))
+			return nil, k.fail(joinErrors(context.Cause(ctx), err))
 		}
 		if errors.Is(err, ErrPermission) || errors.Is(err, ErrInvalidOption) {
 			// The store refuses this user the lock, or this view's
@@ -107,22 +109,24 @@ func (k *contender) giveUp() error {
 	if err == nil {
 		err = ErrNotAcquired
 	} else if !errors.Is(err, ErrNotAcquired) {
-		err = errors.Join(ErrNotAcquired, err)
+		err = joinErrors(ErrNotAcquired, err)
 	}
-	return k.fail(fmt.Errorf("%w (after %d retries)", err, k.retries()))
+	// The Backoff's retries are its timer rounds; attempts made on release
+	// notices and wake-ups come on top and are not counted against it.
+	if extra := k.tries - 1 - k.rounds; extra > 0 {
+		return k.fail(fmt.Errorf("%w (after %d retries, and %d more attempts on release notices)", err, k.rounds, extra))
+	}
+	return k.fail(fmt.Errorf("%w (after %d retries)", err, k.rounds))
 }
 
 // signals are what wakes a waiter besides its timer.
 type signals struct {
 	notice <-chan struct{} // release notices from the store
-	local  <-chan struct{} // releases by this Client (local line only)
-	// heldHere reports whether the lock is held by a lease of this
-	// Client; notices are set aside meanwhile (local line only). noticed
-	// says a notice is what woke the waiter.
-	heldHere func(noticed bool) bool
-	// slot takes handoffs from a releasing lease of this Client (local
-	// line only, driver.HandOff).
-	slot *handoffSlot
+	// line and w: the waiter heads line, the Client's local line for
+	// the key (coalesce.go). It is woken by leases of this Client that
+	// end, and may be handed the lock by one (handoff.go).
+	line *line
+	w    *waiter
 }
 
 // noticeJitter spreads the attempts that one release notice sets off:
@@ -134,87 +138,69 @@ type signals struct {
 // the lock before the others ask.
 const noticeJitter = 200 * time.Microsecond
 
-// contend retries until the lock is taken, the Backoff gives up, or ctx
-// is done. If first is set it attempts at once, otherwise it waits for a
+// contend retries until the lock is taken, the Backoff gives up, ctx is
+// done or the Client is closed. If first is set it attempts at once
+// (unless a lease of its line holds the lock), otherwise it waits for a
 // signal first.
 //
-// A notice or local release restarts the safety-net timer: while the lock
+// A notice or local wake-up restarts the safety-net timer: while the lock
 // changes hands and says so, there is nothing to poll for. Once that has
 // happened the wait is also bounded by the Backoff's total (maxWait), as
 // its rounds alone no longer are.
 func (k *contender) contend(ctx context.Context, sig signals, first bool) (*Lease, error) {
-	if first && sig.slot != nil {
-		// A head made ready for a handoff when it was promoted: take
-		// what is on its way before attempting with the same owner id.
-		if l, _, done, err := k.pending(ctx, sig.slot); done {
-			return l, err
-		}
-	}
-	if first {
-		if l, err := k.try(ctx); l != nil || err != nil {
-			return l, err
-		}
+	var local <-chan struct{}
+	if sig.line != nil {
+		local = sig.line.local
 	}
 	var budget <-chan time.Time
-	if total, bounded := waitBudget(k.cfg.backoff); bounded && (sig.notice != nil || sig.local != nil) {
+	if total, bounded := waitBudget(k.cfg.backoff); bounded && (sig.notice != nil || local != nil) {
 		b := time.NewTimer(total)
 		defer b.Stop()
 		budget = b.C
 	}
-	var timer *time.Timer
-	armed, resets := false, 0
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	attempt, noticed, armed, resets := first, false, false, 0
 	for {
-		if sig.slot != nil {
-			sig.slot.open(k)
+		if attempt {
+			if l, err := k.step(ctx, sig, noticed); l != nil || err != nil {
+				return l, err
+			}
 		}
 		if !armed {
 			delay, more := k.cfg.backoff.Delay(k.rounds)
-			queue := k.queueAfter > 0 && k.retries() >= k.queueAfter
-			if !more || queue {
-				if sig.slot != nil && sig.slot.close() {
-					if l, err := k.receive(ctx, sig.slot); l != nil || err != nil {
-						return l, err
-					}
+			if queue := k.queueAfter > 0 && k.retries() >= k.queueAfter; !more || queue {
+				// A lock handed over meanwhile is taken rather than left.
+				if l, err := k.handedOnly(ctx, sig); l != nil || err != nil {
+					return l, err
 				}
 				if queue {
 					return nil, errQueueNow
 				}
 				return nil, k.giveUp()
 			}
-			if timer == nil {
-				timer = time.NewTimer(delay)
-			} else {
-				timer.Reset(delay)
-			}
+			timer.Reset(delay)
 			armed = true
 		}
-		var grant <-chan handoff
-		if sig.slot != nil {
-			grant = sig.slot.w.grant
+		if sig.line != nil {
+			sig.line.park(sig.w)
 		}
-		noticed := false
+		attempt, noticed = true, false
 		select {
 		case <-ctx.Done():
 			return nil, k.cancelled(ctx)
+		case <-k.c.closing:
+			return nil, k.fail(ErrClosed)
 		case <-budget:
+			budget = nil
 			if resets > 0 {
+				if l, err := k.handedOnly(ctx, sig); l != nil || err != nil {
+					return l, err
+				}
 				return nil, k.giveUp()
 			}
-			budget = nil // no signal came: the rounds decide
-			continue
-		case g := <-grant:
-			if sig.slot != nil {
-				sig.slot.close()
-			}
-			if l, done, err := k.take(ctx, g); done {
-				return l, err
-			}
-			continue
+			attempt = false // no signal came: the rounds decide
 		case <-timer.C:
 			armed = false
 			k.rounds++
@@ -223,36 +209,76 @@ func (k *contender) contend(ctx context.Context, sig signals, first bool) (*Leas
 			armed = false
 			resets++
 			noticed = true
-		case <-sig.local:
+		case <-local:
 			timer.Stop()
 			armed = false
 			resets++
 		}
-		if sig.slot != nil {
-			l, handled, done, err := k.pending(ctx, sig.slot)
-			if done {
+	}
+}
+
+// step is one attempt of a waiter woken by a signal (noticed: a release
+// notice from the store). A line's head takes a lock handed to it, and
+// asks the store only when no lease of its line holds the lock, after a
+// random pause when the lock was released for other processes to race
+// for. It returns the lease, or (nil, nil) to wait on, or an error that
+// ends the wait.
+func (k *contender) step(ctx context.Context, sig signals, noticed bool) (*Lease, error) {
+	pause := noticed
+	if sig.line != nil {
+		g, handed, ask, race := sig.line.unpark(sig.w)
+		if handed {
+			if l, done, err := k.take(ctx, g); done {
 				return l, err
 			}
-			if handled {
-				continue // a handoff came and did not end the wait
-			}
+			// Handed over too late: given back, and asked for again.
+			ask = true
 		}
-		if sig.heldHere != nil && sig.heldHere(noticed) {
-			continue // held by a lease of ours: its release wakes us locally
+		if !ask {
+			return nil, nil // a lease of the line holds the lock: its end wakes us
 		}
-		if noticed {
-			t := time.NewTimer(rand.N(noticeJitter))
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil, k.cancelled(ctx)
-			case <-t.C:
-			}
-		}
-		if l, err := k.try(ctx); l != nil || err != nil {
-			return l, err
+		pause = pause || race
+	}
+	if pause {
+		t := time.NewTimer(rand.N(noticeJitter))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, k.cancelled(ctx)
+		case <-t.C:
 		}
 	}
+	return k.try(ctx)
+}
+
+// handedOnly takes a lock handed to a line's head as it is about to stop
+// waiting, without asking the store.
+func (k *contender) handedOnly(ctx context.Context, sig signals) (*Lease, error) {
+	if sig.line == nil {
+		return nil, nil
+	}
+	g, handed, _, _ := sig.line.unpark(sig.w)
+	if !handed {
+		return nil, nil
+	}
+	l, _, err := k.take(ctx, g)
+	return l, err
+}
+
+// take turns a lock handed over without the store into a lease. done
+// reports that the wait is over (a lease or an error); otherwise the
+// handoff came too late to be used (its TTL is gone), the lock is given
+// back, and the caller goes on waiting.
+func (k *contender) take(ctx context.Context, g handoff) (l *Lease, done bool, err error) {
+	l, err = k.c.newLease(ctx, k.key, g.owner, g.token, g.sent, k.cfg)
+	switch {
+	case err == nil:
+		return l, true, nil
+	case errors.Is(err, ErrClosed):
+		return nil, true, k.fail(err)
+	}
+	k.lastErr = fmt.Errorf("%w: the lock was handed over too late for the ttl %v", ErrNotAcquired, k.cfg.ttl)
+	return nil, false, nil
 }
 
 // waitFor is Acquire's waiting path for a backend that does not queue
@@ -274,7 +300,7 @@ func (c *Client) waitFor(ctx context.Context, k *contender) (*Lease, error) {
 		if err != nil {
 			c.cfg.logger.Debug("turnstile: release notices unavailable, polling", "key", k.key, "backend", c.name, "err", err)
 		} else {
-			defer stop()
+			defer c.unsubscribe(stop)
 			sig.notice = ch
 			// A release between the failed attempt and the subscription
 			// sent no notice we could see: look again now.

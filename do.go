@@ -20,7 +20,7 @@ func Do(ctx context.Context, c *Client, key string, fn func(ctx context.Context,
 		return ErrNilClient
 	}
 	if fn == nil {
-		return errors.Join(ErrInvalidOption, errors.New("turnstile: nil function"))
+		return joinErrors(ErrInvalidOption, errors.New("turnstile: nil function"))
 	}
 	l, err := c.Acquire(ctx, key, opts...)
 	if err != nil {
@@ -46,5 +46,5 @@ func Do(ctx context.Context, c *Client, key string, fn func(ctx context.Context,
 	} else if rerr != nil {
 		errs = append(errs, rerr)
 	}
-	return errors.Join(errs...)
+	return joinErrors(errs...)
 }

@@ -349,7 +349,7 @@ func (e *Election) observe(ctx context.Context, interval time.Duration, yield fu
 	soon := time.Duration(0)
 
 	var last Leader
-	var top uint64 // the highest term reported
+	var top Leader // the leader reported with the highest term
 	reported := false
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -389,7 +389,9 @@ func (e *Election) observe(ctx context.Context, interval time.Duration, yield fu
 					return
 				}
 				last, reported = cur, true
-				top = max(top, cur.Term)
+				if cur.Elected && cur.Term >= top.Term {
+					top = cur
+				}
 				soon = base
 			}
 			if soon > 0 && soon < interval {
@@ -406,14 +408,17 @@ func (e *Election) observe(ctx context.Context, interval time.Duration, yield fu
 }
 
 // fresh says whether cur is news to an observer that last reported
-// last, the highest term it reported being top: a change of leader that
-// is not older than what it reported, or a greater term for the same
-// leader. A leader is known by its owner id, which is new for every
-// lease. Another leader with a term below top, or with top itself, can
-// only come from an answer older than one reported already, and is
-// dropped. A store that cannot tell terms (zero) is followed by owner
-// alone.
-func fresh(last, cur Leader, top uint64, reported bool) bool {
+// last, top being the leader it reported with the highest term: a change
+// of leader that is not older than what it reported, or a greater term
+// for the same leader. A leader is known by its owner id, which is new
+// for every lease. Another leader with a term below top's, or with top's
+// itself, can only come from an answer older than one reported already,
+// and is dropped — except top itself after a report of no leader: its
+// owner id is its lease's alone, so it still leads and the answer of no
+// leader missed it (a Redlock whose node did not answer an Inspect), or
+// the answer is old and the next look corrects it. A store that cannot
+// tell terms (zero) is followed by owner alone.
+func fresh(last, cur, top Leader, reported bool) bool {
 	switch {
 	case !reported:
 		return true
@@ -423,6 +428,8 @@ func fresh(last, cur Leader, top uint64, reported bool) bool {
 		// Owner ids are new per lease: the same leader, news only if
 		// the store now reports a greater term for it.
 		return cur.Term > last.Term
+	case !last.Elected && top.Elected && cur.Owner == top.Owner:
+		return cur.Term >= top.Term
 	}
-	return cur.Term == 0 || cur.Term > top
+	return cur.Term == 0 || cur.Term > top.Term
 }

@@ -101,3 +101,35 @@ func (e *LockError) Error() string {
 }
 
 func (e *LockError) Unwrap() error { return e.Err }
+
+// joinErrors is errors.Join on one line: the errors' texts joined by
+// "; ", so that a log line stays one line. errors.Is and errors.As see
+// every error, as with errors.Join. Nil errors are dropped; nil if all
+// are.
+func joinErrors(errs ...error) error {
+	var j joinedErrors
+	for _, err := range errs {
+		if err != nil {
+			j = append(j, err)
+		}
+	}
+	switch len(j) {
+	case 0:
+		return nil
+	case 1:
+		return j[0]
+	}
+	return j
+}
+
+type joinedErrors []error
+
+func (j joinedErrors) Error() string {
+	parts := make([]string, len(j))
+	for i, err := range j {
+		parts[i] = strings.ReplaceAll(err.Error(), "\n", "; ")
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (j joinedErrors) Unwrap() []error { return j }

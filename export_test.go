@@ -13,5 +13,5 @@ func HeadReady(c *Client, key string) bool {
 	}
 	ln.mu.Lock()
 	defer ln.mu.Unlock()
-	return len(ln.waiters) > 0 && ln.waiters[0].ready
+	return len(ln.waiters) > 0 && ln.waiters[0].state == waiterParked
 }

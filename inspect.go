@@ -23,9 +23,15 @@ type Holder = driver.Holder
 var ErrUnsupported = errors.New("turnstile: not supported by the backend")
 
 // EventForceReleased: an operator removed a lock with ForceRelease,
-// whoever held it. Key, Owner and Token are the removed holder's; a lock
-// with several holders (a semaphore, read locks) gives one event per
-// holder. The holder itself learns it at its next renewal (EventLost).
+// whoever held it. Key and Owner are the removed holder's; Token is the
+// fence floor ForceRelease raised the key to: at least the removed
+// holder's token (also of a lease that a Client handed over without the
+// store, whose token may exceed the store's grant: driver.TokenRoom) and
+// below every later token, so that a consumer ordering a key's events by
+// token places it after the removed holder's and before the next
+// holder's. A lock with several holders (a semaphore, read locks) gives
+// one event per holder. The holder itself learns it at its next renewal
+// (EventLost).
 const EventForceReleased = EventLost + 1
 
 // DefaultListLimit is the number of states List returns when asked for
@@ -116,8 +122,8 @@ func (c *Client) ForceRelease(ctx context.Context, key string) (LockState, error
 		return st, nil
 	}
 	for _, h := range st.Holders {
-		c.cfg.logger.Warn("turnstile: lock force-released", "key", key, "owner", h.Owner, "token", h.Token, "backend", c.name)
-		c.emit(&c.cfg, Event{Type: EventForceReleased, Key: key, Owner: h.Owner, Token: h.Token})
+		c.cfg.logger.Warn("turnstile: lock force-released", "key", key, "owner", h.Owner, "token", h.Token, "fence_floor", st.Token, "backend", c.name)
+		c.emit(&c.cfg, Event{Type: EventForceReleased, Key: key, Owner: h.Owner, Token: max(h.Token, st.Token)})
 	}
 	if len(st.Holders) == 0 { // held, by an owner the store could not name
 		c.cfg.logger.Warn("turnstile: lock force-released", "key", key, "backend", c.name)

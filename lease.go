@@ -18,16 +18,9 @@ func now() mono { return mono(time.Since(epoch)) }
 
 func (m mono) add(d time.Duration) mono { return m + mono(d) }
 
-// Lease states.
-const (
-	stateHeld uint8 = iota
-	stateLost
-	stateReleased
-)
-
 // Lease is a held lock. Its identity (key, token, owner) never changes; its
 // validity moves forward with every confirmed renewal. Methods are safe for
-// concurrent use.
+// concurrent use; Extend and Release run one at a time.
 type Lease struct {
 	c      *Client
 	cfg    *config
@@ -36,6 +29,7 @@ type Lease struct {
 	token  uint64
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	op     chan struct{} // the one operation on the store under owner (lifecycle.go)
 
 	// Guarded by c.wd.mu.
 	ttl        time.Duration
@@ -47,24 +41,36 @@ type Lease struct {
 	inflight   bool          // a renewal is on its way to the store
 	gen        uint64        // bumped by Extend, so stale renewals are ignored
 	renewErr   error         // why the last renewal failed, if it did
-	state      uint8
-	releasing  bool // Release was called: reported as released, never as lost
+	state      leaseState
 }
 
-// newLease registers a freshly acquired lock with the watchdog. It returns
-// nil if the lease is already past its deadline.
-func (c *Client) newLease(ctx context.Context, key, owner string, token uint64, sent mono, cfg *config) *Lease {
-	l := &Lease{c: c, cfg: cfg, key: key, owner: owner, token: token, ttl: cfg.ttl, drift: cfg.drift(cfg.ttl), index: -1}
+// errBornExpired: a lock was granted too late to be used — the round
+// trip or the handoff ate its whole validity. It never reaches a caller.
+var errBornExpired = errors.New("turnstile: lease expired before it was granted")
+
+// newLease registers a freshly acquired lock with the watchdog. It
+// returns nil and why not if the lease is past its deadline already
+// (errBornExpired) or the Client is closed (ErrClosed); the lock is then
+// given back, unless its owner id is fixed (WithOwner).
+func (c *Client) newLease(ctx context.Context, key, owner string, token uint64, sent mono, cfg *config) (*Lease, error) {
+	l := &Lease{c: c, cfg: cfg, key: key, owner: owner, token: token, ttl: cfg.ttl, drift: cfg.drift(cfg.ttl), index: -1,
+		op: make(chan struct{}, 1)}
 	if cfg.watchdog {
 		l.renewEvery = cfg.renewInterval(cfg.ttl)
 	}
 	l.deadline = sent.add(l.ttl - l.drift)
-	if now() >= l.deadline {
-		return nil
+	err := errBornExpired
+	if now() < l.deadline {
+		l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+		if c.wd.add(l, sent) {
+			return l, nil
+		}
+		err = ErrClosed
 	}
-	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
-	c.wd.add(l, sent)
-	return l
+	if cfg.owner == "" {
+		c.giveBack(key, owner, cfg.ttl, false)
+	}
+	return nil, err
 }
 
 // Key returns the locked key.
@@ -90,7 +96,7 @@ func (l *Lease) Context() context.Context { return l.ctx }
 func (l *Lease) Validity() time.Duration {
 	l.c.wd.mu.Lock()
 	defer l.c.wd.mu.Unlock()
-	if l.state != stateHeld {
+	if l.state != leaseHeld {
 		return 0
 	}
 	return max(0, time.Duration(l.deadline-now()))
@@ -110,10 +116,18 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if l.c.closed.Load() {
 		return l.c.wrap("extend", l.key, ErrClosed)
 	}
+	if err := l.acquireOp(ctx); err != nil {
+		return l.c.wrap("extend", l.key, err)
+	}
+	defer l.releaseOp()
 	wd := l.c.wd
 	wd.mu.Lock()
-	if l.state != stateHeld {
+	if l.state != leaseHeld {
+		state := l.state
 		wd.mu.Unlock()
+		if state == leaseClosed {
+			return l.c.wrap("extend", l.key, ErrClosed)
+		}
 		return l.c.wrap("extend", l.key, fmt.Errorf("%w: %w", ErrNotHeld, context.Cause(l.ctx)))
 	}
 	l.gen++
@@ -139,10 +153,12 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 // with ErrReleased. If the lock was no longer held by this lease — it
 // expired, perhaps another owner took it, or it was released already — the
 // error matches ErrNotHeld and nothing is removed from the store. After a
-// network error the lock is no longer renewed and expires after its TTL;
-// Release may be called again. After Client.Close the error matches
-// ErrClosed and nothing is removed from the store: the lock expires after
-// its TTL.
+// store error the lock is no longer renewed and expires after its TTL;
+// Release may be called again, and then asks the store. After
+// Client.Close the error matches ErrClosed and nothing is removed from
+// the store: the lock expires after its TTL. A Release called while
+// another Release or an Extend of the lease is on its way waits for it
+// (until ctx is done).
 func (l *Lease) Release(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrInvalidOption)
@@ -152,38 +168,34 @@ func (l *Lease) Release(ctx context.Context) error {
 		// backend: the lock expires after its TTL.
 		return l.c.wrap("release", l.key, ErrClosed)
 	}
+	if err := l.acquireOp(ctx); err != nil {
+		return l.c.wrap("release", l.key, err)
+	}
+	defer l.releaseOp()
 	wd := l.c.wd
-	wd.mu.Lock()
-	if l.state == stateReleased {
-		wd.mu.Unlock()
-		return l.c.wrap("release", l.key, fmt.Errorf("%w: released already", ErrNotHeld))
-	}
-	wd.remove(l)
-	l.gen++ // a renewal in flight must not put the lease back
-	report := l.state == stateHeld && !l.releasing
-	l.releasing = true // from now on the lease cannot be lost, only released
-	wd.mu.Unlock()
-	l.cancel(ErrReleased)
-
-	ok, handed, err := l.c.releaseInStore(ctx, l)
-	if !handed {
-		l.c.leaseEnded(l)
-	}
+	start, err := wd.beginRelease(l)
 	if err != nil {
-		err = l.c.wrap("release", l.key, l.c.closedErr(err))
-		if report {
-			l.c.emit(l.cfg, Event{Type: EventReleased, Key: l.key, Owner: l.owner, Token: l.token, Err: err})
-		}
-		return err
+		return l.c.wrap("release", l.key, err)
 	}
-	wd.mu.Lock()
-	l.state = stateReleased
-	wd.mu.Unlock()
-	if !ok {
+	if start.report {
+		l.cancel(ErrReleased)
+	}
+	if start.mayHand && l.c.handOver(l, start) {
+		wd.handed(l)
+		l.c.emit(l.cfg, Event{Type: EventReleased, Key: l.key, Owner: l.owner, Token: l.token})
+		return nil
+	}
+	ok, serr := l.c.releaseInStore(ctx, l)
+	wd.endRelease(l, serr)
+	l.c.leaseEnded(l, serr == nil && l.c.endsRun(l))
+	switch {
+	case serr != nil:
+		err = l.c.wrap("release", l.key, l.c.closedErr(serr))
+	case !ok:
 		err = l.c.wrap("release", l.key, ErrNotHeld)
 	}
-	if report {
-		l.c.emit(l.cfg, Event{Type: EventReleased, Key: l.key, Owner: l.owner, Token: l.token, Refused: !ok, Err: err})
+	if start.report {
+		l.c.emit(l.cfg, Event{Type: EventReleased, Key: l.key, Owner: l.owner, Token: l.token, Refused: serr == nil && !ok, Err: err})
 	}
 	return err
 }

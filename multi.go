@@ -57,7 +57,7 @@ func (c *Client) AcquireAll(ctx context.Context, keys []string, opts ...Option) 
 			}
 			if len(errs) > 0 {
 				// The locks not released expire after their TTL.
-				err = errors.Join(err, fmt.Errorf("turnstile: releasing the %d keys already taken: %w", len(leases), errors.Join(errs...)))
+				err = joinErrors(err, fmt.Errorf("turnstile: releasing the %d keys already taken: %w", len(leases), joinErrors(errs...)))
 			}
 			return nil, err
 		}
@@ -146,7 +146,7 @@ func (m *MultiLease) Extend(ctx context.Context, ttl time.Duration) error {
 		wg.Go(func() { errs[i] = l.Extend(ctx, ttl) })
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return joinErrors(errs...)
 }
 
 // Release frees every key, in reverse order, and cancels the context with
@@ -174,7 +174,7 @@ func (m *MultiLease) Release(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return joinErrors(errs...)
 }
 
 // DoAll is Do for several keys: it takes them all (AcquireAll), runs fn,
@@ -185,7 +185,7 @@ func DoAll(ctx context.Context, c *Client, keys []string, fn func(ctx context.Co
 		return ErrNilClient
 	}
 	if fn == nil {
-		return errors.Join(ErrInvalidOption, errors.New("turnstile: nil function"))
+		return joinErrors(ErrInvalidOption, errors.New("turnstile: nil function"))
 	}
 	m, err := c.AcquireAll(ctx, keys, opts...)
 	if err != nil {
@@ -212,5 +212,5 @@ func DoAll(ctx context.Context, c *Client, keys []string, fn func(ctx context.Co
 	} else if rerr != nil {
 		errs = append(errs, rerr)
 	}
-	return errors.Join(errs...)
+	return joinErrors(errs...)
 }

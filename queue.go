@@ -16,11 +16,15 @@ var errQueueBudget = errors.New("turnstile: queue wait budget used up")
 // retrying. The wait is bounded by the Backoff's wait budget, or by ctx
 // alone when the Backoff has no bound.
 func (c *Client) acquireQueued(ctx context.Context, q driver.Queuer, key string, cfg *config) (*Lease, error) {
-	qctx := ctx
+	// The wait ends with the Client too.
+	qctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(c.life, func() { cancel(ErrClosed) })
+	defer stop()
 	budget, bounded := waitBudget(cfg.backoff)
 	if bounded {
 		var cancel context.CancelFunc
-		qctx, cancel = context.WithTimeoutCause(ctx, budget, errQueueBudget)
+		qctx, cancel = context.WithTimeoutCause(qctx, budget, errQueueBudget)
 		defer cancel()
 	}
 	if cfg.position != nil {
@@ -30,8 +34,10 @@ func (c *Client) acquireQueued(ctx context.Context, q driver.Queuer, key string,
 	token, err := q.AcquireWait(qctx, key, owner, cfg.ttl)
 	if err != nil {
 		switch {
+		case c.closed.Load():
+			return nil, c.wrap("acquire", key, joinErrors(ErrClosed, err))
 		case ctx.Err() != nil:
-			return nil, c.wrap("acquire", key, errors.Join(context.Cause(ctx), err))
+			return nil, c.wrap("acquire", key, joinErrors(context.Cause(ctx), err))
 		case errors.Is(context.Cause(qctx), errQueueBudget):
 			return nil, c.wrap("acquire", key, fmt.Errorf("%w (waited %v in the store's queue)", ErrNotAcquired, budget))
 		}
@@ -44,16 +50,18 @@ func (c *Client) acquireQueued(ctx context.Context, q driver.Queuer, key string,
 	sent := now()
 	ok, err := c.backend.Extend(ctx, key, owner, cfg.ttl)
 	if err != nil || !ok {
-		c.releaseInBackground(key, owner, cfg.ttl)
+		c.abandon(cfg, key, owner)
 		if err == nil {
 			err = fmt.Errorf("%w: lost right after the store's queue granted it", ErrNotAcquired)
 		}
 		return nil, c.wrap("acquire", key, err)
 	}
-	l := c.newLease(ctx, key, owner, token, sent, cfg)
-	if l == nil {
-		c.releaseInBackground(key, owner, cfg.ttl)
-		return nil, c.wrap("acquire", key, fmt.Errorf("%w: renewal took longer than the ttl %v allows", ErrNotAcquired, cfg.ttl))
+	l, err := c.newLease(ctx, key, owner, token, sent, cfg)
+	if errors.Is(err, errBornExpired) {
+		err = fmt.Errorf("%w: renewal took longer than the ttl %v allows", ErrNotAcquired, cfg.ttl)
+	}
+	if err != nil {
+		return nil, c.wrap("acquire", key, err)
 	}
 	return l, nil
 }

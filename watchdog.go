@@ -50,14 +50,15 @@ func newWatchdog(c *Client) *watchdog {
 	return w
 }
 
-// add starts watching a freshly acquired lease.
-func (w *watchdog) add(l *Lease, sent mono) {
+// add starts watching a freshly acquired lease. It reports false, and
+// leaves the lease closed, if the Client is closed.
+func (w *watchdog) add(l *Lease, sent mono) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		l.state = stateLost
+		l.state = leaseClosed
 		l.cancel(ErrClosed)
-		return
+		return false
 	}
 	l.due = l.deadline
 	if l.renewEvery > 0 {
@@ -65,6 +66,7 @@ func (w *watchdog) add(l *Lease, sent mono) {
 	}
 	heap.Push(&w.h, l)
 	w.wakeLocked(l.index == 0)
+	return true
 }
 
 // wakeLocked makes sure the scheduler runs and, if the earliest action
@@ -105,18 +107,20 @@ func (w *watchdog) lose(l *Lease, cause error, renewal bool) {
 	}
 }
 
+// loseLocked moves a held lease to lost; it reports whether l was held.
+// A lease on its way to being released cannot be lost any more.
 func (w *watchdog) loseLocked(l *Lease) bool {
-	if l.state != stateHeld || l.releasing {
+	if l.state != leaseHeld {
 		return false
 	}
-	l.state = stateLost
+	l.state = leaseLost
 	w.remove(l)
 	return true
 }
 
 func (w *watchdog) reportLost(l *Lease, cause error, refused, renewal bool) {
 	l.cancel(cause)
-	w.c.leaseEnded(l)
+	w.c.leaseEnded(l, false)
 	w.c.cfg.logger.Warn("turnstile: lease lost", "key", l.key, "token", l.token, "backend", w.c.name, "cause", cause)
 	w.c.emit(l.cfg, Event{Type: EventLost, Key: l.key, Owner: l.owner, Token: l.token, Refused: refused, Renewal: renewal, Err: cause})
 }
@@ -127,7 +131,7 @@ func (w *watchdog) reportLost(l *Lease, cause error, refused, renewal bool) {
 func (w *watchdog) extended(l *Lease, gen uint64, sent mono, ttl time.Duration) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if l.state != stateHeld || l.gen != gen || l.index < 0 {
+	if l.state != leaseHeld || l.gen != gen || l.index < 0 {
 		return false
 	}
 	l.ttl = ttl
@@ -155,7 +159,8 @@ func (w *watchdog) close() {
 	w.closed = true
 	leases := append([]*Lease(nil), w.h...)
 	for _, l := range leases {
-		w.loseLocked(l)
+		l.state = leaseClosed
+		w.remove(l)
 	}
 	select {
 	case w.kick <- struct{}{}:
@@ -164,6 +169,7 @@ func (w *watchdog) close() {
 	w.mu.Unlock()
 	for _, l := range leases {
 		l.cancel(ErrClosed)
+		w.c.leaseEnded(l, false)
 		w.c.emit(l.cfg, Event{Type: EventLost, Key: l.key, Owner: l.owner, Token: l.token, Err: ErrClosed})
 	}
 	w.wg.Wait()
@@ -292,7 +298,7 @@ func (w *watchdog) renew(batch []pending) {
 	t := now()
 	for i, p := range batch {
 		l := p.l
-		if l.state != stateHeld || l.index < 0 || !l.inflight {
+		if l.state != leaseHeld || l.index < 0 || !l.inflight {
 			continue
 		}
 		if l.gen != p.gen {

@@ -15,9 +15,7 @@
 //   - BatchExtender: many renewals in one round trip (the watchdog).
 //   - Notifier: release notices, so waiters need not poll.
 //   - Queuer: a first-come-first-served queue of waiters kept by the store.
-//   - HandOff: a release that passes the lock to a waiting owner.
 //   - TokenRoom: tokens that leave room for handoffs within a Client.
-//   - QuietReleaser: a release without a notice, and the notice on its own.
 //   - AloudReleaser: a release with its notice where Release may send none.
 //   - Fencer: raising a key's fencing token (Redlock's node recovery).
 //   - Shared: locks several owners may hold (semaphores, read locks).
@@ -145,69 +143,25 @@ type Shared interface {
 	Shared() bool
 }
 
-// QuietReleaser is implemented by backends that tell waiters of releases
-// (Notifier) and can also release without telling them, and tell them on
-// demand. When the next holder is a waiter of the same Client, which the
-// Client wakes itself, the Client releases quietly, so that waiters in
-// other processes are not woken for a lock they would not get; now and
-// then it releases aloud and lets them race, so that they are not
-// starved: its own next waiter then waits for the notice like theirs
-// (AloudReleaser, where Release may send none).
-type QuietReleaser interface {
-	// ReleaseQuiet is Release without the release notice.
-	ReleaseQuiet(ctx context.Context, key, owner string) (ok bool, err error)
-	// Notify sends key's release notice without releasing anything.
-	Notify(ctx context.Context, key string) error
-}
-
-// AloudReleaser is implemented by backends whose Release sends the release
-// notice only when someone else tried to take the lock while it was held
-// (Redis, and a Redlock or fallback pair over it): a waiter that tries
-// nothing would not hear of the release. The Client releases an
-// election's lock with ReleaseAloud, for observers, and makes its
-// every-so-often aloud release with ReleaseWaited.
+// AloudReleaser is implemented by backends whose Release sends the
+// release notice only when someone else tried to take the lock while it
+// was held (Redis, and a Redlock or fallback pair over it): a waiter that
+// tries nothing — an election's observer — would not hear of the release.
+// The Client resigns an election's leadership with ReleaseAloud.
 type AloudReleaser interface {
 	// ReleaseAloud is Release with the notice sent in any case.
 	ReleaseAloud(ctx context.Context, key, owner string) (ok bool, err error)
-	// ReleaseWaited is Release that also reports whether someone else
-	// tried to take the lock while it was held (and so was told). The
-	// Client's aloud release uses it: when nobody else waits, it wakes
-	// its own next waiter itself instead of letting it wait for a
-	// notice.
-	ReleaseWaited(ctx context.Context, key, owner string) (ok, waited bool, err error)
 }
 
-// ReleaseTelling releases key for owner on b, sending the release notice
-// in any case when aloud is set, and reports whether someone else tried to
-// take the lock while it was held (and so was told). A backend that is no
-// AloudReleaser sends the notice with every Release: waited is then true.
-// Composite backends (Redlock, a fallback pair) release their members
-// with it.
-func ReleaseTelling(ctx context.Context, b Backend, key, owner string, aloud bool) (ok, waited bool, err error) {
-	ar, can := b.(AloudReleaser)
-	switch {
-	case !can:
-		ok, err = b.Release(ctx, key, owner)
-		return ok, true, err
-	case aloud:
-		ok, err = ar.ReleaseAloud(ctx, key, owner)
-		return ok, false, err
-	default:
-		return ar.ReleaseWaited(ctx, key, owner)
+// ReleaseAloud releases key for owner on b with the release notice sent
+// in any case: b's ReleaseAloud where it is an AloudReleaser, its Release
+// (which then tells every time) otherwise. Composite backends (Redlock,
+// a fallback pair) release their members with it.
+func ReleaseAloud(ctx context.Context, b Backend, key, owner string) (ok bool, err error) {
+	if ar, can := b.(AloudReleaser); can {
+		return ar.ReleaseAloud(ctx, key, owner)
 	}
-}
-
-// HandOff is implemented by backends that can pass a lock from its owner
-// straight to the next owner in one atomic step, without a release
-// notice. When the next holder is a waiter of the same Client, the Client
-// hands the lock over instead of releasing it and letting the waiter take
-// it: one round trip instead of two.
-type HandOff interface {
-	// HandOff releases key held by owner and takes it for next for ttl,
-	// returning next's fencing token. It returns ok=false and a nil error
-	// when owner does not hold key; then nothing changes. As with
-	// Acquire, an error means the outcome is unknown.
-	HandOff(ctx context.Context, key, owner, next string, ttl time.Duration) (token uint64, ok bool, err error)
+	return b.Release(ctx, key, owner)
 }
 
 // TokenRoom is implemented by backends whose fencing tokens leave room
@@ -218,8 +172,11 @@ type HandOff interface {
 // hands a lock it holds to its own next waiter without a round trip: the
 // lock stays held in the store under the same owner id, and the new lease
 // gets the previous lease's token plus one, while that stays below the
-// next multiple. TokenRoom() is the same for every key; below 2 it means
-// no room (a composite backend whose members do not all leave it).
+// next multiple. A ForceRelease of such a backend returns a floor of at
+// least t − t mod TokenRoom() + TokenRoom() − 1 for a removed holder
+// whose grant had token t, so that it covers every lease of a run of
+// handoffs. TokenRoom() is the same for every key; below 2 it means no
+// room (a composite backend whose members do not all leave it).
 type TokenRoom interface {
 	TokenRoom() uint64
 }

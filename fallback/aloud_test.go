@@ -23,11 +23,6 @@ func (a *aloud) ReleaseAloud(ctx context.Context, key, owner string) (bool, erro
 	return a.Release(ctx, key, owner)
 }
 
-func (a *aloud) ReleaseWaited(ctx context.Context, key, owner string) (bool, bool, error) {
-	ok, err := a.Release(ctx, key, owner)
-	return ok, false, err
-}
-
 var _ driver.AloudReleaser = (*aloud)(nil)
 
 // TestReleaseAloudReachesTheStore: ReleaseAloud releases in the store

@@ -217,44 +217,39 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 // granted the lease, or in both stores when this Backend does not know
 // the lease (then the primary is skipped while the breaker holds it down).
 func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
-	ok, _, err := b.releaseBoth(ctx, key, owner, false)
-	return ok, err
+	return b.releaseBoth(ctx, key, owner, false)
 }
 
 // ReleaseAloud implements driver.AloudReleaser: Release with the release
 // notice sent in any case by a store that sends it only when someone
 // tried to take the lock meanwhile (driver.AloudReleaser).
 func (b *Backend) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
-	ok, _, err := b.releaseBoth(ctx, key, owner, true)
-	return ok, err
+	return b.releaseBoth(ctx, key, owner, true)
 }
 
-// ReleaseWaited implements driver.AloudReleaser: Release that reports
-// whether the store said another owner had tried to take the lock (a
-// store that cannot tell counts as told).
-func (b *Backend) ReleaseWaited(ctx context.Context, key, owner string) (ok, waited bool, err error) {
-	return b.releaseBoth(ctx, key, owner, false)
-}
-
-func (b *Backend) releaseBoth(ctx context.Context, key, owner string, aloud bool) (ok, waited bool, err error) {
+func (b *Backend) releaseBoth(ctx context.Context, key, owner string, aloud bool) (bool, error) {
 	if ctx == nil {
-		return false, false, fmt.Errorf("%w: nil context", turnstile.ErrInvalidOption)
+		return false, fmt.Errorf("%w: nil context", turnstile.ErrInvalidOption)
 	}
 	if l, known := b.leases.take(key, owner); known {
 		return b.release(ctx, l.store, key, owner, aloud)
 	}
-	okS, waitedS, errS := b.release(ctx, secondary, key, owner, aloud)
+	okS, errS := b.release(ctx, secondary, key, owner, aloud)
 	if b.State() != StateClosed {
-		return okS, waitedS, errS
+		return okS, errS
 	}
-	okP, waitedP, errP := b.release(ctx, primary, key, owner, aloud)
-	return okP || okS, waitedP || waitedS, errors.Join(errP, errS)
+	okP, errP := b.release(ctx, primary, key, owner, aloud)
+	return okP || okS, errors.Join(errP, errS)
 }
 
-func (b *Backend) release(ctx context.Context, s store, key, owner string, aloud bool) (ok, waited bool, err error) {
+func (b *Backend) release(ctx context.Context, s store, key, owner string, aloud bool) (ok bool, err error) {
 	err = b.do(ctx, s, func(st driver.Backend) (err error) {
-		ok, waited, err = driver.ReleaseTelling(ctx, st, key, owner, aloud)
+		if aloud {
+			ok, err = driver.ReleaseAloud(ctx, st, key, owner)
+		} else {
+			ok, err = st.Release(ctx, key, owner)
+		}
 		return err
 	})
-	return ok, waited, err
+	return ok, err
 }

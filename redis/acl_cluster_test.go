@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +13,6 @@ import (
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/redisproc"
 	"github.com/turnstilelock/turnstile/internal/testserver"
-	"github.com/turnstilelock/turnstile/redis"
 )
 
 // aclCluster are what a Redis Cluster adds to the recipes: ASKING,
@@ -100,8 +100,15 @@ func TestACLCluster(t *testing.T) {
 
 	// A slot being migrated: the old owner redirects with ASK a call
 	// whose keys it no longer has, and the client sends ASKING to the
-	// new owner before the call.
+	// new owner before the call. The lock's keys move first, as a
+	// resharding moves them one batch at a time: on the new owner the
+	// renewal finds both (a call whose keys are missing on both sides
+	// gets TRYAGAIN until the migration ends).
 	const k = "ask"
+	held, err := c.Acquire(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
 	lk := aclPrefix + "{" + k + "}"
 	slot, err := cl.Do("CLUSTER", "KEYSLOT", lk)
 	if err != nil {
@@ -123,22 +130,22 @@ func TestACLCluster(t *testing.T) {
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
+	toHost, toPort, _ := net.SplitHostPort(to.Addr())
 	for _, cmd := range [][]string{
 		{"CLUSTER", "SETSLOT", slot, "IMPORTING", fromID},
 		{"CLUSTER", "SETSLOT", slot, "MIGRATING", toID},
+		{"MIGRATE", toHost, toPort, "", "0", "5000", "KEYS", lk, lk + ":fence"},
 	} {
 		n := to
-		if cmd[3] == "MIGRATING" {
+		if cmd[0] != "CLUSTER" || cmd[3] == "MIGRATING" {
 			n = from
 		}
 		if _, err := n.Do(cmd...); err != nil {
 			t.Fatalf("%s: %v", cmd, err)
 		}
 	}
-	// A call of one key: with several, missing on both sides, the new
-	// owner answers TRYAGAIN until the migration ends.
-	if err := c.Backend().(*redis.Backend).Notify(ctx, k); err != nil {
-		t.Fatalf("release notice of %s while its slot migrates: %v", k, err)
+	if err := held.Extend(ctx, 10*time.Second); err != nil {
+		t.Fatalf("renewal of %s while its slot migrates: %v", k, err)
 	}
 	if stats, err := to.Do("INFO", "commandstats"); err != nil || !strings.Contains(stats, "cmdstat_asking:calls=") {
 		t.Errorf("the new owner of the migrating slot ran no ASKING (%v)", err)

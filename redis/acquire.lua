@@ -11,8 +11,9 @@
 --
 -- The lock key holds the owner id, followed by the byte \1 once someone
 -- failed to take it: the release then sends a notice (release.lua); or
--- \1 alone, a free lock released quietly while others waited. Owner ids
--- hold no control characters.
+-- \1 alone, a free lock that a client of version 0.1 released quietly
+-- while others waited (it expires after the fence grace). Owner ids hold
+-- no control characters.
 
 -- Redis < 5 refuses writes after TIME unless effects are replicated; later
 -- versions always replicate effects.
@@ -50,8 +51,8 @@ end
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local holder = redis.call('GET', KEYS[1])
   if holder == '\1' then
-    -- Free, released quietly while others waited (release.lua): take it
-    -- with the mark.
+    -- Free, released quietly by a client of version 0.1 while others
+    -- waited: take it with the mark.
     redis.call('SET', KEYS[1], ARGV[1] .. '\1', 'PX', ARGV[2])
   elseif holder ~= ARGV[1] and holder ~= ARGV[1] .. '\1' then
     -- Held by another owner: mark it waited for, so that its release

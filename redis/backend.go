@@ -30,9 +30,8 @@ var (
 	_ driver.BatchExtender = (*Backend)(nil)
 	_ driver.Namer         = (*Backend)(nil)
 	_ driver.Fencer        = (*Backend)(nil)
-	_ driver.QuietReleaser = (*Backend)(nil)
 	_ driver.AloudReleaser = (*Backend)(nil)
-	_ driver.HandOff       = (*Backend)(nil)
+	_ driver.TokenRoom     = (*Backend)(nil)
 )
 
 // New returns a Backend over an existing rueidis client. The caller keeps
@@ -166,7 +165,7 @@ func (b *Backend) AcquireAt(ctx context.Context, key, owner string, ttl time.Dur
 	var tok int64
 	var err error
 	if b.waits() {
-		tok, err = b.grant(sctx, sources[acquireScript], plainSHA[acquireScript], c, func(ctx context.Context) { _, _ = b.ReleaseQuiet(ctx, key, owner) })
+		tok, err = b.grant(sctx, sources[acquireScript], plainSHA[acquireScript], c, func(ctx context.Context) { _, _ = b.Release(ctx, key, owner) })
 	} else {
 		tok, err = b.conn.eval(sctx, acquireScript, c)
 	}
@@ -248,43 +247,26 @@ func (b *Backend) ClockReading() uint64 { return uint64(max(b.clock.reading(), 0
 // Release implements driver.Backend. The release notice goes out only
 // when someone failed to take the lock while it was held.
 func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
-	ok, _, err := b.release(ctx, key, owner, "")
-	return ok, err
-}
-
-// ReleaseQuiet implements driver.QuietReleaser: Release without the
-// release notice.
-func (b *Backend) ReleaseQuiet(ctx context.Context, key, owner string) (bool, error) {
-	ok, _, err := b.release(ctx, key, owner, "quiet")
-	return ok, err
+	return b.release(ctx, key, owner, "")
 }
 
 // ReleaseAloud implements driver.AloudReleaser: Release with the release
 // notice, whether or not someone failed to take the lock meanwhile.
 func (b *Backend) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
-	ok, _, err := b.release(ctx, key, owner, "always")
-	return ok, err
-}
-
-// ReleaseWaited implements driver.AloudReleaser: Release that reports
-// whether another owner failed to take the lock while it was held (and
-// the notice went out).
-func (b *Backend) ReleaseWaited(ctx context.Context, key, owner string) (ok, waited bool, err error) {
-	return b.release(ctx, key, owner, "")
+	return b.release(ctx, key, owner, "always")
 }
 
 // release runs the release script; notice is its ARGV[3] (release.lua).
-// waited reports that the lock was marked: someone failed to take it.
-func (b *Backend) release(ctx context.Context, key, owner, notice string) (ok, waited bool, err error) {
+func (b *Backend) release(ctx context.Context, key, owner, notice string) (bool, error) {
 	if err := check(ctx, key); err != nil {
-		return false, false, err
+		return false, err
 	}
 	n := b.names(key)
 	r, err := b.conn.eval(ctx, releaseScript, call{
 		keys: []string{n.lock, n.fence},
-		args: []string{owner, n.channel, notice, b.cfg.graceArg},
+		args: []string{owner, n.channel, notice},
 	})
-	return r >= 1, r == 2, err
+	return r >= 1, err
 }
 
 // tokenRoom is the room between two grants' fencing tokens: every token
@@ -296,42 +278,6 @@ const tokenRoom = 16
 // the key is at least 16 greater. A Client hands a lock within itself with
 // the token plus one, up to 15 times, without a round trip.
 func (b *Backend) TokenRoom() uint64 { return tokenRoom }
-
-// HandOff implements driver.HandOff: it releases key for owner and takes
-// it for next, with a fresh fencing token, in one script and without a
-// release notice. It returns ok=false when owner does not hold key.
-func (b *Backend) HandOff(ctx context.Context, key, owner, next string, ttl time.Duration) (uint64, bool, error) {
-	if err := check(ctx, key); err != nil {
-		return 0, false, err
-	}
-	n := b.names(key)
-	lockTTL, fenceTTL := b.ttlArgs(ttl)
-	c := call{
-		keys: []string{n.lock, n.fence},
-		args: []string{owner, next, lockTTL, fenceTTL, strconv.FormatInt(b.clock.now(ctx, b.conn), 10)},
-	}
-	var r int64
-	var err error
-	if b.waits() {
-		r, err = b.grant(ctx, sources[handoffScript], plainSHA[handoffScript], c, func(ctx context.Context) { _, _ = b.ReleaseQuiet(ctx, key, next) })
-	} else {
-		r, err = b.conn.eval(ctx, handoffScript, c)
-	}
-	if err != nil || r <= 0 {
-		return 0, false, err
-	}
-	return uint64(r), true, nil
-}
-
-// Notify implements driver.QuietReleaser: it sends key's release notice.
-func (b *Backend) Notify(ctx context.Context, key string) error {
-	if err := check(ctx, key); err != nil {
-		return err
-	}
-	n := b.names(key)
-	_, err := b.conn.eval(ctx, notifyScript, call{keys: []string{n.lock}, args: []string{n.channel}})
-	return err
-}
 
 var errEmptyKey = fmt.Errorf("%w: empty key", turnstile.ErrInvalidKey)
 

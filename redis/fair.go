@@ -280,6 +280,5 @@ func (f *Fair) Release(ctx context.Context, key, owner string) (bool, error) {
 	if err := checkOwner(ctx, key, owner); err != nil {
 		return false, err
 	}
-	ok, _, err := f.b.release(ctx, key, owner, "always")
-	return ok, err
+	return f.b.release(ctx, key, owner, "always")
 }

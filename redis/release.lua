@@ -4,10 +4,8 @@
 -- ARGV[1] owner      ARGV[2] release channel
 -- ARGV[3] when to send the release notice: '' when someone failed to
 --         take the lock while it was held (acquire.lua marks the lock
---         then); 'always' (views whose waiters do not mark it); 'quiet'
---         never (the releasing client hands the lock to a waiter of its
---         own)
--- ARGV[4] how long (ms) the mark outlives a marked lock released quietly
+--         then); 'always' in any case (an election's resignation, whose
+--         observers try nothing and so never mark it)
 --
 -- Returns 1 if released, 2 if released when someone had failed to take it
 -- (the lock was marked), 0 if the owner does not hold the lock.
@@ -31,15 +29,8 @@ local released = 1
 if marked then
   released = 2
 end
-if marked and ARGV[3] == 'quiet' then
-  -- Others wait, untold: leave the mark alone ('\1', a free lock that
-  -- acquire.lua takes with the mark), so that the next holder's release
-  -- tells them.
-  redis.call('SET', KEYS[1], '\1', 'PX', ARGV[4])
-  return released
-end
 redis.call('DEL', KEYS[1])
-if ARGV[3] == 'quiet' or (not marked and ARGV[3] ~= 'always') then
+if not marked and ARGV[3] ~= 'always' then
   return released
 end
 -- Sharded pub/sub keeps the notice on the node that owns the key's slot,

@@ -16,10 +16,6 @@ var (
 	releaseLua string
 	//go:embed raise.lua
 	raiseLua string
-	//go:embed notify.lua
-	notifyLua string
-	//go:embed handoff.lua
-	handoffLua string
 	// tokenLua defines next_token, the fencing-token clock, for every
 	// script that grants a lock.
 	//go:embed token.lua
@@ -35,8 +31,6 @@ const (
 	extendScript
 	releaseScript
 	raiseScript
-	notifyScript
-	handoffScript
 	numScripts
 )
 
@@ -45,8 +39,6 @@ var sources = [numScripts]string{
 	extendScript:  extendLua,
 	releaseScript: releaseLua,
 	raiseScript:   raiseLua,
-	notifyScript:  notifyLua,
-	handoffScript: tokenLua + handoffLua,
 }
 
 // call is one execution of a script.

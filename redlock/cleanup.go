@@ -74,22 +74,27 @@ func (b *Backend) watchLate(key, owner string, acq *round) {
 // only after the node answered the acquisition that is still running
 // there, if there is one: a release that overtook the grant would leave
 // the grant in place for a whole TTL.
-// waited reports that the node said another owner had tried to take the
-// lock (driver.AloudReleaser), or cannot say.
-func (b *Backend) releaseAfter(ctx context.Context, t *task, i int, key, owner string, aloud bool) (a answer, waited bool) {
+// aloud: with the release notice in any case (driver.ReleaseAloud).
+func (b *Backend) releaseAfter(ctx context.Context, t *task, i int, key, owner string, aloud bool) answer {
 	if t != nil && !b.pending.isAnswered(t, i) {
 		select {
 		case <-t.answer[i]:
 		case <-ctx.Done():
 			if b.pending.handOff(t, i) {
-				return answer{err: ctx.Err()}, false // the task releases it after the grant
+				return answer{err: ctx.Err()} // the task releases it after the grant
 			}
 			b.releaseNode(i, key, owner) // answered just now: release it here
-			return answer{err: ctx.Err()}, false
+			return answer{err: ctx.Err()}
 		}
 	}
-	ok, waited, err := driver.ReleaseTelling(ctx, b.nodes[i].b, key, owner, aloud)
-	return answer{yes: ok && err == nil, err: err}, waited
+	var ok bool
+	var err error
+	if aloud {
+		ok, err = driver.ReleaseAloud(ctx, b.nodes[i].b, key, owner)
+	} else {
+		ok, err = b.nodes[i].b.Release(ctx, key, owner)
+	}
+	return answer{yes: ok && err == nil, err: err}
 }
 
 // releaseNode releases key for owner on node i, bounded by the node

@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/turnstilelock/turnstile"
@@ -16,45 +15,31 @@ import (
 // not hold it that no quorum could have, and a *QuorumError when too many
 // nodes failed to tell.
 func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
-	ok, _, err := b.release(ctx, key, owner, false)
-	return ok, err
+	return b.release(ctx, key, owner, false)
 }
 
 // ReleaseAloud implements driver.AloudReleaser: Release with every node's
 // release notice sent whether or not someone tried to take the lock
 // meanwhile (on nodes that send it only then, driver.AloudReleaser).
 func (b *Backend) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
-	ok, _, err := b.release(ctx, key, owner, true)
-	return ok, err
+	return b.release(ctx, key, owner, true)
 }
 
-// ReleaseWaited implements driver.AloudReleaser: Release that reports
-// whether some node said another owner had tried to take the lock (nodes
-// that cannot tell, having no ReleaseWaited, count as told).
-func (b *Backend) ReleaseWaited(ctx context.Context, key, owner string) (ok, waited bool, err error) {
-	return b.release(ctx, key, owner, false)
-}
-
-func (b *Backend) release(ctx context.Context, key, owner string, aloud bool) (ok, waited bool, err error) {
+func (b *Backend) release(ctx context.Context, key, owner string, aloud bool) (bool, error) {
 	if err := b.check(ctx, 0); err != nil {
-		return false, false, err
+		return false, err
 	}
 	late := b.pending.lookup(key, owner) // an acquisition still answering
-	var told atomic.Bool
 	r := b.start(ctx, "release", b.cfg.nodeTimeout, b.all, func(ctx context.Context, n *node) answer {
-		a, w := b.releaseAfter(ctx, late, n.index, key, owner, aloud)
-		if w {
-			told.Store(true)
-		}
-		return a
+		return b.releaseAfter(ctx, late, n.index, key, owner, aloud)
 	})
 	// Every node's answer is awaited (up to the node timeout): once Release
 	// returns, every node that answers is free for the next owner, which
 	// early return would leave to chance when a minority lags.
 	r.wait(b, 0, time.Now().Add(b.cfg.nodeTimeout))
-	ok, err = r.verdict(b)
+	ok, err := r.verdict(b)
 	b.observe(ctx, "release", err == nil)
-	return ok, told.Load(), err
+	return ok, err
 }
 
 // RaiseFence implements driver.Fencer, so that a Redlock can itself be a

@@ -105,38 +105,22 @@ func (c *countingBackend) Released(ctx context.Context, key string) (<-chan stru
 	return c.b.Released(ctx, key)
 }
 
-func (c *countingBackend) ReleaseQuiet(ctx context.Context, key, owner string) (bool, error) {
-	c.calls.Add(1)
-	return c.b.ReleaseQuiet(ctx, key, owner)
-}
-
 func (c *countingBackend) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
 	c.calls.Add(1)
 	return c.b.ReleaseAloud(ctx, key, owner)
 }
 
-func (c *countingBackend) ReleaseWaited(ctx context.Context, key, owner string) (bool, bool, error) {
-	c.calls.Add(1)
-	return c.b.ReleaseWaited(ctx, key, owner)
-}
-
-func (c *countingBackend) Notify(ctx context.Context, key string) error {
-	c.calls.Add(1)
-	return c.b.Notify(ctx, key)
-}
-
-func (c *countingBackend) HandOff(ctx context.Context, key, owner, next string, ttl time.Duration) (uint64, bool, error) {
-	c.calls.Add(1)
-	return c.b.HandOff(ctx, key, owner, next, ttl)
-}
+// TokenRoom forwards the store's room between tokens, so that the
+// Client hands the lock to its own next waiter without the store, as it
+// does over the store itself.
+func (c *countingBackend) TokenRoom() uint64 { return c.b.TokenRoom() }
 
 func (c *countingBackend) Name() string { return c.b.Name() }
 
 var (
 	_ driver.Notifier      = (*countingBackend)(nil)
-	_ driver.QuietReleaser = (*countingBackend)(nil)
 	_ driver.AloudReleaser = (*countingBackend)(nil)
-	_ driver.HandOff       = (*countingBackend)(nil)
+	_ driver.TokenRoom     = (*countingBackend)(nil)
 )
 
 // herdWorker is one process of waiters.
