@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/url"
 
@@ -37,13 +38,6 @@ func init() {
 // its secrets (the other results then mean nothing).
 func parseURL(u *url.URL) (connCfg *pgx.ConnConfig, opts []Option, err error) {
 	err = urlForm.Read(u, func(r *storeurl.URL) error {
-		// pgx reads the hosts (and falls back to its defaults for none);
-		// they are checked here so that a malformed one is a bad URL.
-		if u.Host != "" {
-			if _, err := r.Hosts("5432", "localhost"); err != nil {
-				return err
-			}
-		}
 		var tl storeurl.TLS
 		q, err := r.OwnParams(tl.Params(map[string]storeurl.Param{
 			"lock_conns": storeurl.Append(&opts, storeurl.IntIn(1, 1024), WithConns),
@@ -51,6 +45,19 @@ func parseURL(u *url.URL) (connCfg *pgx.ConnConfig, opts []Option, err error) {
 		}))
 		if err != nil {
 			return err
+		}
+		// pgx reads the hosts; they are checked here so that a malformed
+		// one is a bad URL. With none pgx would try Unix sockets in
+		// directories of its choice, or fail on the bare "postgres:" it
+		// is left with: a URL names its server, or libpq's host
+		// parameter does.
+		switch {
+		case u.Host != "":
+			if _, err := r.Hosts("5432", ""); err != nil {
+				return err
+			}
+		case q.Get("host") == "":
+			return errors.New("the URL names no host: give postgres://HOST[:PORT]/DB (for a Unix socket, ?host=/run/postgresql, its directory)")
 		}
 		if tl.Given() {
 			if len(q["sslmode"]) > 1 {
