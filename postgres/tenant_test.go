@@ -160,3 +160,35 @@ func TestURLNamesNoServer(t *testing.T) {
 		}
 	}
 }
+
+// TestDialPastSetUpLock: a role that may only connect and holds the
+// advisory lock that serialises setting a schema up does not keep
+// clients from connecting once the schema is set up.
+func TestDialPastSetUpLock(t *testing.T) {
+	ctx := ctxFor(t, time.Minute)
+	cfg := tenantConfig(t, "tssetup")
+	_ = dialConfig(t, cfg)
+	ocfg := connConfig(t, srv)
+	ocfg.User = "outsider"
+	if _, err := sqlConn(t, srv).Exec(ctx, `DO $$ BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'outsider') THEN CREATE ROLE outsider LOGIN; END IF;
+END $$`); err != nil {
+		t.Fatal(err)
+	}
+	outsider, err := pgx.ConnectConfig(ctx, ocfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outsider.Close(context.Background())
+	if _, err := outsider.Exec(ctx, "SELECT pg_advisory_lock(7379622101416928513)"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := postgres.Dial(ctx, cfg, postgres.WithOpTimeout(3*time.Second))
+	if err != nil {
+		t.Fatalf("Dial of a set-up schema while an outsider holds the set-up lock: %v", err)
+	}
+	defer b.Close()
+	if _, ok, err := b.Acquire(ctx, "past-setup", "o", time.Minute); !ok || err != nil {
+		t.Fatalf("acquire = %v, %v", ok, err)
+	}
+}
