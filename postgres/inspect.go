@@ -60,9 +60,11 @@ WHERE f.token < EXCLUDED.token`
 )
 
 // Inspect implements driver.Inspector with one query of key's row, on
-// the lock connection of key's shard. The store keeps no queue (waiters
-// retry, woken by release notices): Waiters is -1. Token is the row's,
-// the last token issued for key, held or not.
+// the lock connection of key's shard, and, when the row's lease is not
+// live, one of the session holding key's advisory lock (inspectOutside):
+// such a session is shown as the holder, TTL -1. The store keeps no queue
+// (waiters retry, woken by release notices): Waiters is -1. Token is the
+// row's, the last token issued for key, held or not.
 func (b *Backend) Inspect(ctx context.Context, key string) (driver.LockState, error) {
 	if err := b.checkKey(key); err != nil {
 		return driver.LockState{}, err

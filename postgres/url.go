@@ -15,13 +15,15 @@ import (
 //
 //	postgres://[user[:password]@]host[:port][/db][?lock_conns=4&op_timeout=5s&<TLS parameters>&<libpq parameters>]
 //
-// and postgresql://. The TLS parameters are those every scheme shares
-// (ca_file, cert_file, key_file, server_name; see storeurl.TLS): any of
-// them turns on TLS with the server's certificate and name verified
-// (sslmode=verify-full, the default then, and the only sslmode they go
-// with). password_file names a file holding the password. Parameters
-// other than these go to pgx as libpq connection parameters (sslmode,
-// sslrootcert, connect_timeout, application_name, ...).
+// and postgresql://. A URL without a host is refused unless libpq's host
+// parameter names one (for a Unix socket, its directory). The TLS
+// parameters are those every scheme shares (ca_file, cert_file,
+// key_file, server_name; see storeurl.TLS): any of them turns on TLS with
+// the server's certificate and name verified (sslmode=verify-full, the
+// default then, and the only sslmode they go with). password_file names a
+// file holding the password. Parameters other than these go to pgx as
+// libpq connection parameters (sslmode, sslrootcert, connect_timeout,
+// application_name, ...).
 var urlForm = storeurl.Form{Schemes: []string{"postgres", "postgresql"}, Shape: "host:port/db", Invalid: turnstile.ErrInvalidURL}
 
 // libpqTLSParams are libpq's parameters that say what the TLS parameters
@@ -82,6 +84,9 @@ func parseURL(u *url.URL) (connCfg *pgx.ConnConfig, opts []Option, err error) {
 		rest := *r.URL
 		rest.Scheme = "postgres"
 		rest.RawQuery = q.Encode()
+		if rest.Host == "" && rest.Path == "" {
+			rest.Path = "/" // else it prints as "postgres:?…", which pgx misreads
+		}
 		connCfg, err = pgx.ParseConfig(rest.String())
 		if err != nil {
 			return err
