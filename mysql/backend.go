@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,6 +55,11 @@ type Backend struct {
 
 	kindsMu    sync.Mutex
 	kindsReady bool // turnstile_holds exists: the lock kinds' table (kinds.go)
+
+	// The tenant's database and salt, which name its user locks
+	// (tenant.go).
+	tenant string
+	salt   [8]byte
 }
 
 // Dial connects to the server cfg names, creates the table
@@ -76,10 +82,6 @@ func Dial(ctx context.Context, cfg *gomysql.Config, opts ...Option) (*Backend, e
 	// of them before any is pinned.
 	db.SetMaxOpenConns(c.conns)
 	db.SetMaxIdleConns(c.conns)
-	if _, err := db.ExecContext(ctx, sqlSchema); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("mysql: create table turnstile_locks: %w", permission(loginHint(err, cfg)))
-	}
 	b := &Backend{
 		db:     db,
 		name:   "mysql " + cfg.Addr + "/" + cfg.DBName,
@@ -88,6 +90,10 @@ func Dial(ctx context.Context, cfg *gomysql.Config, opts ...Option) (*Backend, e
 		stop:   make(chan struct{}),
 		swept:  make(chan struct{}),
 	}
+	if err := b.setUp(ctx, cfg); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
 	for i := range b.shards {
 		b.shards[i] = shard{db: db, held: make(map[string]hold)}
 	}
@@ -95,20 +101,42 @@ func Dial(ctx context.Context, cfg *gomysql.Config, opts ...Option) (*Backend, e
 	return b, nil
 }
 
+// setUp connects, creates turnstile_locks if it is missing and reads the
+// tenant.
+func (b *Backend) setUp(ctx context.Context, cfg *gomysql.Config) error {
+	c, err := b.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("mysql: could not connect to the server at %s: %w", cfg.Addr, permission(loginHint(err, cfg)))
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, sqlSchema); err != nil {
+		return fmt.Errorf("%s: create table turnstile_locks: %w", b.name, permission(err))
+	}
+	if err := b.loadTenant(ctx, c); err != nil {
+		return fmt.Errorf("%s: read the tenant's salt: %w", b.name, permission(err))
+	}
+	return nil
+}
+
 // Name implements driver.Namer: "mysql host:port/db".
 func (b *Backend) Name() string { return b.name }
 
-// LockName is the name under which key is locked: the GET_LOCK name and
-// the key of its row in turnstile_locks. Keys of at most 64 bytes are
-// their own name; longer ones become "ts:" and 61 hex digits of their
-// SHA-256.
+// LockName is the name of key's row in turnstile_locks (and
+// turnstile_holds): the key itself if it has at most 64 bytes and does
+// not start with "ts:"; else "ts:" and 61 hex digits of its SHA-256. A
+// hashed name starts with "ts:" and a key kept as its name does not, so
+// no key's name is another key's. The user lock's name is another,
+// of the tenant (userLock).
 func LockName(key string) string {
-	if len(key) <= maxNameLen {
+	if len(key) <= maxNameLen && !strings.HasPrefix(key, hashedPrefix) {
 		return key
 	}
 	sum := sha256.Sum256([]byte(key))
-	return ("ts:" + hex.EncodeToString(sum[:]))[:maxNameLen]
+	return (hashedPrefix + hex.EncodeToString(sum[:]))[:maxNameLen]
 }
+
+// hashedPrefix starts the names of keys stored under a hash.
+const hashedPrefix = "ts:"
 
 func (b *Backend) shard(name string) *shard {
 	return &b.shards[maphash.String(b.seed, name)%uint64(len(b.shards))]
@@ -119,13 +147,16 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
 	}
-	name := LockName(key)
-	s := b.shard(name)
+	if err := b.checkKey(key); err != nil {
+		return 0, false, err
+	}
+	r := b.ref(key)
+	s := b.shard(r.name)
 	ctx, cancel := statementContext(ctx)
 	defer cancel()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.acquire(ctx, name, owner, ttl)
+	return s.acquire(ctx, r, owner, ttl)
 }
 
 // Extend implements driver.Backend.

@@ -7,8 +7,8 @@
 //
 // A lock is two things on the server. The first is a named user lock,
 // GET_LOCK(name, 0), taken on one of a small fixed set of connections the
-// Backend pins for its lifetime (conns, default 4; the lock's name picks
-// the connection). GET_LOCK is per session, so any number of locks needs
+// Backend pins for its lifetime (conns, default 4; the key picks the
+// connection). GET_LOCK is per session, so any number of locks needs
 // only those connections, and a session that dies — process crash,
 // network cut, KILL — frees its locks on the server at once. The second is
 // a row in the table turnstile_locks (created on Dial) holding the owner,
@@ -22,12 +22,25 @@
 // re-entrant per session, so the Backend tells them apart in memory.
 // Between processes, and between Backends, GET_LOCK and the row exclude.
 //
-// Names longer than 64 characters (GET_LOCK's limit) are replaced by
-// "ts:" and 61 hex digits of their SHA-256 (see LockName). Two keys whose
-// names collide exclude each other and share a token counter: that costs
-// throughput, never safety. User-lock names are global to the server, not
-// per database: applications on one server that use the same keys exclude
-// each other.
+// A key's row is named by LockName: the key itself, or, for keys longer
+// than 64 bytes and keys that start with "ts:", "ts:" and 61 hex digits
+// of the key's SHA-256, so that no key's name is another's.
+//
+// # Tenants
+//
+// User-lock names are the server's, shared by every database and every
+// account that may connect (GET_LOCK needs no privilege), so a key's user
+// lock is named "turnstile:" and 54 hex digits of HMAC-SHA256 keyed with
+// the tenant's salt over the database's name and the key. Tenants in
+// databases of their own lock one key under names of their own; the
+// salt, 64 random bits made by the tenant's first Dial and kept as the
+// token of the row of the empty name (which no key has; never delete it
+// while a client runs), is read only by accounts that may read
+// turnstile_locks, so an account without privileges cannot compute the
+// name of a key. One that may see the server's locks (PROCESS, or
+// performance_schema) can still take a name it saw held once it is
+// free, and keep that key from every client: Inspect shows such a holder
+// (see below), and docs/security.md says what else helps.
 //
 // # Expiry
 //
@@ -49,13 +62,19 @@
 // Backend is a driver.Inspector and driver.ForceReleaser (turnstile
 // status, ls and unlock --force). Inspect reads the name's row — owner,
 // token, time left on the server's clock — in one query; the store keeps
-// no queue, so Waiters is -1. List reads the byte range of names that
+// no queue, so Waiters is -1. When the row has no live lease but a
+// session holds the key's user lock (a holder paused or removed past its
+// lease, or an account outside turnstile), Inspect reports the key held
+// by that session: an owner naming its connection id (and its user and
+// client address, where the account may see them), TTL -1 (it lasts as
+// long as the session), so that an operator can end it with KILL; List
+// and ForceRelease see rows only. List reads the byte range of names that
 // start with the prefix through the primary key, skipping free and
 // expired rows: since rows outlive their locks, it reads the rows of every
 // name ever locked under the prefix until it has one more held lock than
-// asked for, and never the rest of the table. Keys longer than 64 bytes
-// are listed under their names (LockName), which only a prefix of the
-// name finds. ForceRelease frees the row and raises its token by one (the
+// asked for, and never the rest of the table. Keys longer than 64 bytes,
+// and keys that start with "ts:", are listed under their names
+// (LockName), which only a prefix of the name finds. ForceRelease frees the row and raises its token by one (the
 // floor it returns) in one transaction. The removed holder's user lock
 // goes when its Backend next renews — it finds the row freed and reports
 // the lock lost — or at its local deadline; a forced release through the

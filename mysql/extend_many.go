@@ -101,7 +101,9 @@ func (s *shard) extendMany(ctx context.Context, reqs []driver.ExtendRequest, nam
 	for _, i := range live {
 		if ok[[2]string{names[i], reqs[i].Owner}] {
 			res[i].OK = true
-			s.held[names[i]] = hold{owner: reqs[i].Owner, deadline: start.Add(reqs[i].TTL)}
+			h := s.held[names[i]]
+			h.deadline = start.Add(reqs[i].TTL)
+			s.held[names[i]] = h
 		} else {
 			s.drop(ctx, names[i])
 		}

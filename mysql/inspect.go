@@ -34,17 +34,23 @@ WHERE name >= ? AND owner <> '' AND expires_at > NOW(6) ORDER BY name LIMIT ?`
 )
 
 // Inspect implements driver.Inspector with one query of key's row, on
-// the connection of its name's shard. The store keeps no queue (waiters
-// retry): Waiters is -1. Token is the row's, the last token issued for
-// the name, held or not. The lock is shown as held while its row's lease
-// is live; a user lock whose session outlives its row (a paused holder)
-// still keeps others out without showing here.
+// the connection of its name's shard, and, when the row's lease is not
+// live, one of the session that holds key's user lock. The store keeps
+// no queue (waiters retry): Waiters is -1. Token is the row's, the last
+// token issued for the name, held or not. The lock is shown as held
+// while its row's lease is live, or while a session holds its user lock
+// without one — a paused or removed holder that has not let go yet, or
+// an account outside turnstile that took the name — as a holder whose
+// owner names the connection (KILL ends it) and whose TTL is -1.
 func (b *Backend) Inspect(ctx context.Context, key string) (driver.LockState, error) {
 	if err := ctx.Err(); err != nil {
 		return driver.LockState{}, err
 	}
-	name := LockName(key)
-	s := b.shard(name)
+	if err := b.checkKey(key); err != nil {
+		return driver.LockState{}, err
+	}
+	r := b.ref(key)
+	s := b.shard(r.name)
 	ctx, cancel := statementContext(ctx)
 	defer cancel()
 	s.mu.Lock()
@@ -53,7 +59,10 @@ func (b *Backend) Inspect(ctx context.Context, key string) (driver.LockState, er
 	if err != nil {
 		return driver.LockState{}, fmt.Errorf("%s: inspect %q: %w", b.name, key, err)
 	}
-	st, err := readState(ctx, c.QueryRowContext, sqlInspect, key, name)
+	st, err := readState(ctx, c.QueryRowContext, sqlInspect, key, r.name)
+	if err == nil && !st.Held {
+		st, err = inspectOutside(ctx, c, key, r, st)
+	}
 	if err != nil {
 		return driver.LockState{}, fmt.Errorf("%s: inspect %q: %w", b.name, key, s.fail(err))
 	}
@@ -90,10 +99,10 @@ func readState(ctx context.Context, query func(context.Context, string, ...any) 
 // row under prefix, held or not, until it has found limit+1 held ones:
 // its cost grows with the names under prefix, not with the table.
 //
-// Keys longer than 64 bytes are stored under their names (LockName:
-// "ts:" and a hash), and List returns those names as their keys; only a
-// prefix of the name finds them, and a prefix longer than 64 bytes is
-// refused, since no name is that long.
+// Keys longer than 64 bytes, and keys that start with "ts:", are stored
+// under their names (LockName: "ts:" and a hash), and List returns those
+// names as their keys; only a prefix of the name finds them, and a prefix
+// longer than 64 bytes is refused, since no name is that long.
 func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
 	if limit <= 0 {
 		return nil, false, fmt.Errorf("%w: %s: list limit %d must be positive", turnstile.ErrInvalidOption, b.name, limit)
@@ -177,6 +186,9 @@ func successor(prefix []byte) ([]byte, bool) {
 // find the lock free at their next attempt.
 func (b *Backend) ForceRelease(ctx context.Context, key string) (driver.LockState, error) {
 	if err := ctx.Err(); err != nil {
+		return driver.LockState{}, err
+	}
+	if err := b.checkKey(key); err != nil {
 		return driver.LockState{}, err
 	}
 	name := LockName(key)

@@ -2,8 +2,10 @@ package mysql_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,4 +70,45 @@ func connections(t testing.TB, srv *testserver.MySQL) int {
 		t.Fatalf("processlist count %q: %v", out, err)
 	}
 	return n
+}
+
+// userLockSessions tells how many of the user locks names are held, and
+// by how many sessions.
+func userLockSessions(t testing.TB, srv *testserver.MySQL, names []string) (used, sessions int) {
+	t.Helper()
+	conn, err := gomysql.NewConnector(config(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	ids := map[int64]bool{}
+	for len(names) > 0 {
+		n := min(len(names), 200)
+		q := "SELECT IS_USED_LOCK(?)" + strings.Repeat(" UNION ALL SELECT IS_USED_LOCK(?)", n-1)
+		args := make([]any, n)
+		for i := range args {
+			args[i] = names[i]
+		}
+		rows, err := db.Query(q, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var id sql.NullInt64
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			if id.Valid {
+				used++
+				ids[id.Int64] = true
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+		names = names[n:]
+	}
+	return used, len(ids)
 }

@@ -70,7 +70,8 @@ func testManyLocks(t *testing.T, srv *testserver.MySQL) {
 	const locks, conns = 2000, 3
 	ctx := ctxFor(t, time.Minute)
 	before := connections(t, srv)
-	c, err := turnstile.New(dial(t, srv, mysql.WithConns(conns)), turnstile.WithTTL(30*time.Second))
+	b := dial(t, srv, mysql.WithConns(conns))
+	c, err := turnstile.New(b, turnstile.WithTTL(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,12 +89,11 @@ func testManyLocks(t *testing.T, srv *testserver.MySQL) {
 	}
 	// Every lock is a user lock on the server, held by at most conns
 	// sessions.
-	got := mustExec(t, srv, fmt.Sprintf("SELECT SUM(IS_USED_LOCK(name) IS NOT NULL), COUNT(DISTINCT IS_USED_LOCK(name)) "+
-		"FROM %s.turnstile_locks WHERE name LIKE 'many:%%'", mysqlproc.Database))
-	var used, sessions int
-	if _, err := fmt.Sscan(got, &used, &sessions); err != nil {
-		t.Fatalf("user locks %q: %v", got, err)
+	names := make([]string, locks)
+	for i := range names {
+		names[i] = mysql.UserLockName(b, fmt.Sprintf("many:%d", i))
 	}
+	used, sessions := userLockSessions(t, srv, names)
 	if used != locks || sessions > conns {
 		t.Fatalf("%d user locks held by %d sessions, want %d by at most %d", used, sessions, locks, conns)
 	}

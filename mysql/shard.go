@@ -14,11 +14,12 @@ type shard struct {
 	db   *sql.DB
 	mu   sync.Mutex
 	conn *sql.Conn       // nil until first use and after a failure
-	held map[string]hold // lock name → owner; what this session's GET_LOCKs are for
+	held map[string]hold // row name → owner; what this session's GET_LOCKs are for
 }
 
 type hold struct {
 	owner    string
+	lock     string    // the user lock's name
 	deadline time.Time // local: after it the lock is released
 }
 
@@ -57,8 +58,9 @@ func (s *shard) discard() {
 	clear(s.held)
 }
 
-func (s *shard) acquire(ctx context.Context, name, owner string, ttl time.Duration) (uint64, bool, error) {
+func (s *shard) acquire(ctx context.Context, r ref, owner string, ttl time.Duration) (uint64, bool, error) {
 	start := time.Now()
+	name := r.name
 	h, ours := s.held[name]
 	if ours && h.owner != owner && start.Before(h.deadline) {
 		return 0, false, nil // another owner of this Backend: GET_LOCK would re-enter
@@ -71,7 +73,7 @@ func (s *shard) acquire(ctx context.Context, name, owner string, ttl time.Durati
 	if ours { // owner's retry, or the session's lock of an expired owner
 		res, err = c.ExecContext(ctx, sqlAcquire, name, owner, ttl.Microseconds())
 	} else {
-		res, err = c.ExecContext(ctx, sqlTake, name, owner, ttl.Microseconds(), name)
+		res, err = c.ExecContext(ctx, sqlTake, name, owner, ttl.Microseconds(), r.lock)
 		if err != nil && isConnErr(err) && ctx.Err() == nil {
 			// The server closed the connection (wait_timeout, KILL, a
 			// restart), most likely while it sat idle: try once on a
@@ -81,12 +83,12 @@ func (s *shard) acquire(ctx context.Context, name, owner string, ttl time.Durati
 			if c, err = s.get(ctx); err != nil {
 				return 0, false, err
 			}
-			res, err = c.ExecContext(ctx, sqlTake, name, owner, ttl.Microseconds(), name)
+			res, err = c.ExecContext(ctx, sqlTake, name, owner, ttl.Microseconds(), r.lock)
 		}
 	}
 	if err != nil {
 		if !isConnErr(err) && !ours {
-			s.unlock(ctx, c, name)
+			s.unlock(ctx, c, r.lock)
 		}
 		return 0, false, s.fail(err)
 	}
@@ -99,7 +101,7 @@ func (s *shard) acquire(ctx context.Context, name, owner string, ttl time.Durati
 		// still live because its session died (or was cut off) before its
 		// TTL ended.
 		if !ours {
-			s.unlock(ctx, c, name)
+			s.unlock(ctx, c, r.lock)
 		}
 		return 0, false, nil
 	}
@@ -107,7 +109,7 @@ func (s *shard) acquire(ctx context.Context, name, owner string, ttl time.Durati
 	if err != nil {
 		return 0, false, err
 	}
-	s.held[name] = hold{owner: owner, deadline: start.Add(ttl)}
+	s.held[name] = hold{owner: owner, lock: r.lock, deadline: start.Add(ttl)}
 	return uint64(tok), true, nil
 }
 
@@ -133,7 +135,8 @@ func (s *shard) extend(ctx context.Context, name, owner string, ttl time.Duratio
 		s.drop(ctx, name)
 		return false, nil
 	}
-	s.held[name] = hold{owner: owner, deadline: start.Add(ttl)}
+	h.deadline = start.Add(ttl)
+	s.held[name] = h
 	return true, nil
 }
 
@@ -143,7 +146,7 @@ func (s *shard) release(ctx context.Context, name, owner string) (bool, error) {
 	if !ok || h.owner != owner {
 		return false, nil
 	}
-	res, err := s.conn.ExecContext(ctx, sqlRelease, name, owner)
+	res, err := s.conn.ExecContext(ctx, sqlRelease, h.lock, name, owner)
 	if err != nil {
 		return false, s.fail(err)
 	}
@@ -161,20 +164,21 @@ func (s *shard) release(ctx context.Context, name, owner string) (bool, error) {
 
 // drop forgets name and frees its user lock.
 func (s *shard) drop(ctx context.Context, name string) {
+	h, ok := s.held[name]
 	delete(s.held, name)
-	if s.conn != nil {
-		s.unlock(ctx, s.conn, name)
+	if ok && s.conn != nil {
+		s.unlock(ctx, s.conn, h.lock)
 	}
 }
 
-// unlock frees the session's user lock on name; if that fails the session
-// is dropped.
+// unlock frees the session's user lock; if that fails the session is
+// dropped.
 // It runs even when the caller's ctx is done: an unlock cut short would
 // cost the connection and every lock on it.
-func (s *shard) unlock(ctx context.Context, c *sql.Conn, name string) {
+func (s *shard) unlock(ctx context.Context, c *sql.Conn, lock string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
 	defer cancel()
-	if _, err := c.ExecContext(ctx, sqlReleaseLock, name); err != nil {
+	if _, err := c.ExecContext(ctx, sqlReleaseLock, lock); err != nil {
 		// Whatever failed, the session may keep the user lock while this
 		// shard forgets it; only ending the session is sure to free it.
 		s.discard()

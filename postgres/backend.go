@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"hash/fnv"
 	"net"
 	"strconv"
 	"sync"
@@ -23,7 +22,7 @@ var (
 )
 
 const (
-	acquireSQL = "SELECT turnstile_acquire($1, $2, $3, $4, $5)"
+	acquireSQL = "SELECT tok, other FROM turnstile_lock_acquire($1, $2, $3, $4, $5)"
 	releaseSQL = "SELECT turnstile_release($1, $2, $3, $4)"
 	// The lease ran out locally; the row has expired too, or does within
 	// moments, so waiters may try again.
@@ -41,6 +40,9 @@ type Backend struct {
 	name    string
 	shards  []*shard
 	listen  listener
+	// lockID is the advisory lock id of a key in the Backend's tenant
+	// (tenant.go).
+	lockID func(key string) int64
 
 	closeOnce sync.Once
 }
@@ -92,9 +94,9 @@ func Dial(ctx context.Context, connCfg *pgx.ConnConfig, opts ...Option) (*Backen
 		return nil, fmt.Errorf("%s: %w", b.name, permission(err))
 	}
 	defer cancel()
-	if _, err := conn.Exec(qctx, schemaSQL+kindsSQL); err != nil {
+	if b.lockID, err = setUp(qctx, conn); err != nil {
 		s.drop()
-		return nil, fmt.Errorf("%s: create schema: %w", b.name, permission(err))
+		return nil, fmt.Errorf("%s: %w", b.name, err)
 	}
 	return b, nil
 }
@@ -116,14 +118,6 @@ func (b *Backend) Close() error {
 		}
 	})
 	return nil
-}
-
-// keyHash is the advisory lock id of key. It must be the same in every
-// process, so it is a fixed hash, not a seeded one.
-func keyHash(key string) int64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(key))
-	return int64(h.Sum64())
 }
 
 func (b *Backend) shard(hash int64) *shard {
@@ -148,7 +142,10 @@ func (b *Backend) enter(ctx context.Context, hash int64) (*shard, error) {
 
 // Acquire implements driver.Backend.
 func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
-	hash := keyHash(key)
+	if err := b.checkKey(key); err != nil {
+		return 0, false, err
+	}
+	hash := b.lockID(key)
 	s, err := b.enter(ctx, hash)
 	if err != nil {
 		return 0, false, err
@@ -172,10 +169,16 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 	if h != nil && h.gen != s.gen { // session() dialled anew
 		h = nil
 	}
-	var tok *int64
-	if err := conn.QueryRow(qctx, acquireSQL, key, hash, owner, ttl.Milliseconds(), h != nil).Scan(&tok); err != nil {
+	var (
+		tok   *int64
+		other *string
+	)
+	if err := conn.QueryRow(qctx, acquireSQL, key, hash, owner, ttl.Milliseconds(), h != nil).Scan(&tok, &other); err != nil {
 		s.failed()
 		return 0, false, fmt.Errorf("%s: acquire: %w", b.name, permission(err))
+	}
+	if other != nil {
+		return 0, false, fmt.Errorf("%s: acquire %q: %w: key %q has the same id and is held through another Backend; two Backends cannot hold the two keys at once", b.name, key, ErrLockIDCollision, *other)
 	}
 	if tok == nil {
 		return 0, false, nil
@@ -193,7 +196,7 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 // Extend implements driver.Backend. It also proves that the session that
 // holds the advisory lock is alive.
 func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
-	hash := keyHash(key)
+	hash := b.lockID(key)
 	s, err := b.enter(ctx, hash)
 	if err != nil {
 		return false, err
@@ -235,7 +238,7 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 
 // Release implements driver.Backend.
 func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
-	hash := keyHash(key)
+	hash := b.lockID(key)
 	s, err := b.enter(ctx, hash)
 	if err != nil {
 		return false, err

@@ -3,11 +3,11 @@
 // A lock on key is two things, and another owner can take key only when
 // both are free:
 //
-//   - a session-scoped advisory lock, pg_try_advisory_lock on a 64-bit
-//     FNV-1a hash of key, held by one of a small fixed number of lock
-//     connections per Backend (key hash → connection), so that any number
-//     of held locks needs at most that many connections (one connection
-//     per held lock exhausts pools at about 1,000 TPS);
+//   - a session-scoped advisory lock, pg_try_advisory_lock on key's lock
+//     id, held by one of a small fixed number of lock connections per
+//     Backend (lock id → connection), so that any number of held locks
+//     needs at most that many connections (one connection per held lock
+//     exhausts pools at about 1,000 TPS);
 //   - a row in table turnstile_locks with owner, fencing token and an
 //     expiry on the server's clock.
 //
@@ -34,8 +34,27 @@
 // keeps about 100 bytes per key ever locked; deleting rows by hand resets
 // their tokens.
 //
-// Two keys whose hashes collide share one advisory lock: they exclude each
-// other across processes. That costs throughput, never safety.
+// Tenants. Advisory locks belong to the database, whatever the schema or
+// role, so a key's lock id is the first 64 bits of HMAC-SHA256 keyed with
+// the tenant's salt over the name of the schema that holds
+// turnstile_locks and the key. Tenants in schemas of their own lock one
+// key under ids of their own; the salt, 64 random bits made by the
+// tenant's first Dial and kept as the token of the row of the empty key
+// (which no lock has; never delete it while a client runs), is read only
+// by roles that may read turnstile_locks, so a role that may only connect
+// cannot compute the id of a key. It can still take any id it sees held
+// in pg_locks once it is free, and keep that key from every client:
+// Inspect shows such a holder (see below), and docs/security.md says what
+// else helps. Each Dial reads the schema's name and the salt; the set-up
+// (tables, functions, and the serialising advisory lock it takes) runs
+// only when this version's set-up is not done in the schema yet.
+//
+// Two keys of one tenant whose ids collide (about one chance in 2^64 per
+// pair of keys) cannot be held through two Backends at once: an
+// acquisition that finds its id held while another key's live lease has
+// the same id (each row records the id it was taken under) fails with
+// ErrLockIDCollision naming that key, rather than waiting for a lock it
+// cannot have.
 //
 // Connections: WithConns lock connections (default 4), plus one LISTEN
 // connection once a waiter asks for release notices (driver.Notifier;
@@ -53,7 +72,13 @@
 // Inspection and forced release (driver.Inspector, driver.ForceReleaser,
 // behind turnstile status, ls and unlock --force). Inspect reads key's row
 // — owner, token, time left on the server's clock — in one query; the
-// store keeps no queue, so Waiters is -1. List reads the range of keys
+// store keeps no queue, so Waiters is -1. When the row has no live lease
+// but a session holds key's advisory lock (a holder paused or removed
+// past its lease, or a role outside turnstile), Inspect reports key held
+// by that session: an owner naming its pid, user, application and client
+// address, TTL -1 (it lasts as long as the session), so that an operator
+// can end it with pg_terminate_backend; List and ForceRelease see rows
+// only. List reads the range of keys
 // that start with the prefix, in byte order, through the index
 // turnstile_locks_key_c (on key COLLATE "C", which Dial creates),
 // skipping free and expired rows: since rows outlive their locks, it reads

@@ -21,7 +21,7 @@ func (b *Backend) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) [
 	res := make([]driver.ExtendResult, len(reqs))
 	byShard := map[*shard][]int{}
 	for i, r := range reqs {
-		s := b.shard(keyHash(r.Key))
+		s := b.shard(b.lockID(r.Key))
 		byShard[s] = append(byShard[s], i)
 	}
 	var wg sync.WaitGroup

@@ -60,11 +60,17 @@ WHERE f.token < EXCLUDED.token`
 )
 
 // Inspect implements driver.Inspector with one query of key's row, on
-// the lock connection of key's shard. The store keeps no queue (waiters
-// retry, woken by release notices): Waiters is -1. Token is the row's,
-// the last token issued for key, held or not.
+// the lock connection of key's shard, and, when the row's lease is not
+// live, one of the session holding key's advisory lock (inspectOutside):
+// such a session is shown as the holder, TTL -1. The store keeps no queue
+// (waiters retry, woken by release notices): Waiters is -1. Token is the
+// row's, the last token issued for key, held or not.
 func (b *Backend) Inspect(ctx context.Context, key string) (driver.LockState, error) {
-	s, err := b.enter(ctx, keyHash(key))
+	if err := b.checkKey(key); err != nil {
+		return driver.LockState{}, err
+	}
+	id := b.lockID(key)
+	s, err := b.enter(ctx, id)
 	if err != nil {
 		return driver.LockState{}, err
 	}
@@ -75,6 +81,9 @@ func (b *Backend) Inspect(ctx context.Context, key string) (driver.LockState, er
 	}
 	defer cancel()
 	st, err := readState(qctx, conn, inspectSQL, key)
+	if err == nil && !st.Held {
+		st, err = inspectOutside(qctx, conn, key, id, st)
+	}
 	if err != nil {
 		s.failed()
 		return driver.LockState{}, fmt.Errorf("%s: inspect %q: %w", b.name, key, permission(err))
@@ -121,7 +130,7 @@ func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.
 	if !utf8.ValidString(prefix) {
 		return nil, false, fmt.Errorf("%w: %s: list prefix %q is not valid UTF-8, which no key stored in PostgreSQL can start with", turnstile.ErrInvalidKey, b.name, prefix)
 	}
-	s, err := b.enter(ctx, keyHash(prefix))
+	s, err := b.enter(ctx, b.lockID(prefix))
 	if err != nil {
 		return nil, false, err
 	}
@@ -204,7 +213,10 @@ func successor(prefix string) (string, bool) {
 // advisory lock with its session. When the holder is this Backend, the
 // advisory lock goes at once.
 func (b *Backend) ForceRelease(ctx context.Context, key string) (driver.LockState, error) {
-	hash := keyHash(key)
+	if err := b.checkKey(key); err != nil {
+		return driver.LockState{}, err
+	}
+	hash := b.lockID(key)
 	s, err := b.enter(ctx, hash)
 	if err != nil {
 		return driver.LockState{}, err

@@ -144,7 +144,7 @@ func checkOwner(ctx context.Context, key, owner string) error {
 
 // do runs fn on the lock connection of key.
 func (v *kindView) do(ctx context.Context, key, what string, fn func(ctx context.Context, q *pgx.Conn) error) error {
-	s, err := v.b.enter(ctx, keyHash(key))
+	s, err := v.b.enter(ctx, v.b.lockID(key))
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/url"
 
@@ -14,13 +15,15 @@ import (
 //
 //	postgres://[user[:password]@]host[:port][/db][?lock_conns=4&op_timeout=5s&<TLS parameters>&<libpq parameters>]
 //
-// and postgresql://. The TLS parameters are those every scheme shares
-// (ca_file, cert_file, key_file, server_name; see storeurl.TLS): any of
-// them turns on TLS with the server's certificate and name verified
-// (sslmode=verify-full, the default then, and the only sslmode they go
-// with). password_file names a file holding the password. Parameters
-// other than these go to pgx as libpq connection parameters (sslmode,
-// sslrootcert, connect_timeout, application_name, ...).
+// and postgresql://. A URL without a host is refused unless libpq's host
+// parameter names one (for a Unix socket, its directory). The TLS
+// parameters are those every scheme shares (ca_file, cert_file,
+// key_file, server_name; see storeurl.TLS): any of them turns on TLS with
+// the server's certificate and name verified (sslmode=verify-full, the
+// default then, and the only sslmode they go with). password_file names a
+// file holding the password. Parameters other than these go to pgx as
+// libpq connection parameters (sslmode, sslrootcert, connect_timeout,
+// application_name, ...).
 var urlForm = storeurl.Form{Schemes: []string{"postgres", "postgresql"}, Shape: "host:port/db", Invalid: turnstile.ErrInvalidURL}
 
 // libpqTLSParams are libpq's parameters that say what the TLS parameters
@@ -37,13 +40,6 @@ func init() {
 // its secrets (the other results then mean nothing).
 func parseURL(u *url.URL) (connCfg *pgx.ConnConfig, opts []Option, err error) {
 	err = urlForm.Read(u, func(r *storeurl.URL) error {
-		// pgx reads the hosts (and falls back to its defaults for none);
-		// they are checked here so that a malformed one is a bad URL.
-		if u.Host != "" {
-			if _, err := r.Hosts("5432", "localhost"); err != nil {
-				return err
-			}
-		}
 		var tl storeurl.TLS
 		q, err := r.OwnParams(tl.Params(map[string]storeurl.Param{
 			"lock_conns": storeurl.Append(&opts, storeurl.IntIn(1, 1024), WithConns),
@@ -51,6 +47,19 @@ func parseURL(u *url.URL) (connCfg *pgx.ConnConfig, opts []Option, err error) {
 		}))
 		if err != nil {
 			return err
+		}
+		// pgx reads the hosts; they are checked here so that a malformed
+		// one is a bad URL. With none pgx would try Unix sockets in
+		// directories of its choice, or fail on the bare "postgres:" it
+		// is left with: a URL names its server, or libpq's host
+		// parameter does.
+		switch {
+		case u.Host != "":
+			if _, err := r.Hosts("5432", ""); err != nil {
+				return err
+			}
+		case q.Get("host") == "":
+			return errors.New("the URL names no host: give postgres://HOST[:PORT]/DB (for a Unix socket, ?host=/run/postgresql, its directory)")
 		}
 		if tl.Given() {
 			if len(q["sslmode"]) > 1 {
@@ -75,6 +84,9 @@ func parseURL(u *url.URL) (connCfg *pgx.ConnConfig, opts []Option, err error) {
 		rest := *r.URL
 		rest.Scheme = "postgres"
 		rest.RawQuery = q.Encode()
+		if rest.Host == "" && rest.Path == "" {
+			rest.Path = "/" // else it prints as "postgres:?…", which pgx misreads
+		}
 		connCfg, err = pgx.ParseConfig(rest.String())
 		if err != nil {
 			return err

@@ -65,3 +65,21 @@ var passwordFile = redacttest.PasswordFile{
 		return cfg.Password, nil
 	},
 }
+
+// TestURLHostParam: without a host in the URL, libpq's host parameter
+// names the server (a Unix socket's directory here), with or without a
+// path.
+func TestURLHostParam(t *testing.T) {
+	for _, s := range []string{"postgres://?host=/tmp/pg", "postgres:///db?host=/tmp/pg", "postgres://u:pw@/db?host=%2Ftmp%2Fpg"} {
+		u, err := url.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, _, err := parseURL(u)
+		if err != nil {
+			t.Errorf("%s: %v", s, err)
+		} else if cfg.Host != "/tmp/pg" {
+			t.Errorf("%s: host %q, want /tmp/pg", s, cfg.Host)
+		}
+	}
+}

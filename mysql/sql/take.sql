@@ -1,6 +1,6 @@
--- acquire.sql for a name this session does not hold: GET_LOCK first, in
--- the same round trip. When another session holds the user lock nothing is
--- inserted (0 rows affected); when the user lock was taken but another
+-- acquire.sql for a name this session does not hold: GET_LOCK of the user
+-- lock (the last ?, its name) first, in the same round trip. When another
+-- session holds the user lock nothing is inserted (0 rows affected); when the user lock was taken but another
 -- owner's lease is still live the row is left alone (0 rows affected too),
 -- and the caller frees the user lock with release_lock.sql, which is
 -- harmless if this session never got it.
