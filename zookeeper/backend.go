@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +24,10 @@ const DefaultSessionTimeout = 30 * time.Second
 // DefaultRoot is the directory under which lock nodes live.
 const DefaultRoot = "/turnstile/locks"
 
+// DefaultDialTimeout bounds how long Dial waits for a session when
+// WithDialTimeout is not given, as the other stores' dial timeouts do.
+const DefaultDialTimeout = 5 * time.Second
+
 // ErrSuspended means the client is disconnected from ZooKeeper and its
 // session may or may not still be alive (Curator's SUSPENDED): the holder
 // must not assume it still holds its locks. It is transient.
@@ -33,12 +36,14 @@ var ErrSuspended = errors.New("zookeeper: connection suspended")
 // Backend is a lock store on a ZooKeeper ensemble, with one session.
 type Backend struct {
 	conn    *zk.Conn
+	tracker *connTracker // of the client's connections: the session granted
 	servers string
 	root    string
-	timeout time.Duration
+	timeout time.Duration // the session timeout asked for
 	logger  *slog.Logger
-	user    string   // the digest user, or ""
-	acl     []zk.ACL // of every node the Backend creates
+	user    string      // the digest user, or ""
+	acl     []zk.ACL    // of every node the Backend creates
+	acls    *aclChecker // of the nodes the Backend uses, when user is set
 
 	mu     sync.Mutex
 	closed bool
@@ -62,6 +67,7 @@ type Option func(*config) error
 
 type config struct {
 	timeout        time.Duration
+	dialTimeout    time.Duration
 	root           string
 	logger         *slog.Logger
 	user, password string      // digest credentials, or ""
@@ -77,6 +83,20 @@ func WithSessionTimeout(d time.Duration) Option {
 			return fmt.Errorf("session timeout %v is shorter than 1ms", d)
 		}
 		c.timeout = d
+		return nil
+	}
+}
+
+// WithDialTimeout bounds how long Dial waits for a session: it fails,
+// naming the servers and what the last connection attempt said, when
+// none has granted one within d, however long its context lasts.
+// Default DefaultDialTimeout.
+func WithDialTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("dial timeout %v is not positive", d)
+		}
+		c.dialTimeout = d
 		return nil
 	}
 }
@@ -108,6 +128,14 @@ func WithRoot(path string) Option {
 // its requests fail with zk.ErrNoAuth. Every client of one root must use
 // the same credentials. Without WithDigestAuth nodes get the ACL
 // world:anyone with all permissions.
+//
+// Nodes made before, by others or without credentials, keep their ACL.
+// So the Backend checks the ACL of the root when it dials (if the root
+// exists and the user may read its ACL) and of every key or kind
+// directory before it keeps a lock node there, and refuses one that
+// grants any permission to anyone but user: the error wraps
+// turnstile.ErrPermission and ErrOpenACL and names the node. Each
+// directory is checked once per incarnation (the zxid that created it).
 //
 // user must not be empty nor contain ':', and password must not be
 // empty.
@@ -148,128 +176,15 @@ func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error { c.logger = l; return nil }
 }
 
-type zkLogger struct {
-	l *slog.Logger
-	t *connTracker
-}
-
-func (z zkLogger) Printf(format string, a ...any) {
-	if strings.HasPrefix(format, "authentication failed") || strings.HasPrefix(format, "failed to connect") {
-		// The server hung up on the connect request, or the dial failed.
-		msg := fmt.Sprintf(format, a...)
-		z.t.failed(errors.New(msg), tlsRefusal(msg))
-	}
-	if z.l != nil {
-		z.l.Debug(fmt.Sprintf(format, a...), "component", "zookeeper")
-	}
-}
-
-// refusalsToGiveUp is how many connection attempts in a row (and at
-// least one per server) must end in a TLS refusal for Dial to give up.
-const refusalsToGiveUp = 3
-
-// connTracker remembers why the client's connection attempts failed, so
-// that Dial can say why it has no session, and gives up when TLS refuses
-// every attempt: a certificate that does not verify will not start to.
-type connTracker struct {
-	servers int
-	mu      sync.Mutex
-	last    error // of the last failed attempt
-	refused int   // attempts in a row ended by a TLS refusal
-	giveUp  chan struct{}
-	closed  bool
-}
-
-func newConnTracker(servers int) *connTracker {
-	return &connTracker{servers: servers, giveUp: make(chan struct{})}
-}
-
-// failed records a failed attempt; refusal says TLS refused it.
-func (t *connTracker) failed(err error, refusal bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.last = err
-	if !refusal {
-		t.refused = 0
-		return
-	}
-	t.refused++
-	if t.refused >= max(refusalsToGiveUp, t.servers) && !t.closed {
-		t.closed = true
-		close(t.giveUp)
-	}
-}
-
-// connected forgets the failures: the client has a session.
-func (t *connTracker) connected() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.last, t.refused = nil, 0
-}
-
-func (t *connTracker) lastErr() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.last
-}
-
-// dialer is the client's dialer: plain TCP for a nil cfg, else TLS with
-// cfg.
-func (t *connTracker) dialer(cfg *tls.Config) zk.Dialer {
-	return func(network, address string, timeout time.Duration) (net.Conn, error) {
-		if cfg == nil {
-			return net.DialTimeout(network, address, timeout)
-		}
-		c := cfg.Clone()
-		if c.ServerName == "" {
-			if host, _, err := net.SplitHostPort(address); err == nil {
-				c.ServerName = host
-			}
-		}
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, address, c)
-		if err != nil && !strings.Contains(err.Error(), "tls: ") {
-			err = fmt.Errorf("TLS handshake: %w", err)
-		}
-		if err != nil {
-			return nil, err // the client logs it, and zkLogger records it
-		}
-		return conn, nil
-	}
-}
-
-// tlsRefusal says whether the message of a failed connection attempt is
-// a server certificate that does not verify or a TLS alert from the
-// server: neither goes away by trying again.
-func tlsRefusal(msg string) bool {
-	return strings.Contains(msg, "tls: failed to verify certificate") || strings.Contains(msg, "x509: ") ||
-		strings.Contains(msg, "remote error: tls:")
-}
-
-// noSession is the error of a Dial without a session: cause, then what
-// the last attempt said, with a hint at what TLS may need.
-func noSession(servers string, tlsCfg *tls.Config, cause, last error) error {
-	err := fmt.Errorf("zookeeper: no session with %s: %w", servers, cause)
-	if last == nil {
-		return err
-	}
-	msg := last.Error()
-	hungUp := strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset") || strings.Contains(msg, "broken pipe")
-	hint := ""
-	switch {
-	case tlsCfg == nil && hungUp:
-		hint = " (is ZooKeeper expecting TLS on this port? its secureClientPort takes TLS: add ca_file=… or tls=on to the URL)"
-	case tlsCfg != nil && len(tlsCfg.Certificates) == 0 && (strings.Contains(msg, "certificate required") || strings.Contains(msg, "bad certificate")):
-		hint = " (does ZooKeeper want a client certificate? add cert_file=… and key_file=… to the URL)"
-	case tlsCfg != nil && hungUp:
-		hint = " (is this ZooKeeper's secureClientPort? its plain clientPort does not speak TLS)"
-	}
-	return fmt.Errorf("%w; last connection error: %v%s", err, last, hint)
-}
+// errDialTimeout is why Dial gave up after its dial timeout.
+var errDialTimeout = errors.New("gave up after the dial timeout")
 
 // Dial connects to the ensemble at servers (host:port each) and waits
-// until it has a session or ctx is done.
+// until it has a session, for the dial timeout at most (WithDialTimeout)
+// or until ctx is done. With WithDigestAuth it then authenticates, and
+// checks the ACL of the root if it exists (see WithDigestAuth).
 func Dial(ctx context.Context, servers []string, opts ...Option) (*Backend, error) {
-	cfg := config{timeout: DefaultSessionTimeout, root: DefaultRoot}
+	cfg := config{timeout: DefaultSessionTimeout, dialTimeout: DefaultDialTimeout, root: DefaultRoot}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return nil, fmt.Errorf("zookeeper: %w", err)
@@ -278,9 +193,11 @@ func Dial(ctx context.Context, servers []string, opts ...Option) (*Backend, erro
 	if len(servers) == 0 {
 		return nil, errors.New("zookeeper: no servers")
 	}
+	dctx, cancel := context.WithTimeoutCause(ctx, cfg.dialTimeout, fmt.Errorf("%w %v", errDialTimeout, cfg.dialTimeout))
+	defer cancel()
 	sessions := make(chan struct{}, 1)
 	reapKick := make(chan struct{}, 1)
-	tracker := newConnTracker(len(servers))
+	tracker := newConnTracker(len(servers), handshakeBound(cfg.timeout, cfg.dialTimeout, len(servers)), cfg.logger)
 	conn, _, err := zk.Connect(servers, cfg.timeout,
 		zk.WithLogger(zkLogger{cfg.logger, tracker}),
 		zk.WithLogInfo(false),
@@ -303,6 +220,7 @@ func Dial(ctx context.Context, servers []string, opts ...Option) (*Backend, erro
 	}
 	b := &Backend{
 		conn:    conn,
+		tracker: tracker,
 		servers: strings.Join(servers, ","),
 		root:    cfg.root,
 		timeout: cfg.timeout,
@@ -321,22 +239,39 @@ func Dial(ctx context.Context, servers []string, opts ...Option) (*Backend, erro
 		case <-tracker.giveUp:
 			conn.Close()
 			return nil, noSession(b.servers, cfg.tls, errors.New("TLS refused every attempt"), tracker.lastErr())
-		case <-ctx.Done():
+		case <-dctx.Done():
 			conn.Close()
-			return nil, noSession(b.servers, cfg.tls, ctx.Err(), tracker.lastErr())
+			return nil, noSession(b.servers, cfg.tls, context.Cause(dctx), tracker.lastErr())
 		}
 	}
 	if cfg.user != "" {
+		// The requests that follow the session get a dial timeout of
+		// their own: a slow session (a cold server's first TLS
+		// handshakes) must not leave them none.
+		cancel()
+		dctx, cancel = context.WithTimeoutCause(ctx, cfg.dialTimeout, fmt.Errorf("%w %v", errDialTimeout, cfg.dialTimeout))
+		defer cancel()
 		// The client sends the credentials again after every
 		// reconnection, before any other request.
-		_, err := call(ctx, func() (struct{}, error) {
+		_, err := call(dctx, func() (struct{}, error) {
 			return struct{}{}, conn.AddAuth("digest", []byte(cfg.user+":"+cfg.password))
 		})
 		if err != nil {
+			if dctx.Err() != nil {
+				err = context.Cause(dctx)
+			}
 			conn.Close()
 			return nil, fmt.Errorf("zookeeper: authenticate as %q with %s: %w", cfg.user, b.servers, err)
 		}
 		b.acl = zk.DigestACL(zk.PermAll, cfg.user, cfg.password)
+		b.acls = newACLChecker(b.acl[0])
+		if err := b.checkRoot(dctx); err != nil {
+			if dctx.Err() != nil {
+				err = fmt.Errorf("zookeeper: read the ACL of %s: %w", b.root, context.Cause(dctx))
+			}
+			conn.Close()
+			return nil, err
+		}
 	}
 	b.wg.Add(1)
 	go b.reap()
@@ -360,7 +295,8 @@ func (b *Backend) permission(err error, what string) error {
 // Name implements driver.Namer.
 func (b *Backend) Name() string { return "zookeeper " + b.servers }
 
-// SessionTimeout is the session timeout the Backend asked for.
+// SessionTimeout is the session timeout the Backend asked for; see
+// GrantedSessionTimeout for the one the servers granted.
 func (b *Backend) SessionTimeout() time.Duration { return b.timeout }
 
 // Close stops the TTL timers and closes the session, which makes the

@@ -14,10 +14,19 @@
 // from the client for the session timeout (a crash, a pause or a
 // partition longer than it). A Backend has one session; its timeout is
 // WithSessionTimeout (default 30 s, the same as turnstile's default TTL;
-// the server may negotiate it into its [min,max]SessionTimeout range).
-// turnstile.Open makes it the Client's TTL unless the URL sets
-// session_timeout, so that a crashed holder's lock lasts about its TTL,
-// as on every other store (see Open URLs below).
+// the server grants it within its [min,max]SessionTimeout range, and
+// GrantedSessionTimeout says what it granted). turnstile.Open makes it
+// the Client's TTL unless the URL sets session_timeout, so that a
+// crashed holder's lock lasts about its TTL, as on every other store
+// (see Open URLs below).
+//
+// A lease longer than the session would outlive, in its holder's view,
+// a session the server expired: a Backend grants and renews a lease only
+// for a TTL the granted session covers. A longer one is refused with
+// turnstile.ErrInvalidOption, naming both figures — by Open, when the
+// servers' maxSessionTimeout cut the session it asked for. When a
+// reconnection cuts the session below the TTL of held locks, their next
+// Extend gives them up and reports them lost.
 //
 // The per-call TTL of the driver SPI is kept by the Backend that took the
 // lock: it deletes its node when the TTL passes without an Extend, so a
@@ -86,10 +95,9 @@
 //     takes the lock; the paused holder's lease has ended locally by then
 //     as long as its TTL is at most the session timeout.
 //   - Partition: the server frees the lock one session timeout after it
-//     last heard from the holder. Keep TTL ≤ session timeout: a lease
-//     renewed just before the partition then ends locally before the
-//     server frees the lock. With a longer TTL a partitioned holder may
-//     believe it holds the lock after the server freed it.
+//     last heard from the holder. A lease renewed just before the
+//     partition ends locally before that, since its TTL is at most the
+//     session timeout granted (longer ones are refused).
 //   - Server restart or leader failover: sessions survive a failover in an
 //     ensemble if the client reconnects within the session timeout; a
 //     standalone server that restarts keeps sessions it has persisted.
@@ -108,8 +116,12 @@
 // against the parent's ACL, so a client without the credentials cannot
 // delete a holder's node, join a queue or list one; its requests fail
 // with zk.ErrNoAuth, which the Backend wraps in turnstile.ErrPermission.
-// Nodes that exist already keep their ACLs. Without credentials nodes
-// are open to everyone (world:anyone, all permissions).
+// Nodes that exist already keep their ACLs: the Backend checks the ACL
+// of the root when it dials, and of each key and kind directory before
+// it keeps a lock node there, and refuses one that grants anything to
+// anyone else (ErrOpenACL), which would let them delete its holders'
+// nodes. Without credentials nodes are open to everyone (world:anyone,
+// all permissions).
 //
 // # TLS
 //
@@ -119,14 +131,18 @@
 // refused for a certificate, and its errors say what the last attempt
 // met, with a hint when a port seems to expect TLS or not.
 //
+// Dial waits for a session for its dial timeout at most (WithDialTimeout,
+// dial_timeout in the URL, default 5 s), whatever its context.
+//
 // Open URLs have the form
 //
-//	zookeeper://[user:password@]host[:port][,host[:port]...][/chroot][?session_timeout=30s]
+//	zookeeper://[user:password@]host[:port][,host[:port]...][/chroot][?session_timeout=30s&dial_timeout=5s]
 //
 // plus the TLS parameters ca_file, cert_file, key_file, server_name and
 // tls=on|off. Without session_timeout, the session timeout is the Client's lease TTL,
 // at least MinSessionTimeout (2 s). With it, a Client TTL longer than it
-// is refused with turnstile.ErrInvalidTTL. The server raises a session
+// is refused with turnstile.ErrInvalidTTL, and a TTL longer than the
+// session the servers granted with turnstile.ErrInvalidOption. The server raises a session
 // timeout below its minSessionTimeout (2 × tickTime, 4 s by default) to
 // that minimum and expires sessions up to one tick late, which is the
 // store's granularity for a crashed holder's lock.

@@ -28,6 +28,7 @@ func FuzzParseURL(f *testing.F) {
 		"zookeeper://u@h?password_file=/nonexistent", "zookeeper://h?password_file=/nonexistent",
 		"zookeeper://h?tls=on", "zookeeper://h?tls=off", "zookeeper://h?tls=1&server_name=localhost", "zookeeper://h?tls=off&server_name=x",
 		"zookeeper://h?ca_file=/nonexistent", "zookeeper://h?cert_file=a", "zookeeper://h?server_name=a%20b", "zookeeper://h?tls=",
+		"zookeeper://h?dial_timeout=2s", "zookeeper://h?dial_timeout=0s", "zookeeper://h?dial_timeout=-1s", "zookeeper://h?dial_timeout=x",
 	} {
 		f.Add(s)
 	}
@@ -43,7 +44,7 @@ func FuzzParseURL(f *testing.F) {
 			}
 			return
 		}
-		cfg := config{timeout: DefaultSessionTimeout, root: DefaultRoot}
+		cfg := config{timeout: DefaultSessionTimeout, dialTimeout: DefaultDialTimeout, root: DefaultRoot}
 		for _, o := range opts {
 			if err := o(&cfg); err != nil {
 				t.Fatalf("parseURL(%q) accepted an option that Dial refuses: %v", raw, err)
@@ -68,7 +69,10 @@ func FuzzParseURL(f *testing.F) {
 		if cfg.user != "" {
 			back.User = url.UserPassword(cfg.user, cfg.password)
 		}
-		q := url.Values{"session_timeout": {cfg.timeout.String()}}
+		if cfg.dialTimeout <= 0 {
+			t.Fatalf("parseURL(%q): dial timeout %v", raw, cfg.dialTimeout)
+		}
+		q := url.Values{"session_timeout": {cfg.timeout.String()}, "dial_timeout": {cfg.dialTimeout.String()}}
 		if cfg.tls != nil {
 			if cfg.tls.InsecureSkipVerify || cfg.tls.MinVersion < tls.VersionTLS12 {
 				t.Fatalf("parseURL(%q): TLS without verification or below 1.2", raw)
@@ -84,13 +88,13 @@ func FuzzParseURL(f *testing.F) {
 		if err != nil {
 			t.Fatalf("parseURL(%q) read settings that %q writes back, which it refuses: %v", raw, back.String(), err)
 		}
-		cfg2 := config{timeout: DefaultSessionTimeout, root: DefaultRoot}
+		cfg2 := config{timeout: DefaultSessionTimeout, dialTimeout: DefaultDialTimeout, root: DefaultRoot}
 		for _, o := range opts2 {
 			if err := o(&cfg2); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if !slices.Equal(servers, servers2) || cfg.root != cfg2.root || cfg.timeout != cfg2.timeout ||
+		if !slices.Equal(servers, servers2) || cfg.root != cfg2.root || cfg.timeout != cfg2.timeout || cfg.dialTimeout != cfg2.dialTimeout ||
 			cfg.user != cfg2.user || cfg.password != cfg2.password || (cfg.tls == nil) != (cfg2.tls == nil) ||
 			cfg.tls != nil && cfg.tls.ServerName != cfg2.tls.ServerName {
 			t.Fatalf("%q and its settings written back as %q parse differently", raw, back.String())

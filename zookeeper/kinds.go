@@ -295,6 +295,9 @@ func (k *seqKind) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 	if err := k.b.live(); err != nil {
 		return 0, false, err
 	}
+	if err := k.b.fitTTL(ttl); err != nil {
+		return 0, false, err
+	}
 	if p, ok := k.b.holdPath(hk); ok && k.counted {
 		// A re-entry of a hold this Backend took: no new node.
 		if tok, ok, err := k.again(ctx, hk, p, ttl); ok || err != nil {
@@ -342,6 +345,9 @@ func (k *seqKind) AcquireWait(ctx context.Context, key, owner string, ttl time.D
 	dir, me, hk := k.names(key, owner)
 	defer func() { err = k.b.permission(err, "queue for the "+k.side+" lock in "+dir) }()
 	if err := k.b.live(); err != nil {
+		return 0, err
+	}
+	if err := k.b.fitTTL(ttl); err != nil {
 		return 0, err
 	}
 	if p, ok := k.b.holdPath(hk); ok && k.counted {
@@ -427,6 +433,15 @@ func (k *seqKind) Extend(ctx context.Context, key, owner string, ttl time.Durati
 	dir, me, hk := k.names(key, owner)
 	defer func() { err = k.b.permission(err, "read the "+k.side+" lock in "+dir) }()
 	if err := k.b.live(); err != nil {
+		return false, err
+	}
+	if lost, err := k.b.renewable(hk, ttl); err != nil || lost {
+		if lost {
+			// The whole hold goes: every acquisition of it trusts the
+			// session alike.
+			k.b.giveUp(ctx, hk)
+			k.counts.forget(hk)
+		}
 		return false, err
 	}
 	h, expired := k.b.pause(hk)

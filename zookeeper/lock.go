@@ -35,6 +35,14 @@ func (b *Backend) enqueueIn(ctx context.Context, dir, prefix string, data []byte
 			}
 		})
 		if err == nil && len(res) == 2 && res[0].Error == nil && res[1].Error == nil && res[1].Stat != nil {
+			if err := b.checkDir(ctx, dir, res[1].Stat.Czxid); err != nil {
+				// The node must not stay in a directory others may
+				// delete it from, nor one this Backend cannot vouch for.
+				if rerr := b.remove(ctx, res[0].String); rerr != nil {
+					b.cleanup(res[0].String)
+				}
+				return "", 0, err
+			}
 			return res[0].String, res[1].Stat.Mzxid, nil
 		}
 		if err == nil {
@@ -75,6 +83,12 @@ func (b *Backend) mkdir(ctx context.Context, dir string) error {
 		_, err := call(ctx, func() (string, error) { return b.conn.Create(p, nil, zk.FlagPersistent, b.acl) })
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return fmt.Errorf("zookeeper: create %s: %w", p, err)
+		}
+		if err != nil && p == b.root {
+			// Made by another client since Dial looked.
+			if err := b.checkRoot(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	_, err = call(ctx, func() (string, error) { return b.conn.CreateContainer(dir, nil, zk.FlagContainer, b.acl) })
@@ -120,6 +134,9 @@ func (b *Backend) remove(ctx context.Context, p string) error {
 func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (_ uint64, _ bool, err error) {
 	defer func() { err = b.permission(err, "take the lock in "+b.dir(key)) }()
 	if err := b.live(); err != nil {
+		return 0, false, err
+	}
+	if err := b.fitTTL(ttl); err != nil {
 		return 0, false, err
 	}
 	mine, zxid, err := b.enqueue(ctx, key, owner)
@@ -181,6 +198,12 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 		return false, err
 	}
 	k := holdKey{key, owner}
+	if lost, err := b.renewable(k, ttl); err != nil || lost {
+		if lost {
+			b.giveUp(ctx, k)
+		}
+		return false, err
+	}
 	h, expired := b.pause(k)
 	if expired {
 		return false, nil

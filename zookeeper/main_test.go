@@ -46,13 +46,19 @@ func serverURL() string {
 	return "zookeeper://" + srv.Addr()
 }
 
+// longSession is the session of dial's backends: the longest the
+// server grants, so that it covers the TTLs of the tests' leases (a
+// Backend refuses a lease its session does not cover). A backend that
+// closes ends its session, and its locks, at once.
+const longSession = 600 * zkproc.TickTime
+
 // dial returns a backend with a session of its own, closed when the test
 // ends.
 func dial(t testing.TB, opts ...zookeeper.Option) *zookeeper.Backend {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	b, err := zookeeper.Dial(ctx, []string{srv.Addr()}, append([]zookeeper.Option{zookeeper.WithSessionTimeout(sessionTimeout)}, opts...)...)
+	b, err := zookeeper.Dial(ctx, []string{srv.Addr()}, append([]zookeeper.Option{zookeeper.WithSessionTimeout(longSession)}, opts...)...)
 	if err != nil {
 		t.Fatalf("zookeeper.Dial: %v", err)
 	}

@@ -33,7 +33,7 @@ func suspend(t *testing.T, ctx context.Context, b *zookeeper.Backend, p *proxy, 
 	t.Helper()
 	p.partition(true)
 	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := b.Extend(ctx, key, owner, time.Minute); errors.Is(err, zookeeper.ErrSuspended) {
+		if _, err := b.Extend(ctx, key, owner, orphanSession); errors.Is(err, zookeeper.ErrSuspended) {
 			return
 		}
 		if time.Since(start) > 10*time.Second {
@@ -78,7 +78,7 @@ func TestTTLPassesWhileSuspended(t *testing.T) {
 	p.stall(false)
 	p.partition(false)
 	takenWithin(t, ctx, "ttl-suspended", 10*time.Second)
-	if ok, err := b.Extend(ctx, "ttl-suspended", "o", time.Minute); ok || err != nil {
+	if ok, err := b.Extend(ctx, "ttl-suspended", "o", orphanSession); ok || err != nil {
 		t.Errorf("the old holder's Extend = %v, %v; want false, nil", ok, err)
 	}
 }
@@ -91,7 +91,7 @@ func TestReleaseWhileSuspended(t *testing.T) {
 	b, p := dialThroughProxy(t, ctx)
 	for _, owner := range []string{"taken-here", "by-name"} {
 		key := "release-suspended-" + owner
-		if _, ok, err := b.Acquire(ctx, key, owner, time.Minute); err != nil || !ok {
+		if _, ok, err := b.Acquire(ctx, key, owner, orphanSession); err != nil || !ok {
 			t.Fatalf("Acquire = %v, %v", ok, err)
 		}
 		if owner == "by-name" {
@@ -117,7 +117,7 @@ func TestReleaseWhileSuspended(t *testing.T) {
 func TestDeleteLostInFlight(t *testing.T) {
 	ctx := ctxFor(t, 60*time.Second)
 	b, p := dialThroughProxy(t, ctx)
-	if _, ok, err := b.Acquire(ctx, "in-flight", "o", time.Minute); err != nil || !ok {
+	if _, ok, err := b.Acquire(ctx, "in-flight", "o", orphanSession); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	p.stall(true) // the delete goes out and never arrives

@@ -27,6 +27,9 @@ func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.D
 	if err := b.live(); err != nil {
 		return 0, err
 	}
+	if err := b.fitTTL(ttl); err != nil {
+		return 0, err
+	}
 	mine, _, err := b.enqueue(ctx, key, owner)
 	if err != nil {
 		return 0, err

@@ -122,6 +122,9 @@ func (s *Semaphore) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 	if err := s.b.live(); err != nil {
 		return 0, false, err
 	}
+	if err := s.b.fitTTL(ttl); err != nil {
+		return 0, false, err
+	}
 	mine := dir + "/" + eo + "." + strconv.Itoa(s.permits)
 	for range semaphoreTries {
 		type listing struct {
@@ -140,6 +143,11 @@ func (s *Semaphore) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 		}
 		if err != nil {
 			return 0, false, fmt.Errorf("zookeeper: list %s: %w", dir, err)
+		}
+		if err := s.b.checkDir(ctx, dir, l.stat.Czxid); errors.Is(err, zk.ErrNoNode) {
+			continue // removed just now: list again
+		} else if err != nil {
+			return 0, false, err
 		}
 		held := 0
 		for _, name := range l.names {
@@ -246,6 +254,12 @@ func (s *Semaphore) Extend(ctx context.Context, key, owner string, ttl time.Dura
 	hk := kindHold("semaphore", key, owner)
 	defer func() { err = s.b.permission(err, "read the permits in "+s.dir(key)) }()
 	if err := s.b.live(); err != nil {
+		return false, err
+	}
+	if lost, err := s.b.renewable(hk, ttl); err != nil || lost {
+		if lost {
+			s.b.giveUp(ctx, hk)
+		}
 		return false, err
 	}
 	h, expired := s.b.pause(hk)

@@ -50,13 +50,13 @@ func TestSuspended(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	if _, ok, err := b.Acquire(ctx, "suspended", "o", time.Minute); err != nil || !ok {
+	if _, ok, err := b.Acquire(ctx, "suspended", "o", sessionTimeout); err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
 	own.Kill()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		ok, err := b.Extend(ctx, "suspended", "o", time.Minute)
+		ok, err := b.Extend(ctx, "suspended", "o", sessionTimeout)
 		if errors.Is(err, zookeeper.ErrSuspended) {
 			break
 		}
@@ -82,7 +82,7 @@ func TestSessionLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	tok, ok, err := b.Acquire(ctx, "lost", "old", time.Minute)
+	tok, ok, err := b.Acquire(ctx, "lost", "old", sessionTimeout)
 	if err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
@@ -104,12 +104,12 @@ func TestSessionLost(t *testing.T) {
 	if tok2 <= tok {
 		t.Fatalf("token after session expiry %d not greater than %d", tok2, tok)
 	}
-	if _, err := b.Extend(ctx, "lost", "old", time.Minute); !errors.Is(err, zookeeper.ErrSuspended) {
+	if _, err := b.Extend(ctx, "lost", "old", sessionTimeout); !errors.Is(err, zookeeper.ErrSuspended) {
 		t.Fatalf("Extend during the partition = %v, want ErrSuspended", err)
 	}
 	p.partition(false)
 	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
-		ok, err := b.Extend(ctx, "lost", "old", time.Minute)
+		ok, err := b.Extend(ctx, "lost", "old", sessionTimeout)
 		if !ok && err == nil {
 			break // lost, as it must be
 		}
@@ -120,7 +120,7 @@ func TestSessionLost(t *testing.T) {
 			t.Fatalf("Extend after the partition healed = %v, %v; want false, nil", ok, err)
 		}
 	}
-	if _, ok, err := b.Acquire(ctx, "lost", "old", time.Minute); ok || err != nil {
+	if _, ok, err := b.Acquire(ctx, "lost", "old", sessionTimeout); ok || err != nil {
 		t.Fatalf("old holder's Acquire with a new session = %v, %v; want false, nil", ok, err)
 	}
 }

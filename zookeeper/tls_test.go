@@ -21,7 +21,9 @@ func TestTLS(t *testing.T) {
 	srv := testserver.StartZooKeeperTLS(t, certs)
 	clientQuery := url.Values{"ca_file": {certs.CA}, "cert_file": {certs.ClientCert}, "key_file": {certs.ClientKey}}
 	tlsURL := func(userinfo string, q url.Values) string {
-		v := url.Values{}
+		// The first TLS sessions of a cold server on a loaded machine
+		// can take longer than the default dial timeout.
+		v := url.Values{"dial_timeout": {"1m"}}
 		for k, x := range clientQuery {
 			v[k] = x
 		}

@@ -14,6 +14,7 @@ type holdKey struct{ key, owner string }
 // the node when the TTL passes without an Extend.
 type hold struct {
 	path     string
+	ttl      time.Duration // of the last grant or Extend
 	deadline time.Time
 	timer    *time.Timer
 	expiring bool // the timer fired; the node is being deleted
@@ -30,7 +31,7 @@ func (b *Backend) arm(k holdKey, path string, ttl time.Duration) {
 	if old, ok := b.holds[k]; ok {
 		old.timer.Stop()
 	}
-	h := &hold{path: path, deadline: time.Now().Add(ttl)}
+	h := &hold{path: path, ttl: ttl, deadline: time.Now().Add(ttl)}
 	h.timer = time.AfterFunc(ttl, func() { b.expire(k, h) })
 	b.holds[k] = h
 }
@@ -65,6 +66,7 @@ func (b *Backend) resume(k holdKey, h *hold, ttl time.Duration, extended, gone b
 	case gone:
 		delete(b.holds, k)
 	case extended:
+		h.ttl = ttl
 		h.deadline = time.Now().Add(ttl)
 		h.timer.Reset(ttl)
 	default:

@@ -19,7 +19,7 @@ const MinSessionTimeout = 2 * time.Second
 
 // urlForm is the form of the URLs that turnstile.Open takes:
 //
-//	zookeeper://[user:password@]host[:port][,host[:port]...][/chroot][?session_timeout=30s]
+//	zookeeper://[user:password@]host[:port][,host[:port]...][/chroot][?session_timeout=30s&dial_timeout=5s]
 //	zookeeper://host:secureport[,...][/chroot]?ca_file=ca.pem[&cert_file=client.pem&key_file=client-key.pem][&server_name=zk.example.com]
 //
 // The port defaults to 2181. A user and password (in the URL or in
@@ -44,7 +44,14 @@ const MinSessionTimeout = 2 * time.Second
 // timeout below its minSessionTimeout (2 × tickTime: 4 s with the
 // default tickTime of 2 s) to that minimum, and the lock of a crashed
 // holder then lasts that long; the server also expires sessions one tick
-// late at most.
+// late at most. The server also cuts a session timeout above its
+// maxSessionTimeout (20 ticks: 40 s with the default tickTime) to it:
+// Open then refuses a TTL longer than the session granted, naming both
+// (see Backend.GrantedSessionTimeout).
+//
+// dial_timeout (default DefaultDialTimeout, 5 s) bounds how long Open
+// waits for a session, whatever its context: with no server answering
+// it fails with an error that names the servers (WithDialTimeout).
 var urlForm = storeurl.Form{Schemes: []string{"zookeeper"}, Shape: "[user:password@]host:port/chroot", Users: storeurl.UserOptional, Invalid: turnstile.ErrInvalidURL}
 
 func init() {
@@ -63,6 +70,12 @@ func open(ctx context.Context, u *url.URL, oc turnstile.OpenConfig) (driver.Back
 	}
 	b, err := Dial(ctx, servers, opts...)
 	if err != nil {
+		return nil, err
+	}
+	// The servers may grant a shorter session than was asked: refused
+	// now rather than at the first acquisition.
+	if err := b.fitTTL(oc.TTL); err != nil {
+		_ = b.Close()
 		return nil, err
 	}
 	return b, nil
@@ -110,6 +123,7 @@ func parseURL(u *url.URL) (servers []string, opts []Option, err error) {
 		var tl storeurl.TLS
 		if err := r.Params(tl.SwitchParams(map[string]storeurl.Param{
 			"session_timeout": storeurl.Append(&opts, storeurl.DurationIn(time.Millisecond, 0, "30s"), WithSessionTimeout),
+			"dial_timeout":    storeurl.Append(&opts, storeurl.PositiveDuration, WithDialTimeout),
 		})); err != nil {
 			return err
 		}

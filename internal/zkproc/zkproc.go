@@ -44,6 +44,7 @@ type Server struct {
 	port    int
 	tlsPort int            // secureClientPort, or 0
 	certs   *testcerts.Set // of the TLS port, or nil
+	opts    Options
 
 	// member is set for a server of an ensemble (StartEnsemble), nil
 	// for a standalone one.
@@ -62,7 +63,55 @@ func Available() bool {
 // Start runs a standalone ZooKeeper server on a free loopback port with
 // its data in dir, the admin server and four-letter words off. Stop it
 // with Kill.
-func Start(dir string) (*Server, error) { return start(dir, nil) }
+func Start(dir string) (*Server, error) { return start(dir, nil, Options{}) }
+
+// Options change how StartWith runs a standalone server.
+type Options struct {
+	// MaxSessionTimeout caps the session timeout the server grants
+	// (zoo.cfg's maxSessionTimeout), as a production server's does: a
+	// client that asks for more gets this. Zero means 600 ticks
+	// (2 minutes). It must be at least 2 ticks, the shortest session
+	// the server grants.
+	MaxSessionTimeout time.Duration
+}
+
+// StartWith runs a standalone server as Start does, configured by o.
+func StartWith(dir string, o Options) (*Server, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	return start(dir, nil, o)
+}
+
+func (o Options) check() error {
+	if o.MaxSessionTimeout != 0 && o.MaxSessionTimeout < 2*TickTime {
+		return fmt.Errorf("zkproc: MaxSessionTimeout %v is shorter than the shortest session the server grants, %v", o.MaxSessionTimeout, 2*TickTime)
+	}
+	return nil
+}
+
+// maxSession is zoo.cfg's maxSessionTimeout, in milliseconds.
+func (o Options) maxSession() string {
+	d := o.MaxSessionTimeout
+	if d == 0 {
+		d = 600 * TickTime
+	}
+	return strconv.Itoa(int(d / time.Millisecond))
+}
+
+// SetOptions changes the options a standalone server runs with from its
+// next Restart on, as an operator who edits zoo.cfg and restarts the
+// server does; the data, and so the sessions, survive the restart.
+func (s *Server) SetOptions(o Options) error {
+	if s.member != nil {
+		return errors.New("zkproc: SetOptions is for a standalone server, not a member of an ensemble")
+	}
+	if err := o.check(); err != nil {
+		return err
+	}
+	s.opts = o
+	return nil
+}
 
 // StartTLS runs a standalone server as Start does, with a second client
 // port, TLSAddr, that speaks TLS only (secureClientPort, with Netty's
@@ -73,10 +122,10 @@ func StartTLS(dir string, certs *testcerts.Set) (*Server, error) {
 	if certs == nil {
 		return nil, errors.New("zkproc: StartTLS without certificates")
 	}
-	return start(dir, certs)
+	return start(dir, certs, Options{})
 }
 
-func start(dir string, certs *testcerts.Set) (*Server, error) {
+func start(dir string, certs *testcerts.Set, o Options) (*Server, error) {
 	java, err := exec.LookPath("java")
 	if err != nil {
 		return nil, ErrNotInstalled
@@ -84,7 +133,7 @@ func start(dir string, certs *testcerts.Set) (*Server, error) {
 	if _, err := os.Stat(Jar); err != nil {
 		return nil, ErrNotInstalled
 	}
-	s := &Server{java: java, dir: dir, certs: certs}
+	s := &Server{java: java, dir: dir, certs: certs, opts: o}
 	var lastErr error
 	for range 3 {
 		if s.port, lastErr = proc.FreePort(); lastErr != nil {
@@ -149,7 +198,7 @@ func (s *Server) start() error {
 		"dataDir=" + data,
 		"clientPort=" + strconv.Itoa(s.port),
 		"clientPortAddress=127.0.0.1",
-		"maxSessionTimeout=" + strconv.Itoa(int(600*TickTime/time.Millisecond)),
+		"maxSessionTimeout=" + s.opts.maxSession(),
 		"maxClientCnxns=0",
 		"admin.enableServer=false",
 		"4lw.commands.whitelist=",
