@@ -27,8 +27,12 @@ const (
 	TypeLost     = "LOST"
 	TypeFailed   = "FAILED"
 	// TypeForceReleased: an operator removed the lock whoever held it
-	// (Client.ForceRelease, turnstile unlock --force); Owner and Token
-	// are the removed holder's.
+	// (Client.ForceRelease, turnstile unlock --force); Owner is the
+	// removed holder's, Token the fence floor of the removal: at least
+	// the removed lease's token, also one its Client handed on without
+	// the store, and below every later lease's. So a consumer ordering by
+	// token (package consume) applies it after the removed lease's
+	// events and before the next lease's.
 	TypeForceReleased = "FORCE_RELEASED"
 )
 
@@ -51,7 +55,7 @@ type Event struct {
 	Type       string    `json:"type"` // TypeAcquired, TypeReleased, TypeExtended, TypeLost, TypeFailed
 	Key        string    `json:"key"`
 	Owner      string    `json:"owner,omitempty"` // the lease's owner id
-	Token      uint64    `json:"token,omitempty"` // the lease's fencing token
+	Token      uint64    `json:"token,omitempty"` // the lease's fencing token (FORCE_RELEASED: the fence floor)
 	ValidityMs int64     `json:"validity_ms,omitempty"`
 	Timestamp  time.Time `json:"timestamp"` // when it happened, UTC
 	Backend    string    `json:"backend,omitempty"`

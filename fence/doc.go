@@ -36,16 +36,35 @@
 //
 // Redis.Set and Redis.IncrBy run one short script that compares the token
 // with the resource's guard key, applies the write and records the token,
-// atomically. The guard key of resource R is "{R}:guard" (GuardKey). It
-// shares R's hash tag with the redis lock backend's keys of a lock on R
-// ("{R}", "{R}:fence", "{R}:released") without colliding with them, and it
-// never expires: configure the server not to evict it (maxmemory-policy
-// noeviction or a volatile-* policy), and persist it as durably as the
-// data it guards — a lost guard key accepts any token once.
+// atomically. The guard key of resource R is "{R}:guard" (GuardKey), or
+// "P{R}:guard" with WithKeysOf(backend) for a redis lock backend whose
+// keys have the prefix P: give it whenever the backend has a prefix, so
+// that the backend's forced release (turnstile unlock --force) raises the
+// guard key this guard reads, and so that the guard's keys lie under the
+// prefix an ACL user is limited to. The guard key shares R's hash tag with
+// the backend's keys of a lock on R ("P{R}", "P{R}:fence", …) without
+// colliding with them, and it never expires: configure the server not to
+// evict it (maxmemory-policy noeviction or a volatile-* policy), and
+// persist it as durably as the data it guards — a lost guard key accepts
+// any token once.
+//
+// A data key must not be a key a lock keeps: a write to "{R}:writer"
+// would take the write lock of R from its holder and leave it blocked.
+// So every name a lock or a guard uses after a resource's hash tag is
+// reserved — "" (the lock itself), fence, released, guard, started,
+// reentrant, readers, writer, writers, semaphore, semaphore:permits,
+// queue, queue:alive and queue:seq — and Set and IncrBy refuse, with
+// turnstile.ErrInvalidKey and before any round trip, a key named like any
+// of them, of any resource under any prefix. The names are reserved one
+// by one rather than by giving data keys a namespace of their own, so
+// that DataKey's names stay what they were; the list is the redis
+// backend's own, and a test checks it against every key the backend
+// writes for every lock kind.
 //
 // On Redis Cluster, a script can touch keys of one hash slot only: data
 // keys must share the resource's slot. DataKey(R, "stock") gives
-// "{R}:stock", which does; any other key is refused with ErrCrossSlot.
+// "{R}:stock" (Redis.DataKey, "P{R}:stock"), which does; any other key is
+// refused with ErrCrossSlot.
 //
 // # In memory
 //

@@ -26,6 +26,9 @@ func NewMemory(opts ...Option) *Memory {
 	if m.err == nil {
 		m.err = m.cfg.postgresOnly("in-memory")
 	}
+	if m.err == nil {
+		m.err = m.cfg.redisOnly("in-memory")
+	}
 	return m
 }
 

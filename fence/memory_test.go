@@ -110,6 +110,7 @@ func TestMemoryBadInput(t *testing.T) {
 		{"nil option", fence.NewMemory(nil), "r", 1, ok, turnstile.ErrInvalidOption},
 		{"table option", fence.NewMemory(fence.WithTable("t")), "r", 1, ok, turnstile.ErrInvalidOption},
 		{"bad table option", fence.NewMemory(fence.WithTable("Bad Name")), "r", 1, ok, turnstile.ErrInvalidOption},
+		{"Redis keys option", fence.NewMemory(fence.WithKeysOf(keyPrefix("app:"))), "r", 1, ok, turnstile.ErrInvalidOption},
 		{"nil memory", nilMemory, "r", 1, ok, turnstile.ErrInvalidOption},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

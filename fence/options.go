@@ -3,6 +3,7 @@ package fence
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -21,6 +22,8 @@ type config struct {
 	allowSame bool
 	table     string // quoted identifier, "" for DefaultTable
 	tableName string // as given to WithTable
+	prefix    string // Redis key prefix, from WithKeysOf
+	keysOf    bool   // WithKeysOf was given
 }
 
 // Option configures a guard.
@@ -33,6 +36,36 @@ type Option func(*config) error
 func AllowSameToken() Option {
 	return func(c *config) error {
 		c.allowSame = true
+		return nil
+	}
+}
+
+// KeyPrefixer is a Redis lock backend that names its keys under a prefix:
+// *redis.Backend (WithPrefix, the prefix= of its URL).
+type KeyPrefixer interface {
+	KeyPrefix() string
+}
+
+// WithKeysOf makes the Redis guard name its keys as the Redis lock
+// backend b names its own: under b's key prefix (P{R}:guard, with
+// DataKey giving P{R}:name). Then the guard key is the one b's forced
+// release raises, and it lies inside the prefix an ACL gives the
+// backend's user. Without it, the guard's keys have no prefix, which
+// agrees only with a backend that has none: give it whenever the
+// backend's keys have a prefix. Redis only.
+func WithKeysOf(b KeyPrefixer) Option {
+	return func(c *config) error {
+		if b == nil {
+			return fmt.Errorf("%w: WithKeysOf(nil)", turnstile.ErrInvalidOption)
+		}
+		if v := reflect.ValueOf(b); v.Kind() == reflect.Pointer && v.IsNil() {
+			return fmt.Errorf("%w: WithKeysOf(nil %T)", turnstile.ErrInvalidOption, b)
+		}
+		p := b.KeyPrefix()
+		if strings.ContainsAny(p, "{}") {
+			return fmt.Errorf("%w: key prefix %q of %T contains a brace", turnstile.ErrInvalidOption, p, b)
+		}
+		c.prefix, c.keysOf = p, true
 		return nil
 	}
 }
@@ -78,6 +111,15 @@ func newConfig(opts []Option) (config, error) {
 func (c config) postgresOnly(guard string) error {
 	if c.tableName != "" {
 		return fmt.Errorf("%w: WithTable(%q) applies to the PostgreSQL guard, not the %s one", turnstile.ErrInvalidOption, c.tableName, guard)
+	}
+	return nil
+}
+
+// redisOnly refuses the options a PostgreSQL or in-memory guard cannot
+// use.
+func (c config) redisOnly(guard string) error {
+	if c.keysOf {
+		return fmt.Errorf("%w: WithKeysOf applies to the Redis guard, not the %s one", turnstile.ErrInvalidOption, guard)
 	}
 	return nil
 }

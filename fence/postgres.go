@@ -54,6 +54,9 @@ func NewPostgres(opts ...Option) (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.redisOnly("PostgreSQL"); err != nil {
+		return nil, err
+	}
 	p := &Postgres{cfg: cfg, schema: schemaSQL, check: checkSQL, last: lastSQL, table: DefaultTable}
 	if cfg.table != "" {
 		p.table = cfg.tableName

@@ -82,6 +82,7 @@ func TestBadOptions(t *testing.T) {
 		{"three parts", fence.WithTable("a.b.c")},
 		{"empty schema", fence.WithTable(".fences")},
 		{"too long", fence.WithTable(strings.Repeat("f", 64))},
+		{"Redis keys", fence.WithKeysOf(keyPrefix("app:"))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := fence.NewPostgres(tc.opt); !errors.Is(err, turnstile.ErrInvalidOption) {

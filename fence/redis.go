@@ -12,6 +12,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/clusterslot"
+	"github.com/turnstilelock/turnstile/internal/rediskeys"
 )
 
 //go:embed redis_write.lua
@@ -32,7 +33,7 @@ type Redis struct {
 }
 
 // NewRedis returns a Redis guard over client, which the caller keeps and
-// closes. Options: AllowSameToken.
+// closes. Options: AllowSameToken, WithKeysOf.
 func NewRedis(client rueidis.Client, opts ...Option) (*Redis, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil rueidis client", turnstile.ErrInvalidOption)
@@ -54,31 +55,29 @@ func NewRedis(client rueidis.Client, opts ...Option) (*Redis, error) {
 	return r, nil
 }
 
-// tag is resource as a Redis Cluster hash tag, escaped as the redis
-// backend escapes lock keys: a resource beginning with '}' would close
-// the tag at once (and an empty tag is no tag), so such resources, and
-// those beginning with the escape byte itself, get a leading '\'.
-func tag(resource string) string {
-	if resource != "" && (resource[0] == '}' || resource[0] == '\\') {
-		resource = `\` + resource
-	}
-	return "{" + resource + "}"
-}
-
 // GuardKey is the Redis key that holds the last token accepted for
-// resource: "{resource}:guard". It never expires: a token must outlive
-// every lease of the resource for as long as the data it guards lives.
-func GuardKey(resource string) string { return tag(resource) + ":guard" }
+// resource by a guard without WithKeysOf: "{resource}:guard" (a resource
+// beginning with '}' or '\' gets a '\' in front, as the redis backend
+// escapes lock keys). It never expires: a token must outlive every lease
+// of the resource for as long as the data it guards lives.
+func GuardKey(resource string) string { return rediskeys.Key("", resource, rediskeys.Guard) }
 
 // DataKey returns "{resource}:name", a key in resource's Redis Cluster
 // hash slot, which every data key written through the guard must share
-// on a cluster. The names guard, fence, released and started are taken
-// (by the guard and by the redis lock backend for a lock on resource).
-func DataKey(resource, name string) string { return tag(resource) + ":" + name }
+// on a cluster. Names that a lock on resource uses are taken, and a
+// write to the key they give is refused (see the package doc, Redis).
+func DataKey(resource, name string) string { return rediskeys.Tag(resource) + ":" + name }
 
-// reserved are the suffixes of the keys of the guard and of the redis
-// backend's lock on the same key; writing one would break the lock.
-var reserved = []string{"", ":guard", ":fence", ":released", ":started"}
+// GuardKey is the Redis key of resource's guard: GuardKey(resource),
+// under the prefix of WithKeysOf.
+func (r *Redis) GuardKey(resource string) string {
+	return rediskeys.Key(r.cfg.prefix, resource, rediskeys.Guard)
+}
+
+// DataKey is DataKey(resource, name) under the prefix of WithKeysOf.
+func (r *Redis) DataKey(resource, name string) string {
+	return r.cfg.prefix + DataKey(resource, name)
+}
 
 // Set sets key to value if token is fresh for resource: greater than the
 // last token accepted for it (or equal, with AllowSameToken). Otherwise it
@@ -105,7 +104,7 @@ func (r *Redis) write(ctx context.Context, resource string, token uint64, key, o
 	if err := checkToken(token); err != nil {
 		return 0, err
 	}
-	guard := GuardKey(resource)
+	guard := r.GuardKey(resource)
 	if err := r.checkKey(resource, guard, key); err != nil {
 		return 0, err
 	}
@@ -144,7 +143,7 @@ func (r *Redis) Last(ctx context.Context, resource string) (uint64, error) {
 	if err := r.checkArgs(ctx, resource); err != nil {
 		return 0, err
 	}
-	guard := GuardKey(resource)
+	guard := r.GuardKey(resource)
 	s, err := r.c.Do(ctx, r.c.B().Get().Key(guard).Build()).ToString()
 	if rueidis.IsRedisNil(err) {
 		return 0, nil
@@ -179,20 +178,16 @@ func (r *Redis) checkArgs(ctx context.Context, resource string) error {
 	return checkResource(resource)
 }
 
-// checkKey refuses a data key that is one of the lock's or guard's own
-// keys, and, on a cluster, one outside the resource's slot (rueidis would
-// refuse to build such a command by panicking).
+// checkKey refuses a data key that a lock or a guard keeps — of any
+// resource, under any prefix — and, on a cluster, one outside the
+// resource's slot (rueidis would refuse to build such a command by
+// panicking).
 func (r *Redis) checkKey(resource, guard, key string) error {
 	if key == "" {
 		return fmt.Errorf("%w: empty data key", turnstile.ErrInvalidKey)
 	}
-	for _, s := range reserved {
-		if key == tag(resource)+s {
-			return fmt.Errorf("%w: data key %q is a key of the lock or guard of %q", turnstile.ErrInvalidKey, key, resource)
-		}
-	}
-	if strings.HasPrefix(key, "{") && strings.HasSuffix(key, "}:guard") {
-		return fmt.Errorf("%w: data key %q is the guard key of another resource", turnstile.ErrInvalidKey, key)
+	if rediskeys.Taken(key) {
+		return fmt.Errorf("%w: data key %q is named as a key of a lock or a guard (see fence.DataKey)", turnstile.ErrInvalidKey, key)
 	}
 	if r.cluster && clusterslot.Of(key) != clusterslot.Of(guard) {
 		return fmt.Errorf("%w: key %q is in slot %d, resource %q in slot %d (use fence.DataKey(resource, name))",

@@ -248,6 +248,49 @@ func TestRedisKeys(t *testing.T) {
 	}
 }
 
+// keyPrefix is a lock backend whose keys have the prefix it is.
+type keyPrefix string
+
+func (p keyPrefix) KeyPrefix() string { return string(p) }
+
+// pointerPrefix is one as a pointer, which may be nil.
+type pointerPrefix struct{ p string }
+
+func (p *pointerPrefix) KeyPrefix() string { return p.p }
+
+// TestRedisKeysOf: with WithKeysOf, the guard's keys and its data keys
+// lie under the backend's prefix, and a key of a lock under that prefix
+// (or any other) is refused as data.
+func TestRedisKeysOf(t *testing.T) {
+	c, srv := rueidisClient(t)
+	g := newRedis(t, c, fence.WithKeysOf(keyPrefix("app:")))
+	ctx := ctxFor(t, 30*time.Second)
+	if got := g.GuardKey("}r"); got != `app:{\}r}:guard` {
+		t.Errorf("GuardKey = %q", got)
+	}
+	key := g.DataKey("r", "stock")
+	if key != "app:{r}:stock" {
+		t.Errorf("DataKey = %q", key)
+	}
+	if err := g.Set(ctx, "r", 7, key, "v"); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.MustDo(t, "GET", "app:{r}:guard"); got != "7" {
+		t.Errorf("app:{r}:guard = %q, want 7", got)
+	}
+	if got := srv.MustDo(t, "EXISTS", fence.GuardKey("r")); got != "0" {
+		t.Errorf("the guard wrote the unprefixed guard key")
+	}
+	if last, err := g.Last(ctx, "r"); err != nil || last != 7 {
+		t.Errorf("Last = %d, %v; want 7", last, err)
+	}
+	for _, k := range []string{g.GuardKey("r"), g.DataKey("r", "fence"), g.DataKey("r", "writer"), "app:{r}", fence.GuardKey("r")} {
+		if err := g.Set(ctx, "r", 8, k, "v"); !errors.Is(err, turnstile.ErrInvalidKey) {
+			t.Errorf("Set of %q = %v, want ErrInvalidKey", k, err)
+		}
+	}
+}
+
 func TestRedisBadInput(t *testing.T) {
 	c, srv := rueidisClient(t)
 	g := newRedis(t, c)
@@ -270,6 +313,24 @@ func TestRedisBadInput(t *testing.T) {
 		{"the guard key", func() error { return g.Set(ctx, "r", 1, fence.GuardKey("r"), "v") }, turnstile.ErrInvalidKey},
 		{"another resource's guard key", func() error { return g.Set(ctx, "r", 1, fence.GuardKey("other"), "v") }, turnstile.ErrInvalidKey},
 		{"the start marker", func() error { _, err := g.IncrBy(ctx, "r", 1, "{r}:started", 1); return err }, turnstile.ErrInvalidKey},
+		{"the writer", func() error { return g.Set(ctx, "r", 1, fence.DataKey("r", "writer"), "v") }, turnstile.ErrInvalidKey},
+		{"the readers", func() error { return g.Set(ctx, "r", 1, fence.DataKey("r", "readers"), "v") }, turnstile.ErrInvalidKey},
+		{"the writers waiting", func() error { return g.Set(ctx, "r", 1, fence.DataKey("r", "writers"), "v") }, turnstile.ErrInvalidKey},
+		{"the semaphore", func() error { return g.Set(ctx, "r", 1, fence.DataKey("r", "semaphore"), "v") }, turnstile.ErrInvalidKey},
+		{"the semaphore's permits", func() error {
+			_, err := g.IncrBy(ctx, "r", 1, fence.DataKey("r", "semaphore:permits"), 1)
+			return err
+		}, turnstile.ErrInvalidKey},
+		{"the queue", func() error { return g.Set(ctx, "r", 1, fence.DataKey("r", "queue"), "v") }, turnstile.ErrInvalidKey},
+		{"the queue's heartbeats", func() error { return g.Set(ctx, "r", 1, fence.DataKey("r", "queue:alive"), "v") }, turnstile.ErrInvalidKey},
+		{"the queue's counter", func() error {
+			_, err := g.IncrBy(ctx, "r", 1, fence.DataKey("r", "queue:seq"), 1)
+			return err
+		}, turnstile.ErrInvalidKey},
+		{"the reentrant lock", func() error { return g.Set(ctx, "r", 1, fence.DataKey("r", "reentrant"), "v") }, turnstile.ErrInvalidKey},
+		{"another resource's writer", func() error { return g.Set(ctx, "r", 1, "{other}:writer", "v") }, turnstile.ErrInvalidKey},
+		{"another prefix's lock", func() error { return g.Set(ctx, "r", 1, "app:{r}:reentrant", "v") }, turnstile.ErrInvalidKey},
+		{"the fence key of the lock on r}:x", func() error { return g.Set(ctx, "r", 1, fence.DataKey("r", "x}:fence"), "v") }, turnstile.ErrInvalidKey},
 		{"IncrBy zero token", func() error { _, err := g.IncrBy(ctx, "r", 0, "k", 1); return err }, fence.ErrInvalidToken},
 		{"nil context", func() error { return g.Set(nilCtx, "r", 1, "k", "v") }, turnstile.ErrInvalidOption},
 		{"nil guard", func() error { return nilGuard.Set(ctx, "r", 1, "k", "v") }, turnstile.ErrInvalidOption},
@@ -278,6 +339,9 @@ func TestRedisBadInput(t *testing.T) {
 		{"nil client", func() error { _, err := fence.NewRedis(nil); return err }, turnstile.ErrInvalidOption},
 		{"nil option", func() error { _, err := fence.NewRedis(c, nil); return err }, turnstile.ErrInvalidOption},
 		{"table option", func() error { _, err := fence.NewRedis(c, fence.WithTable("t")); return err }, turnstile.ErrInvalidOption},
+		{"keys of nil", func() error { _, err := fence.NewRedis(c, fence.WithKeysOf(nil)); return err }, turnstile.ErrInvalidOption},
+		{"keys of a nil pointer", func() error { _, err := fence.NewRedis(c, fence.WithKeysOf((*pointerPrefix)(nil))); return err }, turnstile.ErrInvalidOption},
+		{"keys under a prefix with a brace", func() error { _, err := fence.NewRedis(c, fence.WithKeysOf(keyPrefix("a{"))); return err }, turnstile.ErrInvalidOption},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.call(); !errors.Is(err, tc.want) {

@@ -183,6 +183,15 @@ func testForceReleaseEndsLiveLease(t *testing.T, h *Harness) {
 	if !st.Held || len(st.Holders) != 1 || st.Holders[0].Owner != l.Owner() || st.Holders[0].Token != l.Token() || st.Token < l.Token() {
 		t.Fatalf("ForceRelease = %+v; want the holder %s with token %d, a floor at least that", st, l.Owner(), l.Token())
 	}
+	// The holder's Client may have handed the lock on without the store
+	// (driver.TokenRoom): the floor is at least every token of such a
+	// run, up to the one below the next multiple of the room.
+	if tr, ok := op.(driver.TokenRoom); ok && tr.TokenRoom() > 1 {
+		r := tr.TokenRoom()
+		if last := l.Token() - l.Token()%r + r - 1; st.Token < last {
+			t.Fatalf("ForceRelease's floor %d is below %d, the last token a run of handoffs from %d without the store can carry (room %d)", st.Token, last, l.Token(), r)
+		}
+	}
 	if left := st.Holders[0].TTL; left != -1 && (left <= 0 || left > ttl) {
 		t.Fatalf("removed holder's TTL left = %v, want in (0, %v], or -1 for a session", left, ttl)
 	}

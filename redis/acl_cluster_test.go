@@ -29,7 +29,7 @@ func TestACLCluster(t *testing.T) {
 	t.Cleanup(func() { awaitRueidisClusterTimers(t) }) // after the clients close
 	cl := testserver.StartRedisCluster(t)
 	ctx := ctxFor(t, 2*time.Minute)
-	rules := append(aclRules(aclPrefix, aclLock, aclOperator, aclCluster), operatorKeys)
+	rules := aclRules(aclPrefix, aclLock, aclOperator, aclCluster)
 	for _, n := range cl.Nodes() {
 		for _, cmd := range [][]string{append([]string{"ACL", "SETUSER", "turnstile", "reset"}, rules...), {"ACL", "LOG", "RESET"}} {
 			if _, err := n.Do(cmd...); err != nil {

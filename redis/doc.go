@@ -27,11 +27,18 @@
 //	                channel, SPUBLISH, on Redis 7.0 and later)
 //	P{T}:started    with WithRestartQuarantine only: when the server process
 //	                started, one key per hash tag T
+//	P{K}:guard      package fence's guard of resource K, made with
+//	                fence.WithKeysOf(b): ForceRelease raises it
 //
-// The braces make K the Redis Cluster hash tag, so the three share a slot
-// and one script can touch them all. Keys may contain braces themselves
+// and the lock kinds add theirs (Reentrant, ReadWrite, Semaphore, Fair).
+// The braces make K the Redis Cluster hash tag, so a lock's keys share a
+// slot and one script can touch them all. Keys may contain braces themselves
 // (lock:inventory:{w1}:{p9} is fine); a key beginning with '}' or '\' is
-// stored with a leading '\' so that its tag is never empty.
+// stored with a leading '\' so that its tag is never empty. Every key
+// lies under the prefix, so an ACL user limited to it runs every call,
+// forced releases included, and touches no other prefix's keys. The
+// names after the tag are reserved: package fence refuses to write any
+// of them as data, of any key under any prefix.
 //
 // # Fencing tokens
 //

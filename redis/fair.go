@@ -9,6 +9,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/rediskeys"
 )
 
 var (
@@ -126,8 +127,7 @@ func (f *Fair) Released(ctx context.Context, key string) (<-chan struct{}, func(
 
 // queueKeys are the queue, heartbeat and counter keys of key.
 func (f *Fair) queueKeys(n names) []string {
-	q := n.kindKey("queue")
-	return []string{q, q + ":alive", q + ":seq"}
+	return []string{n.kindKey(rediskeys.Queue), n.kindKey(rediskeys.QueueAlive), n.kindKey(rediskeys.QueueSeq)}
 }
 
 // attempt runs the fair acquire script; join selects waiting (see

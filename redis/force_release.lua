@@ -1,16 +1,20 @@
 -- Remove a lock whoever holds it (an operator's forced unlock), after
--- raising its fences, in one atomic step.
+-- raising its fences, in one atomic step. Prepended with token.lua (ROOM,
+-- room_up).
 --
 -- KEYS[1] lock key   KEYS[2] fence key
--- KEYS[3] the fence package's guard key of the same resource ("{K}:guard")
+-- KEYS[3] the fence package's guard key of the same resource (P{K}:guard)
 -- ARGV[1] grace (ms)   ARGV[2] release channel
 --
--- When the lock is held, with token T the fence key's last token: the
--- fence key is raised to T+1, so that the next token is at least T+2;
--- the guard key, if it exists, is raised to at least T+1, so that fenced
--- storage refuses writes carrying T (or less) even where it accepts a
--- token equal to the last one, while the next holder's token passes it.
--- Then the lock goes and the release notice is sent, as on a release.
+-- When the lock is held, with T the fence key's last token: the holder
+-- may be a lease its Client was handed without the store, with a token
+-- up to T - T % ROOM + ROOM - 1 (token.lua). The floor is the multiple
+-- of ROOM above all of those, room_up(T + 1). The fence key is raised to
+-- it, so that the next token is at least ROOM above it; the guard key, if
+-- it exists, is raised to at least the floor, so that fenced storage
+-- refuses every token of the removed run even where it accepts a token
+-- equal to the last one, while the next holder's token passes it either
+-- way. Then the lock goes and the release notice is sent, as on a release.
 --
 -- Returns four strings: the removed owner ('' if the lock was free: then
 -- nothing changes), its PTTL in ms, T, and the fence floor (every later
@@ -31,7 +35,7 @@ if owner == '' then
   return {'', tostring(pttl), string.format('%.0f', last), string.format('%.0f', last)}
 end
 
-local floor = last + 1
+local floor = room_up(last + 1)
 -- %.0f: Redis would turn a number into a string with %.14g and round it.
 redis.call('SET', KEYS[2], string.format('%.0f', floor), 'PX', ARGV[1])
 local guard = redis.call('GET', KEYS[3])

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/clusterslot"
+	"github.com/turnstilelock/turnstile/internal/rediskeys"
 	"github.com/turnstilelock/turnstile/internal/storeurl"
 	"github.com/turnstilelock/turnstile/internal/testcerts"
 )
@@ -188,25 +189,25 @@ func formatURL(scheme string, opt rueidis.ClientOption, cfg config, q0 url.Value
 	return u.String()
 }
 
-// kindSuffixes are the suffixes that lock kinds append to the lock key
-// (names.kindKey), and the queue's own suffixes.
-var kindSuffixes = []string{"queue", "queue:alive", "queue:seq", "reentrant", "readers", "writer", "writers", "semaphore"}
-
 // allNames lists every Redis key and channel the backend with prefix
-// uses for key.
+// uses for key, and the guard key of package fence beside them.
 func allNames(prefix, key string) []string {
 	b := &Backend{cfg: config{prefix: prefix}}
 	n := b.names(key)
-	all := []string{n.lock, n.fence, n.channel}
-	for _, s := range kindSuffixes {
+	all := []string{n.lock, n.fence, n.channel, b.GuardKey(key)}
+	for _, s := range rediskeys.Reserved() {
+		switch s {
+		case rediskeys.Lock, rediskeys.Fence, rediskeys.Released, rediskeys.Guard, rediskeys.Started:
+			continue // above, or a slot's marker rather than a lock's key
+		}
 		all = append(all, n.kindKey(s))
 	}
 	return all
 }
 
 // FuzzNames: no two different (prefix, key) pairs share a Redis key or
-// channel, whichever of the lock's names (lock, fence, channel, the
-// kinds' keys) each is; the names of one lock differ from each other and
+// channel, whichever of the lock's names (lock, fence, channel, guard,
+// the kinds' keys) each is; the names of one lock differ from each other and
 // share its Redis Cluster slot; and no name is a restart marker.
 func FuzzNames(f *testing.F) {
 	f.Add("", "k", "", "k2")

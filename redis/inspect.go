@@ -12,6 +12,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/rediskeys"
 )
 
 var (
@@ -21,7 +22,7 @@ var (
 	forceReleaseLua string
 
 	inspectScript      = newKindScript(inspectLua)
-	forceReleaseScript = newKindScript(forceReleaseLua)
+	forceReleaseScript = newKindScript(tokenLua + forceReleaseLua) // room_up
 )
 
 var (
@@ -58,19 +59,23 @@ func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.
 }
 
 // ForceRelease implements driver.ForceReleaser with one script: it reads
-// the holder and its token T from the fence key, raises the fence key to
-// T+1 (every later token is greater), raises the guard key of package
-// fence for the same resource ("{K}:guard"), if there is one, to at least
-// T+1, so that fenced Redis storage refuses the old holder's writes, then
-// deletes the lock and sends the release notice as Release does. The
-// returned Token is the fence floor, T+1. A free key is left as it is.
+// the holder and its token T from the fence key. The holder may be a
+// lease its Client was handed without the store (TokenRoom), with a token
+// up to T − T mod 16 + 15, so the fence floor is the next multiple of 16
+// above T. It raises the fence key to the floor (every later token is at
+// least 16 above it) and the guard key of package fence for the same
+// resource (GuardKey), if there is one, to at least the floor, so that
+// fenced Redis storage refuses every token the removed holder may carry,
+// with or without fence.AllowSameToken, and takes the next holder's; then
+// it deletes the lock and sends the release notice as Release does. The
+// returned Token is the floor. A free key is left as it is.
 func (b *Backend) ForceRelease(ctx context.Context, key string) (driver.LockState, error) {
 	if err := check(ctx, key); err != nil {
 		return driver.LockState{}, err
 	}
 	n := b.names(key)
 	r, err := b.runStrings(ctx, forceReleaseScript, call{
-		keys: []string{n.lock, n.fence, guardKey(key)},
+		keys: []string{n.lock, n.fence, b.GuardKey(key)},
 		args: []string{b.cfg.graceArg, n.channel},
 	})
 	if err != nil {
@@ -106,21 +111,11 @@ func (f *Fair) ForceRelease(ctx context.Context, key string) (driver.LockState, 
 	return f.b.ForceRelease(ctx, key)
 }
 
-// guardKey is package fence's guard key of resource key: "{key}:guard",
-// with the same escape of a leading '}' or '\' as the lock key, so that
-// both hash to one Redis Cluster slot.
-func guardKey(key string) string {
-	if key[0] == '}' || key[0] == '\\' {
-		key = `\` + key
-	}
-	return "{" + key + "}:guard"
-}
-
 func (b *Backend) inspectCall(key string, fair bool) call {
 	n := b.names(key)
 	c := call{keys: []string{n.lock, n.fence}}
 	if fair {
-		c.keys = append(c.keys, n.kindKey("queue")+":alive")
+		c.keys = append(c.keys, n.kindKey(rediskeys.QueueAlive))
 	}
 	return c
 }
@@ -272,12 +267,7 @@ func (b *Backend) listWith(ctx context.Context, prefix string, limit int, l list
 var errStopScan = fmt.Errorf("redis: scan stopped")
 
 // escapeKey is the escape names applies to a key (or a prefix of one).
-func escapeKey(key string) string {
-	if key != "" && (key[0] == '}' || key[0] == '\\') {
-		return `\` + key
-	}
-	return key
-}
+func escapeKey(key string) string { return rediskeys.Escape(key) + key }
 
 // lockKeyOf returns the lock key whose Redis lock key is rk, which SCAN
 // matched with P{…*}: ok is false for a key that cannot be one.

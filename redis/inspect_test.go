@@ -17,10 +17,12 @@ import (
 )
 
 // TestForceReleaseRaisesFences: one forced release raises the fence key
-// past the removed token, raises the fence package's guard key of the
-// resource, when it exists, to at least that token + 1 (so a guard that
-// accepts equal tokens refuses the old holder's), leaves a missing guard
-// missing, deletes the lock and publishes the release notice.
+// to the floor, the multiple of the token room above the removed token
+// (above every token its Client may have handed on without the store),
+// raises the fence package's guard key of the resource, when it exists,
+// to at least the floor (so a guard that accepts equal tokens refuses
+// the old holders'), leaves a missing guard missing, deletes the lock and
+// publishes the release notice.
 func TestForceReleaseRaisesFences(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, time.Minute)
@@ -54,14 +56,15 @@ func TestForceReleaseRaisesFences(t *testing.T) {
 			if !st.Held || len(st.Holders) != 1 || st.Holders[0].Owner != "stuck-owner" || st.Holders[0].Token != tok {
 				t.Errorf("removed %+v, want stuck-owner with token %d", st, tok)
 			}
-			if st.Token != tok+1 {
-				t.Errorf("fence floor %d, want %d (the removed token + 1)", st.Token, tok+1)
+			floor := tok + b.TokenRoom()
+			if st.Token != floor {
+				t.Errorf("fence floor %d, want %d (the removed token + the room)", st.Token, floor)
 			}
-			if g := srv.MustDo(t, "GET", guard); g != strconv.FormatUint(tok+1, 10) {
-				t.Errorf("guard key = %s, want %d", g, tok+1)
+			if g := srv.MustDo(t, "GET", guard); g != strconv.FormatUint(floor, 10) {
+				t.Errorf("guard key = %s, want %d", g, floor)
 			}
-			if f := srv.MustDo(t, "GET", fenceKey(key)); f != strconv.FormatUint(tok+1, 10) {
-				t.Errorf("fence key = %s, want %d", f, tok+1)
+			if f := srv.MustDo(t, "GET", fenceKey(key)); f != strconv.FormatUint(floor, 10) {
+				t.Errorf("fence key = %s, want %d", f, floor)
 			}
 			if n := srv.MustDo(t, "EXISTS", lockKey(key)); n != "0" {
 				t.Errorf("lock key still exists after ForceRelease")
@@ -75,8 +78,8 @@ func TestForceReleaseRaisesFences(t *testing.T) {
 				t.Errorf("the removed owner's Extend = %v, %v; want refused", ok, err)
 			}
 			next, ok, err := b.Acquire(ctx, key, "next-owner", time.Minute)
-			if err != nil || !ok || next <= tok+1 {
-				t.Errorf("next Acquire = %d %v %v; want a token above the guard's %d", next, ok, err, tok+1)
+			if err != nil || !ok || next <= floor {
+				t.Errorf("next Acquire = %d %v %v; want a token above the guard's %d", next, ok, err, floor)
 			}
 			// A guard above the floor is left alone.
 			srv.MustDo(t, "SET", guard, strconv.FormatUint(next+100, 10))

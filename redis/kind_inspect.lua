@@ -12,12 +12,14 @@
 -- package's guard key of the resource.
 --
 -- With 'force', when anyone holds the lock and T is the fence key's last
--- token: the fence key is raised to T+1, the guard key, if it exists, to
--- at least T+1; the kind's keys are deleted and the release notice sent.
+-- token: the fence key is raised to the floor room_up(T + 1), the guard
+-- key, if it exists, to at least the floor, as force_release.lua does;
+-- the kind's keys are deleted and the release notice sent. Prepended with
+-- token.lua (room_up).
 --
--- Returns T, the fence floor (T+1 after a removal, else T), then three
--- strings per live holder: owner, token ('0' where the kind keeps none
--- per holder), ms left (-1: no expiry).
+-- Returns T, the fence floor (room_up(T + 1) after a removal, else T),
+-- then three strings per live holder: owner, token ('0' where the kind
+-- keeps none per holder), ms left (-1: no expiry).
 
 if redis.replicate_commands then
   redis.replicate_commands()
@@ -73,7 +75,7 @@ end
 
 local floor = last
 if force and #out > 2 then
-  floor = last + 1
+  floor = room_up(last + 1)
   -- %.0f: Redis would turn a number into a string with %.14g and round it.
   redis.call('SET', fence, string.format('%.0f', floor), 'PX', ARGV[3])
   local g = redis.call('GET', guard)

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/rediskeys"
 )
 
 //go:embed kind_inspect.lua
 var kindInspectLua string
 
-var kindInspectScript = newKindScript(kindInspectLua)
+var kindInspectScript = newKindScript(tokenLua + kindInspectLua) // room_up
 
 var (
 	_ driver.Inspector     = (*Semaphore)(nil)
@@ -31,8 +32,8 @@ var (
 // several holders or a count, in one script each (kind_inspect.lua).
 type kindView struct {
 	b        *Backend
-	kind     string   // the script's name for it: set, rw, reentrant
-	suffixes []string // its keys' suffixes (kindKey), in the script's order
+	kind     string             // the script's name for it: set, rw, reentrant
+	suffixes []rediskeys.Suffix // its keys' suffixes (kindKey), in the script's order
 }
 
 func (v kindView) call(key string, force bool) call {
@@ -45,7 +46,7 @@ func (v kindView) call(key string, force bool) call {
 	if force {
 		mode = "force"
 	}
-	return call{keys: append(keys, n.fence, guardKey(key)), args: []string{v.kind, mode, v.b.cfg.graceArg, n.channel}}
+	return call{keys: append(keys, n.fence, v.b.GuardKey(key)), args: []string{v.kind, mode, v.b.cfg.graceArg, n.channel}}
 }
 
 // parse reads the script's reply: the key's last token, the fence floor,
@@ -105,17 +106,17 @@ func (v kindView) forceRelease(ctx context.Context, key string) (driver.LockStat
 
 // list scans for each of the kind's keys (P{prefix*}:suffix).
 func (v kindView) list(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
-	base := globEscape(v.b.cfg.prefix+"{"+escapeKey(prefix)) + "*}:"
+	base := globEscape(v.b.cfg.prefix+"{"+escapeKey(prefix)) + "*}"
 	var patterns []string
 	for _, s := range v.suffixes {
-		patterns = append(patterns, base+globEscape(s))
+		patterns = append(patterns, base+globEscape(s.String()))
 	}
 	return v.b.listWith(ctx, prefix, limit, lister{
 		script:   kindInspectScript,
 		patterns: patterns,
 		keyOf: func(rk string) (string, bool) {
 			for _, s := range v.suffixes {
-				if lk, ok := strings.CutSuffix(rk, ":"+s); ok {
+				if lk, ok := strings.CutSuffix(rk, s.String()); ok {
 					if k, ok := v.b.lockKeyOf(lk); ok {
 						return k, true
 					}
@@ -131,7 +132,9 @@ func (v kindView) list(ctx context.Context, prefix string, limit int) ([]driver.
 	})
 }
 
-func (s *Semaphore) view() kindView { return kindView{s.b, "set", []string{"semaphore"}} }
+func (s *Semaphore) view() kindView {
+	return kindView{s.b, "set", []rediskeys.Suffix{rediskeys.Semaphore}}
+}
 
 // Inspect implements driver.Inspector: every owner holding a permit, with
 // its time left. A permit's own token is not kept: Holder.Token is 0, and
@@ -153,7 +156,9 @@ func (s *Semaphore) ForceRelease(ctx context.Context, key string) (driver.LockSt
 	return s.view().forceRelease(ctx, key)
 }
 
-func (rw *RWLock) view() kindView { return kindView{rw.b, "rw", []string{"writer", "readers"}} }
+func (rw *RWLock) view() kindView {
+	return kindView{rw.b, "rw", []rediskeys.Suffix{rediskeys.Writer, rediskeys.Readers}}
+}
 
 // Inspect implements driver.Inspector: the writer (with the key's last
 // token, its own) or the readers (Holder.Token 0: a read lock's token is
@@ -190,7 +195,9 @@ func (w *WriteLock) ForceRelease(ctx context.Context, key string) (driver.LockSt
 	return w.rw.view().forceRelease(ctx, key)
 }
 
-func (r *Reentrant) view() kindView { return kindView{r.b, "reentrant", []string{"reentrant"}} }
+func (r *Reentrant) view() kindView {
+	return kindView{r.b, "reentrant", []rediskeys.Suffix{rediskeys.Reentrant}}
+}
 
 // Inspect implements driver.Inspector: the holder, the token of its first
 // acquisition, and the time left.

@@ -87,13 +87,18 @@ func TestKindsInspect(t *testing.T) {
 				t.Errorf("List = %+v more=%v %v; want %s only", states, more, err, key)
 			}
 
-			guard := "{" + key + "}:guard"
+			// The guard key lies under the backend's prefix.
+			guard := "kinds:{" + key + "}:guard"
+			if b.GuardKey(key) != guard {
+				t.Fatalf("GuardKey(%q) = %q, want %q", key, b.GuardKey(key), guard)
+			}
 			srv.MustDo(t, "SET", guard, "1")
 			removed, err := tc.inspect.ForceRelease(ctx, key)
 			if err != nil || !removed.Held || len(removed.Holders) != len(owners) {
 				t.Fatalf("ForceRelease = %+v, %v", removed, err)
 			}
-			floor := slices.Max(tokens) + 1
+			// The multiple of the token room above the last token.
+			floor := slices.Max(tokens) - slices.Max(tokens)%b.TokenRoom() + b.TokenRoom()
 			if removed.Token != floor || srv.MustDo(t, "GET", guard) != strconv.FormatUint(floor, 10) {
 				t.Errorf("fence floor %d, guard %s; want both %d", removed.Token, srv.MustDo(t, "GET", guard), floor)
 			}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/rediskeys"
 )
 
 //go:embed kind_raise.lua
@@ -45,15 +46,15 @@ func (b *Backend) raiseKind(ctx context.Context, key, owner string, token uint64
 // key's last token to at least token, kept while the lock lives plus the
 // fence grace.
 func (r *Reentrant) RaiseFence(ctx context.Context, key, owner string, token uint64) (bool, error) {
-	return r.b.raiseKind(ctx, key, owner, token, func(n names) string { return n.kindKey("reentrant") }, "hash")
+	return r.b.raiseKind(ctx, key, owner, token, func(n names) string { return n.kindKey(rediskeys.Reentrant) }, "hash")
 }
 
 // RaiseFence implements driver.Fencer for a reader, as Reentrant's.
 func (r *ReadLock) RaiseFence(ctx context.Context, key, owner string, token uint64) (bool, error) {
-	return r.rw.b.raiseKind(ctx, key, owner, token, func(n names) string { return n.kindKey("readers") }, "set")
+	return r.rw.b.raiseKind(ctx, key, owner, token, func(n names) string { return n.kindKey(rediskeys.Readers) }, "set")
 }
 
 // RaiseFence implements driver.Fencer for the writer, as Reentrant's.
 func (w *WriteLock) RaiseFence(ctx context.Context, key, owner string, token uint64) (bool, error) {
-	return w.rw.b.raiseKind(ctx, key, owner, token, func(n names) string { return n.kindKey("writer") }, "string")
+	return w.rw.b.raiseKind(ctx, key, owner, token, func(n names) string { return n.kindKey(rediskeys.Writer) }, "string")
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile/internal/clusterslot"
+	"github.com/turnstilelock/turnstile/internal/rediskeys"
 )
 
 // ErrQuarantined means the server refused a lock because its process
@@ -46,7 +47,7 @@ func (b *Backend) RestartQuarantine() time.Duration { return b.cfg.quarantine }
 
 // marker returns the start marker of the slot of the lock key lock.
 func (b *Backend) marker(lock string) string {
-	return b.cfg.prefix + "{" + slotTags()[clusterslot.Of(lock)] + "}:started"
+	return rediskeys.Key(b.cfg.prefix, slotTags()[clusterslot.Of(lock)], rediskeys.Started)
 }
 
 // slotTags maps every slot to the first base-36 number that hashes to it

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/rediskeys"
 )
 
 var (
@@ -68,7 +69,7 @@ func (r *Reentrant) Released(ctx context.Context, key string) (<-chan struct{}, 
 func (r *Reentrant) call(key, owner string, ttl time.Duration) call {
 	n := r.b.names(key)
 	lockTTL, fenceTTL := r.b.ttlArgs(ttl)
-	return call{keys: []string{n.kindKey("reentrant"), n.fence}, args: []string{owner, lockTTL, fenceTTL}}
+	return call{keys: []string{n.kindKey(rediskeys.Reentrant), n.fence}, args: []string{owner, lockTTL, fenceTTL}}
 }
 
 // Acquire implements driver.Backend. If owner holds key already, it
@@ -114,7 +115,7 @@ func (r *Reentrant) Release(ctx context.Context, key, owner string) (bool, error
 	}
 	n := r.b.names(key)
 	res, err := r.b.run(ctx, reentrantRelease, call{
-		keys: []string{n.kindKey("reentrant"), n.fence},
+		keys: []string{n.kindKey(rediskeys.Reentrant), n.fence},
 		args: []string{owner, r.b.cfg.graceArg, n.channel},
 	})
 	return res == 1, err

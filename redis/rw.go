@@ -8,6 +8,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/rediskeys"
 )
 
 var (
@@ -110,7 +111,7 @@ type rwKeys struct {
 
 func (rw *RWLock) keys(key string) rwKeys {
 	n := rw.b.names(key)
-	return rwKeys{readers: n.kindKey("readers"), writer: n.kindKey("writer"), claims: n.kindKey("writers"), names: n}
+	return rwKeys{readers: n.kindKey(rediskeys.Readers), writer: n.kindKey(rediskeys.Writer), claims: n.kindKey(rediskeys.Writers), names: n}
 }
 
 // ReadLock is the read side of an RWLock.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/rediskeys"
 )
 
 var (
@@ -84,12 +85,8 @@ func (s *Semaphore) Released(ctx context.Context, key string) (<-chan struct{}, 
 func (s *Semaphore) call(key, owner string, ttl time.Duration) call {
 	n := s.b.names(key)
 	lockTTL, fenceTTL := s.b.ttlArgs(ttl)
-	return call{keys: []string{n.kindKey("semaphore"), n.fence, n.kindKey(permitsSuffix)}, args: []string{owner, lockTTL, fenceTTL}}
+	return call{keys: []string{n.kindKey(rediskeys.Semaphore), n.fence, n.kindKey(rediskeys.SemaphorePermits)}, args: []string{owner, lockTTL, fenceTTL}}
 }
-
-// permitsSuffix names the key beside the permits' set that holds their
-// number (kindKey).
-const permitsSuffix = "semaphore:permits"
 
 // Acquire implements driver.Backend: it takes one permit of key for
 // owner if one is free. While key's permits are held with another
@@ -138,7 +135,7 @@ func (s *Semaphore) Release(ctx context.Context, key, owner string) (bool, error
 	}
 	n := s.b.names(key)
 	r, err := s.b.run(ctx, memberRelease, call{
-		keys: []string{n.kindKey("semaphore"), n.fence, n.kindKey(permitsSuffix)},
+		keys: []string{n.kindKey(rediskeys.Semaphore), n.fence, n.kindKey(rediskeys.SemaphorePermits)},
 		args: []string{owner, s.b.cfg.graceArg, n.channel, "1"},
 	})
 	return r == 1, err

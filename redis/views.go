@@ -150,10 +150,6 @@ func checkOwner(ctx context.Context, key, owner string) error {
 	return nil
 }
 
-// kindKey is the Redis key a lock kind keeps its state of key in: the
-// lock key with a suffix, so it shares the lock's hash slot and fence.
-func (n names) kindKey(suffix string) string { return n.lock + ":" + suffix }
-
 // ttlArgs renders the TTLs every kind's acquire and extend script takes:
 // the lock's and its fence's, which outlives it by the grace period.
 func (b *Backend) ttlArgs(ttl time.Duration) (lockTTL, fenceTTL string) {

@@ -114,7 +114,18 @@ func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.
 // Token, the fence floor, is the quorum-th smallest of the nodes' floors
 // (a node that failed counts as 0): every later Redlock token is the
 // largest of a quorum's, and every quorum has a node whose floor is at
-// least that.
+// least that. It is also above every token a Client handed the removed
+// lease on with (driver.TokenRoom): the lease's token went to a quorum's
+// fences, each node's floor is above its own fence's run, and any two
+// quorums share a node.
+//
+// A node that missed the removed holder's grant, or its token's write
+// back, has a lower floor of its own, and so raised a guard key of
+// package fence it keeps to that lower floor only. Such nodes' guards are
+// then raised to the Redlock's floor (a node that can: a *redis.Backend
+// and its views, RaiseGuard), so that a guard on any node refuses every
+// token of the removed holder: one more round trip to those nodes, none
+// when every node's floor is the Redlock's.
 func (b *Backend) ForceRelease(ctx context.Context, key string) (driver.LockState, error) {
 	if err := b.check(ctx, 0); err != nil {
 		return driver.LockState{}, err
@@ -128,10 +139,12 @@ func (b *Backend) ForceRelease(ctx context.Context, key string) (driver.LockStat
 		frs[i] = fr
 	}
 	floors := make([]uint64, len(b.nodes))
+	answered := make([]bool, len(b.nodes))
 	states, err := ask(ctx, b, "force release", b.operatorTimeout(), func(ctx context.Context, i int) (driver.LockState, error) {
 		st, err := frs[i].ForceRelease(ctx, key)
 		if err == nil {
-			floors[i] = st.Token // each goroutine writes its own element
+			// each goroutine writes its own elements
+			floors[i], answered[i] = st.Token, true
 		}
 		return st, err
 	})
@@ -139,9 +152,41 @@ func (b *Backend) ForceRelease(ctx context.Context, key string) (driver.LockStat
 		return driver.LockState{}, err
 	}
 	st := b.agree(key, states)
-	slices.Sort(floors)
-	st.Token = floors[b.quorum-1]
-	return st, nil
+	sorted := slices.Clone(floors)
+	slices.Sort(sorted)
+	st.Token = sorted[b.quorum-1]
+	return st, b.raiseGuards(ctx, key, st.Token, floors, answered)
+}
+
+// guardRaiser is a node that raises package fence's guard key of a
+// resource it keeps (redis.Backend.RaiseGuard).
+type guardRaiser interface {
+	RaiseGuard(ctx context.Context, key string, floor uint64) (bool, error)
+}
+
+// raiseGuards raises the guard key of key to floor on every node that
+// answered the forced release with a floor of its own below it.
+func (b *Backend) raiseGuards(ctx context.Context, key string, floor uint64, floors []uint64, answered []bool) error {
+	errs := make([]error, len(b.nodes))
+	var wg sync.WaitGroup
+	for i, n := range b.nodes {
+		gr, ok := n.b.(guardRaiser)
+		if !ok || !answered[i] || floors[i] >= floor {
+			continue
+		}
+		wg.Go(func() {
+			nctx, stop := nodeContext(ctx, b.operatorTimeout())
+			defer stop()
+			if _, err := gr.RaiseGuard(nctx, key, floor); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", n.name, nodeError(ctx, nctx, err))
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("redlock: force release of %q removed the lock, but raising the fence guard key to the floor %d failed (run it again): %w", key, floor, err)
+	}
+	return nil
 }
 
 // inspectors returns every node's Inspector, or an error matching

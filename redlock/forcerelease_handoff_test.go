@@ -1,0 +1,194 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/fence"
+	"github.com/turnstilelock/turnstile/redis"
+	"github.com/turnstilelock/turnstile/redlock"
+)
+
+// TestForceReleaseShutsOutHandedHolder: a Client hands a Redlock to its
+// own waiters without the nodes (tokens T, T+1, T+2 under the Redlock's
+// T). An operator's forced release in the middle of the run shuts out the
+// lease holding it then, whose token no node saw: its late write to
+// fenced storage on a node is refused, as is every token the run could
+// have reached (up to T+15), in both guard modes, while the next
+// holder's writes pass. The guard is kept on each node in turn; the third
+// node held the key for someone else when the run's grant came, with a
+// token far below the Redlock's, which never reached that node's fence,
+// so its own floor is below the run's tokens.
+func TestForceReleaseShutsOutHandedHolder(t *testing.T) {
+	srvs := startNodes(t, 3)
+	nodes := redisNodes(t, srvs, redis.WithRestartQuarantine(0))
+	rl, err := redlock.New(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rl.Close()
+	ctx := ctxFor(t, time.Minute)
+	for _, mode := range []struct {
+		name string
+		opts []fence.Option
+	}{
+		{"strict", nil},
+		{"AllowSameToken", []fence.Option{fence.AllowSameToken()}},
+	} {
+		for node, srv := range srvs {
+			t.Run(fmt.Sprintf("%s/guard on node %d", mode.name, node+1), func(t *testing.T) {
+				key := fmt.Sprintf("forced:%s:%d", mode.name, node+1)
+				if node == 2 {
+					// Nodes 1 and 2 grant the run with tokens an hour
+					// above node 3's, which holds the key elsewhere.
+					ahead := strconv.FormatInt(time.Now().Add(time.Hour).UnixMicro()/16*16, 10)
+					for _, s := range srvs[:2] {
+						s.MustDo(t, "SET", lockKey(key)+":fence", ahead, "PX", "600000")
+					}
+					if _, ok, err := nodes[2].Acquire(ctx, key, "elsewhere", time.Minute); !ok || err != nil {
+						t.Fatalf("node 3: Acquire = %v, %v", ok, err)
+					}
+				}
+				rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rc.Close()
+				guard, err := fence.NewRedis(rc, mode.opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkForcedRun(t, rl, guard, key)
+			})
+		}
+	}
+}
+
+// checkForcedRun runs the forced release of a run of handoffs on key:
+// a Client takes key through rl, which then removes it by force; guard is
+// the fenced storage.
+func checkForcedRun(t *testing.T, rl *redlock.Backend, guard *fence.Redis, key string) {
+	t.Helper()
+	ctx := ctxFor(t, 2*time.Minute)
+	room := rl.TokenRoom()
+	if room < 2 {
+		t.Fatalf("TokenRoom = %d: no handoffs without the nodes", room)
+	}
+	data := fence.DataKey(key, "report")
+	c, waiting := waitingClient(t, rl)
+	run := handedRun(t, ctx, c, waiting, key, 3, func(l *turnstile.Lease) {
+		if err := guard.Set(ctx, key, l.Token(), data, fmt.Sprint("section ", l.Token())); err != nil {
+			t.Fatalf("fenced write of the lease with token %d: %v", l.Token(), err)
+		}
+	})
+	held := run[len(run)-1]
+	base := run[0].Token()
+
+	t.Logf("run %d..%d", base, held.Token())
+	st, err := rl.ForceRelease(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Held || len(st.Holders) != 1 || st.Holders[0].Owner != held.Owner() {
+		t.Fatalf("ForceRelease removed %+v; want %s", st, held.Owner())
+	}
+	last := base - base%room + room - 1 // the last token a run from base can carry
+	if st.Token < last {
+		t.Errorf("fence floor %d, below the token %d a run of handoffs from %d can reach (the holder's is %d)", st.Token, last, base, held.Token())
+	}
+	for _, tok := range []uint64{held.Token(), last} {
+		var stale *fence.StaleTokenError
+		if err := guard.Set(ctx, key, tok, data, "late write"); !errors.As(err, &stale) {
+			t.Errorf("late fenced write with token %d after the forced release = %v, want a stale token error", tok, err)
+		}
+	}
+
+	next, err := c.Acquire(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = next.Release(ctx) }()
+	if next.Token() <= st.Token {
+		t.Errorf("next token %d, want above the fence floor %d", next.Token(), st.Token)
+	}
+	if err := guard.Set(ctx, key, next.Token(), data, "next holder"); err != nil {
+		t.Errorf("the next holder's fenced write: %v", err)
+	}
+	if err := guard.Set(ctx, key, held.Token(), data, "late write"); !errors.Is(err, turnstile.ErrStaleToken) {
+		t.Errorf("late fenced write with token %d after the next holder's = %v, want ErrStaleToken", held.Token(), err)
+	}
+}
+
+// waitingClient is a Client over rl whose acquisitions report, on the
+// channel, that they wait.
+func waitingClient(t testing.TB, rl *redlock.Backend) (*turnstile.Client, <-chan struct{}) {
+	t.Helper()
+	waiting := make(chan struct{}, 16)
+	c, err := turnstile.New(rl, turnstile.WithTTL(20*time.Second), turnstile.WithObserver(turnstile.ObserverFunc(func(e turnstile.Event) {
+		if e.Type == turnstile.EventWaiting {
+			waiting <- struct{}{}
+		}
+	})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c, waiting
+}
+
+// handedRun acquires key through c and releases each lease to a waiter of
+// c until it holds a run of n leases that were handed over without the
+// nodes (tokens T, T+1, …, T+n−1); section runs in each lease of the run
+// but the last, which is returned held. The head of c's line takes a
+// handoff without the nodes once it waits on its signals, which it does
+// right after it reports that it waits; a release that comes before goes
+// through the nodes and starts the run again.
+func handedRun(t *testing.T, ctx context.Context, c *turnstile.Client, waiting <-chan struct{}, key string, n int, section func(*turnstile.Lease)) []*turnstile.Lease {
+	t.Helper()
+	cur, err := c.Acquire(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := []*turnstile.Lease{cur}
+	for attempt := 0; len(run) < n; attempt++ {
+		if attempt == 50 {
+			t.Fatalf("no run of %d leases handed over without the nodes in %d releases", n, attempt)
+		}
+		section(cur)
+		got := make(chan *turnstile.Lease, 1)
+		go func() {
+			l, err := c.Acquire(ctx, key)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- l
+		}()
+		select {
+		case <-waiting:
+		case <-ctx.Done():
+			t.Fatal("the waiter never reported waiting")
+		}
+		time.Sleep(20 * time.Millisecond)
+		if err := cur.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		next := <-got
+		if next == nil {
+			t.FailNow()
+		}
+		if next.Token() == cur.Token()+1 && next.Owner() == cur.Owner() {
+			run = append(run, next)
+		} else {
+			run = []*turnstile.Lease{next}
+		}
+		cur = next
+	}
+	return run
+}
