@@ -236,7 +236,7 @@ sleep 60 & wait`)
 		t.Fatalf("unlock --force --yes: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	for _, want := range []string{"removed the lock on " + key, "token             " + strconv.FormatUint(old, 10),
-		"new fence floor   " + strconv.FormatUint(old+1, 10), "owner             "} {
+		"new fence floor   " + strconv.FormatUint(old-old%16+16, 10), "owner             "} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("unlock's stdout does not say %q:\n%s", want, r.stdout)
 		}
@@ -270,8 +270,8 @@ sleep 60 & wait`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Token() <= old+1 {
-		t.Errorf("next token %d, want above the fence floor %d", l.Token(), old+1)
+	if l.Token() <= old-old%16+16 {
+		t.Errorf("next token %d, want above the fence floor %d", l.Token(), old-old%16+16)
 	}
 	if err := strict.Set(ctx, key, l.Token(), data, "by the next holder"); err != nil {
 		t.Fatalf("the next holder's fenced write: %v", err)
