@@ -90,15 +90,23 @@ type RandomHarness struct {
 	// ForceReleaser.
 	New func(t testing.TB) driver.Backend
 	// Fence, if set, returns the store's own fenced storage, which the
-	// checker writes to beside its model (fence.Redis for Redis).
-	Fence func(t testing.TB) Fence
+	// checker writes to beside its model (fence.Redis for Redis), and a
+	// function that closes it: one per run.
+	Fence func(t testing.TB) (Fence, func())
 	// Budget is how long each scenario runs by default (0: 2 s);
 	// TURNSTILE_RANDOM_DURATION overrides it.
 	Budget time.Duration
 	// Package is what to pass to go test to rerun a failure ("." if
 	// empty).
 	Package string
+	// IgnoreGoroutines are goroutines the store's client may leave
+	// behind for a while, which the leak check allows.
+	IgnoreGoroutines []IgnoreGoroutine
 }
+
+// IgnoreGoroutine names goroutines the leak check allows (a goleak
+// option, such as goleak.IgnoreAnyFunction).
+type IgnoreGoroutine = goleak.Option
 
 // Fence is fenced storage: Write reports whether it accepted a write
 // with token for resource.
@@ -138,7 +146,7 @@ const runLen = 700 * time.Millisecond
 // runScenario runs sc with seeds seed, seed+1, … until the budget is
 // spent or a run fails.
 func runScenario(t *testing.T, h *RandomHarness, sc *scenario, seed uint64, budget time.Duration, fixed bool) {
-	leaks := goleak.IgnoreCurrent()
+	leaks := append([]goleak.Option{goleak.IgnoreCurrent()}, h.IgnoreGoroutines...)
 	start := time.Now()
 	runs := 0
 	var total stats
@@ -158,7 +166,7 @@ func runScenario(t *testing.T, h *RandomHarness, sc *scenario, seed uint64, budg
 			break // a rerun of one seed
 		}
 	}
-	if err := goleak.Find(leaks); err != nil {
+	if err := goleak.Find(leaks...); err != nil {
 		t.Fatalf("%s leaked goroutines after %d runs from seed %d: %v", sc.name, runs, seed, err)
 	}
 	t.Logf("%d runs from seed %d in %v: %v", runs, seed, time.Since(start).Round(time.Millisecond), &total)
@@ -189,7 +197,9 @@ func runOnce(t *testing.T, h *RandomHarness, sc *scenario, seed uint64, d time.D
 		background: &lockedChooser{c: newRNG(seed ^ 0xfa17)},
 		grants:     make(map[[2]string]time.Time), answers: make(map[string][]driver.LockState), calls: make(map[*call]struct{})}
 	if h.Fence != nil {
-		w.fence = h.Fence(t)
+		f, closeFence := h.Fence(t)
+		defer closeFence()
+		w.fence = f
 	}
 	for o, r := range sc.plan {
 		w.plan[o] = r
@@ -256,14 +266,14 @@ func FuzzRandom(t *testing.T, h RandomHarness, data []byte) {
 	_, _ = hash.Write(data)
 	seed := hash.Sum64()
 	rest := data[1:]
-	leaks := goleak.IgnoreCurrent()
+	leaks := append([]goleak.Option{goleak.IgnoreCurrent()}, h.IgnoreGoroutines...)
 	choose := func(i int) chooser {
 		return &bytesChooser{data: rest, next: i, stride: sc.workers + 4, fallback: newRNG(seed + uint64(i))}
 	}
 	if msg := runOnce(t, &h, sc, seed, 250*time.Millisecond, choose, nil); msg != "" {
 		t.Fatalf("%s\nscenario %s, fuzz input %q", msg, sc.name, data)
 	}
-	if err := goleak.Find(leaks); err != nil {
+	if err := goleak.Find(leaks...); err != nil {
 		t.Fatalf("scenario %s leaked goroutines: %v", sc.name, err)
 	}
 }
