@@ -270,7 +270,11 @@ func FuzzRandom(t *testing.T, h RandomHarness, data []byte) {
 	choose := func(i int) chooser {
 		return &bytesChooser{data: rest, next: i, stride: sc.workers + 4, fallback: newRNG(seed + uint64(i))}
 	}
-	if msg := runOnce(t, &h, sc, seed, 250*time.Millisecond, choose, nil); msg != "" {
+	d := runLen
+	if sc.runLen > 0 {
+		d = sc.runLen
+	}
+	if msg := runOnce(t, &h, sc, seed, d, choose, nil); msg != "" {
 		t.Fatalf("%s\nscenario %s, fuzz input %q", msg, sc.name, data)
 	}
 	if err := goleak.Find(leaks...); err != nil {

@@ -56,6 +56,10 @@ type keyState struct {
 	last   uint64
 	lastBy *rec
 	floor  uint64
+	// realWritten: the store's fenced storage accepted a write for the
+	// key, so it has a guard for ForceRelease to raise (fence.Redis's
+	// guard key exists only once written to).
+	realWritten bool
 }
 
 type oracle struct {
@@ -150,6 +154,9 @@ func (o *oracle) write(ctx context.Context, r *rec) {
 		r.wrote = realErr == nil
 	}
 	o.mu.Lock()
+	if realErr == nil && real && o.w.fence != nil {
+		ks.realWritten = true
+	}
 	still := o.validLocked(r)
 	o.mu.Unlock()
 	switch {
@@ -165,6 +172,9 @@ func (o *oracle) write(ctx context.Context, r *rec) {
 // removal collects the holders a ForceRelease removed in the store.
 type removal struct {
 	recs []*rec
+	// guarded: the store's fenced storage had accepted a write for the
+	// key before the removal.
+	guarded bool
 }
 
 type removalKey struct{}
@@ -190,6 +200,9 @@ func (o *oracle) remove(key string, act func() (driver.LockState, error), rm *re
 		return st, err
 	}
 	ks := o.key(key)
+	if rm != nil {
+		rm.guarded = ks.realWritten
+	}
 	for _, h := range st.Holders {
 		if h.Token != 0 {
 			ks.removed[grant{h.Owner, o.grantOf(h.Token)}] = true
@@ -226,7 +239,10 @@ func (o *oracle) forceReleased(ctx context.Context, key string, floor uint64, rm
 		}
 	}
 	o.mu.Unlock()
-	if f := o.w.fence; f != nil {
+	// The store raises its fenced storage's guard where it has one; a
+	// resource never written to has none, and takes the late write, as
+	// it would before any holder wrote.
+	if f := o.w.fence; f != nil && rm.guarded {
 		for _, x := range late {
 			if ok, err := f.Write(ctx, key, x.token); err == nil && ok {
 				o.w.fail("ForceRelease of %q returned the fence floor %d, and the store's fenced storage accepted the late write of the lease it removed, %s", key, floor, x)
