@@ -29,8 +29,8 @@ type randomHarness struct {
 
 func randomHarnesses() []randomHarness {
 	return []randomHarness{
-		{"room", locktest.RandomHarness{New: storePerTest(func() driver.Backend { return newRoomMemory() }), Budget: 2500 * time.Millisecond}},
-		{"plain", locktest.RandomHarness{New: storePerTest(func() driver.Backend { return memory.New() }), Budget: 800 * time.Millisecond}},
+		{"room", locktest.RandomHarness{New: storePerTest(func() driver.Backend { return newRoomMemory() }), Budget: 2 * time.Second}},
+		{"plain", locktest.RandomHarness{New: storePerTest(func() driver.Backend { return memory.New() }), Budget: 700 * time.Millisecond}},
 	}
 }
 
