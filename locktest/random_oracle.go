@@ -157,6 +157,9 @@ func (o *oracle) write(ctx context.Context, r *rec) {
 	if realErr == nil && real && o.w.fence != nil {
 		ks.realWritten = true
 	}
+	o.mu.Unlock()
+	o.storeOutlives(ctx, r)
+	o.mu.Lock()
 	still := o.validLocked(r)
 	o.mu.Unlock()
 	switch {
@@ -166,6 +169,41 @@ func (o *oracle) write(ctx context.Context, r *rec) {
 			r.key, r, last, floor)
 	case realErr == nil && !real:
 		o.w.fail("tokens out of order on %q: %s, valid before and after its write, was refused by the store's fenced storage", r.key, r)
+	}
+}
+
+// ttlSlack allows for the store's rounding of the time left (Redis's
+// PTTL: milliseconds).
+const ttlSlack = 25 * time.Millisecond
+
+// storeOutlives fails the run if the store will let r's lock expire
+// before r's own clock says it ends: the lock would be free, and taken,
+// while r still holds it. r's validity only falls with time between its
+// renewals, which raise it: read before the store is asked, less the
+// time the asking took, it is at most what it was when the store
+// answered.
+func (o *oracle) storeOutlives(ctx context.Context, r *rec) {
+	in, ok := o.w.bases[0].(driver.Inspector)
+	if !ok {
+		return
+	}
+	t0 := time.Now()
+	v := r.l.Validity()
+	st, err := in.Inspect(ctx, r.key)
+	v -= time.Since(t0)
+	if err != nil || !st.Held || len(st.Holders) == 0 {
+		return
+	}
+	h := st.Holders[0]
+	if h.Owner != r.owner || h.TTL < 0 || h.Token != 0 && o.grantOf(h.Token) != o.grantOf(r.token) {
+		return // another grant's lock: the exclusion check's business
+	}
+	o.mu.Lock()
+	removed := o.removedLocked(r)
+	o.mu.Unlock()
+	if !removed && r.l.Context().Err() == nil && v > h.TTL+ttlSlack {
+		o.w.fail("%s is valid for %v more by its own clock, but the store lets its lock expire in %v: the lock will be free while the lease holds it",
+			r, v.Round(time.Millisecond), h.TTL.Round(time.Millisecond))
 	}
 }
 

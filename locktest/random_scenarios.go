@@ -10,19 +10,19 @@ import (
 // keys, which operations each worker does how often, and which faults
 // the store injects.
 type scenario struct {
-	name            string
-	clients         int
-	workers         int // worker i uses Client i mod clients
-	keys            int
-	ttl             time.Duration
-	plan            map[op]rates
-	mix             mix
-	evict           [2]time.Duration // evictions every so long (zero: none)
-	observers       int              // Observe loops, on Clients other than the first when there are several
-	closeAt         [2]time.Duration // the first Client closes this far into a run (zero: never)
-	firstClientOnly bool             // every worker on the first Client but the last one
-	runLen          time.Duration    // one run's length (zero: runLen)
-	forcer          [2]time.Duration // an operator's ForceRelease every so long (zero: none)
+	name      string
+	clients   int
+	workers   int // worker i uses Client i mod clients
+	keys      int
+	ttl       time.Duration
+	plan      map[op]rates
+	mix       mix
+	evict     [2]time.Duration // evictions every so long (zero: none)
+	observers int              // Observe loops, on Clients other than the first when there are several
+	closeAt   [2]time.Duration // the first Client closes this far into a run (zero: never)
+	onFirst   int              // workers on the first Client; the others go round the rest
+	runLen    time.Duration    // one run's length (zero: runLen)
+	forcer    [2]time.Duration // an operator's ForceRelease every so long (zero: none)
 }
 
 // mix is what a worker does, with relative weights for the operations
@@ -67,9 +67,9 @@ var scenarios = []*scenario{
 	{
 		// Runs of handoffs without the store on one hot key, and an
 		// operator's ForceRelease in the middle of them.
-		name: "ForceReleaseDuringHandoffs", clients: 2, workers: 7, keys: 1, ttl: 2 * time.Second, firstClientOnly: true,
-		mix:    mix{acquire: 1, hold: [2]time.Duration{time.Millisecond, 5 * time.Millisecond}},
-		forcer: [2]time.Duration{2 * time.Millisecond, 20 * time.Millisecond},
+		name: "ForceReleaseDuringHandoffs", clients: 2, workers: 7, keys: 1, ttl: 2 * time.Second, onFirst: 6,
+		mix:    mix{acquire: 1, hold: [2]time.Duration{time.Millisecond, 4 * time.Millisecond}},
+		forcer: [2]time.Duration{10 * time.Millisecond, 60 * time.Millisecond},
 	},
 	{
 		// Workers that reuse a fixed owner id, as a reentrant owner
@@ -95,11 +95,11 @@ var scenarios = []*scenario{
 	},
 	{
 		// An Extend that reaches the store late, sent as its lease is
-		// released, while successors hold long enough for a shortened
-		// lock to expire under them.
-		name: "ExtendDuringHandoff", clients: 2, workers: 8, keys: 1, ttl: 2 * time.Second,
+		// released, while successors hold: the store's lock must not
+		// end before their leases do.
+		name: "ExtendDuringHandoff", clients: 2, workers: 8, keys: 1, ttl: 2 * time.Second, onFirst: 5,
 		plan: map[op]rates{opExtend: {late: .7, delay: 10 * time.Millisecond}},
-		mix:  mix{acquire: 1, hold: [2]time.Duration{0, 2 * time.Millisecond}, long: .2, extendDuring: .6, noWatchdog: .5},
+		mix:  mix{acquire: 1, hold: [2]time.Duration{0, 2 * time.Millisecond}, long: .05, extendDuring: .6, noWatchdog: .5},
 	},
 	{
 		// Leaders that lead steadily while Observe meets stale answers.
@@ -110,8 +110,8 @@ var scenarios = []*scenario{
 	{
 		// Close while waiters wait in the Client's line and campaigns
 		// wait to lead.
-		name: "CloseWithWaiters", clients: 2, workers: 8, keys: 1, ttl: 2 * time.Second,
-		mix:     mix{acquire: 1, campaign: 1, hold: [2]time.Duration{50 * time.Millisecond, 300 * time.Millisecond}, campaignWait: 1},
+		name: "CloseWithWaiters", clients: 2, workers: 8, keys: 1, ttl: 2 * time.Second, onFirst: 6,
+		mix:     mix{acquire: 1, campaign: 2, hold: [2]time.Duration{50 * time.Millisecond, 300 * time.Millisecond}, campaignWait: 1},
 		closeAt: [2]time.Duration{150 * time.Millisecond, 450 * time.Millisecond},
 	},
 	{
@@ -128,10 +128,10 @@ var scenarios = []*scenario{
 func (sc *scenario) start(w *world, wg *sync.WaitGroup) {
 	for i := range sc.workers {
 		ci := i % sc.clients
-		if sc.firstClientOnly {
+		if sc.onFirst > 0 {
 			ci = 0
-			if i == sc.workers-1 {
-				ci = sc.clients - 1
+			if i >= sc.onFirst {
+				ci = 1 + (i-sc.onFirst)%(sc.clients-1)
 			}
 		}
 		ch := &lockedChooser{c: w.choose(i)}
