@@ -181,7 +181,7 @@ func (k *worker) release(r *rec) {
 	default:
 		err := rel("Release")
 		for i := 0; i < 3 && err != nil && !errors.Is(err, turnstile.ErrNotHeld) && !errors.Is(err, turnstile.ErrClosed) && chance(k.ch, m.retry); i++ {
-			sleep(k.ctx, between(k.ch, time.Millisecond, 10*time.Millisecond))
+			sleep(k.ctx, between(k.ch, 2*time.Millisecond, 15*time.Millisecond))
 			err = rel("Release (again, after an error)")
 		}
 	}

@@ -83,8 +83,8 @@ var scenarios = []*scenario{
 		// finds nobody waiting and goes to the store, and a waiter may
 		// line up before the retry.
 		name: "ReleaseRetryAfterLostReply", clients: 2, workers: 6, keys: 1, ttl: 2 * time.Second,
-		plan: map[op]rates{opRelease: {lost: .3}},
-		mix:  mix{acquire: 1, hold: [2]time.Duration{0, 2 * time.Millisecond}, pause: [2]time.Duration{0, 5 * time.Millisecond}, retry: 1},
+		plan: map[op]rates{opRelease: {lost: .4}},
+		mix:  mix{acquire: 1, hold: [2]time.Duration{0, 2 * time.Millisecond}, pause: [2]time.Duration{0, 8 * time.Millisecond}, retry: 1},
 	},
 	{
 		// Two Releases of one lease at once, or the second as the first
@@ -111,8 +111,8 @@ var scenarios = []*scenario{
 		// Close while waiters wait in the Client's line and campaigns
 		// wait to lead.
 		name: "CloseWithWaiters", clients: 2, workers: 8, keys: 1, ttl: 2 * time.Second, onFirst: 6,
-		mix:     mix{acquire: 1, campaign: 2, hold: [2]time.Duration{50 * time.Millisecond, 300 * time.Millisecond}, campaignWait: 1},
-		closeAt: [2]time.Duration{150 * time.Millisecond, 450 * time.Millisecond},
+		mix:     mix{acquire: 1, campaign: 3, hold: [2]time.Duration{50 * time.Millisecond, 300 * time.Millisecond}, campaignWait: 1},
+		closeAt: [2]time.Duration{100 * time.Millisecond, 400 * time.Millisecond},
 	},
 	{
 		// Locks removed behind their holders' backs, and short leases
