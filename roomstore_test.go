@@ -63,13 +63,6 @@ func (s *roomStore) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 	return tok * s.room, ok, err
 }
 
-// failedAttempts is how many of owner's attempts found the key held.
-func (s *roomStore) failedAttempts(owner string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.failed[owner]
-}
-
 // failedAny is how many attempts of any owner found the key held.
 func (s *roomStore) failedAny() int {
 	s.mu.Lock()
