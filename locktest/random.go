@@ -53,7 +53,7 @@ import (
 //
 // Environment:
 //
-//	TURNSTILE_RANDOM_SEED=N         the first run's seed (then N+1, …)
+//	TURNSTILE_RANDOM_SEED=N         every run's seed (default: a new one per run)
 //	TURNSTILE_RANDOM_DURATION=10m   how long each scenario runs
 //	TURNSTILE_RANDOM_SCENARIO=Name  only the scenarios matching this regexp
 func RunRandom(t *testing.T, h RandomHarness) {
@@ -143,14 +143,14 @@ func randomSeed() (uint64, bool, error) {
 // leases to cycle many times, short enough for many runs per budget.
 const runLen = 700 * time.Millisecond
 
-// runScenario runs sc with seeds seed, seed+1, … until the budget is
-// spent or a run fails.
+// runScenario runs sc until the budget is spent or a run fails: with
+// seeds seed, seed+1, …, or, to rerun a failure, with seed every time.
 func runScenario(t *testing.T, h *RandomHarness, sc *scenario, seed uint64, budget time.Duration, fixed bool) {
 	leaks := append([]goleak.Option{goleak.IgnoreCurrent()}, h.IgnoreGoroutines...)
 	start := time.Now()
 	runs := 0
 	var total stats
-	for s := seed; runs == 0 || time.Since(start) < budget; s++ {
+	for s := seed; runs == 0 || time.Since(start) < budget; {
 		runs++
 		d := runLen
 		if sc.runLen > 0 {
@@ -162,8 +162,8 @@ func runScenario(t *testing.T, h *RandomHarness, sc *scenario, seed uint64, budg
 			t.Fatalf("%s\nrun %d of %s, seed %d, after %v\nrerun: TURNSTILE_RANDOM_SEED=%d go test -count=1 -run '%s' %s",
 				msg, runs, sc.name, s, time.Since(start).Round(time.Millisecond), s, runPattern(t.Name()), pkg(h))
 		}
-		if fixed && os.Getenv("TURNSTILE_RANDOM_DURATION") == "" {
-			break // a rerun of one seed
+		if !fixed {
+			s++ // a rerun repeats its seed: the interleavings differ from run to run
 		}
 	}
 	if err := goleak.Find(leaks...); err != nil {
