@@ -3,7 +3,11 @@
 # module in go.work, one at a time, for DURATION each (default 30s), and
 # stops at the first failure, printing where Go saved the failing input.
 # Plain `go test` (and so scripts/test.sh) already runs every target's seed
-# corpus, f.Add inputs and testdata/fuzz/FuzzXxx files alike.
+# corpus, f.Add inputs and testdata/fuzz/FuzzXxx files alike. FuzzClient
+# (the randomized checker of the Client driven by the fuzzer's input) is
+# one of the targets; after them the randomized checker itself runs in
+# its long mode, each scenario for DURATION, on the memory backend and on
+# Redis (locktest.RunRandom, TestRandomized).
 #
 #   ./scripts/fuzz.sh           30s per target
 #   ./scripts/fuzz.sh 5m        longer
@@ -42,3 +46,14 @@ for m in $(go list -m -f '{{.Dir}}'); do
 	done
 done
 echo "== $targets fuzz targets, $duration each, all passed in $(($(date +%s) - start))s"
+
+for dir in . redis; do
+	t0=$(date +%s)
+	echo "== ./$dir TestRandomized ($duration per scenario)"
+	if ! (cd "$dir" && TURNSTILE_RANDOM_DURATION=$duration go test -count=1 -timeout 0 -run '^TestRandomized$' -v .) >"$log" 2>&1; then
+		grep -E '^\s*(--- FAIL|random\.go:|rerun:)' "$log" | tail -n 40
+		echo "FAIL: TestRandomized in ./$dir (each failure above names its seed and the command that reruns it)"
+		exit 1
+	fi
+	echo "   ok in $(($(date +%s) - t0))s"
+done
