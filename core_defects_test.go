@@ -249,9 +249,10 @@ func TestDefectDoubleReleaseDeletesSuccessorsLock(t *testing.T) {
 }
 
 // TestDefectExtendInFlightDuringHandoff: an Extend on its way to the
-// store when its lease is handed to the next waiter without the store
-// must not shorten the successor's lock: the successor would go on
-// holding a lock the store lets expire.
+// store when its lease is released must not shorten the lock of the
+// next holder: the Release waits for the Extend (one operation at a time
+// on an owner id), and the lock then reaches the next waiter with the
+// TTL the store has, through the store if the Extend changed it.
 func TestDefectExtendInFlightDuringHandoff(t *testing.T) {
 	ctx := testCtx(t)
 	s := newRoomStore()
@@ -271,17 +272,24 @@ func TestDefectExtendInFlightDuringHandoff(t *testing.T) {
 	extended := make(chan error, 1)
 	go func() { extended <- l1.Extend(ctx, short) }()
 	<-s.extending
-	if err := l1.Release(ctx); err != nil {
+	released := make(chan error, 1)
+	go func() { released <- l1.Release(ctx) }()
+	select {
+	case err := <-released:
+		t.Fatalf("Release returned %v while the lease's Extend was on its way to the store", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(s.extendGate)
+	extendErr := <-extended
+	if err := <-released; err != nil {
 		t.Fatal(err)
 	}
 	lw := lease(t, <-w)
 	defer lw.Release(ctx)
-	close(s.extendGate)
-	extendErr := <-extended
 	time.Sleep(2 * short) // past the shortened lock's expiry in the store
 	x, err := other.TryAcquire(ctx, key)
 	if err == nil && lw.Validity() > 0 {
-		t.Fatalf("two holders: Extend(%v) in flight returned %v after its lease was handed over; the successor (token %d) is valid for %v more, yet another Client was granted token %d",
+		t.Fatalf("two holders: Extend(%v) returned %v; the successor (token %d) is valid for %v more, yet another Client was granted token %d",
 			short, extendErr, lw.Token(), lw.Validity(), x.Token())
 	}
 }

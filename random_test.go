@@ -62,14 +62,14 @@ func (r *roomMemory) TokenRoom() uint64 { return storeRoom }
 
 func (r *roomMemory) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
 	tok, ok, err := r.Backend.Acquire(ctx, key, owner, ttl)
-	return tok * storeRoom, ok, err
+	return tok * 2 * storeRoom, ok, err
 }
 
 func scaled(st driver.LockState) driver.LockState {
-	st.Token *= storeRoom
+	st.Token *= 2 * storeRoom
 	hs := make([]driver.Holder, len(st.Holders))
 	for i, h := range st.Holders {
-		h.Token *= storeRoom
+		h.Token *= 2 * storeRoom
 		hs[i] = h
 	}
 	st.Holders = hs
@@ -96,11 +96,12 @@ func (r *roomMemory) ForceRelease(ctx context.Context, key string) (driver.LockS
 	}
 	st = scaled(st)
 	if st.Held && len(st.Holders) > 0 {
-		st.Token = st.Holders[0].Token + 1
+		t := st.Holders[0].Token
+		st.Token = t - t%storeRoom + storeRoom
 	}
 	return st, nil
 }
 
 func (r *roomMemory) RaiseFence(ctx context.Context, key, owner string, token uint64) (bool, error) {
-	return r.Backend.RaiseFence(ctx, key, owner, (token+storeRoom-1)/storeRoom)
+	return r.Backend.RaiseFence(ctx, key, owner, (token+2*storeRoom-1)/(2*storeRoom))
 }

@@ -12,8 +12,10 @@ import (
 
 // roomStore is a memory backend whose tokens leave room between grants
 // (driver.TokenRoom), as Redis's do, in every answer: grants, Inspect and
-// ForceRelease. Like Redis's script, ForceRelease raises the key's fence
-// to one above the holder's token and reports that floor. Tests steer it
+// ForceRelease. Its tokens are the memory store's times twice the room,
+// so that the next grant after a forced release is above the floor that
+// ForceRelease reports, the next multiple of the room above the removed
+// holder's token, as Redis's script does. Tests steer it
 // through its hooks to stand for a store that acts but loses its reply,
 // or a request that reaches the store late.
 type roomStore struct {
@@ -60,7 +62,7 @@ func (s *roomStore) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 		s.failed[owner]++
 		s.mu.Unlock()
 	}
-	return tok * s.room, ok, err
+	return tok * 2 * s.room, ok, err
 }
 
 // failedAny is how many attempts of any owner found the key held.
@@ -97,10 +99,10 @@ func (s *roomStore) Release(ctx context.Context, key, owner string) (bool, error
 const errLostReply = errString("room memory: connection reset before the reply")
 
 func (s *roomStore) scale(st driver.LockState) driver.LockState {
-	st.Token *= s.room
+	st.Token *= 2 * s.room
 	hs := make([]driver.Holder, len(st.Holders))
 	for i, h := range st.Holders {
-		h.Token *= s.room
+		h.Token *= 2 * s.room
 		hs[i] = h
 	}
 	st.Holders = hs
@@ -132,7 +134,7 @@ func (s *roomStore) List(ctx context.Context, prefix string, limit int) ([]drive
 }
 
 // ForceRelease removes the lock and reports the fence floor as Redis
-// does: one above the removed holder's token.
+// does: the next multiple of the room above the removed holder's token.
 func (s *roomStore) ForceRelease(ctx context.Context, key string) (driver.LockState, error) {
 	st, err := s.mem.ForceRelease(ctx, key)
 	if err != nil {
@@ -140,7 +142,8 @@ func (s *roomStore) ForceRelease(ctx context.Context, key string) (driver.LockSt
 	}
 	st = s.scale(st)
 	if st.Held && len(st.Holders) > 0 {
-		st.Token = st.Holders[0].Token + 1
+		t := st.Holders[0].Token
+		st.Token = t - t%s.room + s.room
 	}
 	return st, nil
 }

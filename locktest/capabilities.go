@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/turnstilelock/turnstile/driver"
 )
@@ -37,8 +36,6 @@ var has = map[capability]func(driver.Backend) bool{
 		r, ok := b.(driver.TokenRoom)
 		return ok && r.TokenRoom() > 1 // the Client ignores less
 	},
-	"HandOff":       func(b driver.Backend) bool { _, ok := b.(driver.HandOff); return ok },
-	"QuietReleaser": func(b driver.Backend) bool { _, ok := b.(driver.QuietReleaser); return ok },
 	"AloudReleaser": func(b driver.Backend) bool { _, ok := b.(driver.AloudReleaser); return ok },
 	"Notifier":      func(b driver.Backend) bool { _, ok := b.(driver.Notifier); return ok },
 	// Stores whose locks may have several holders are not for this
@@ -57,7 +54,7 @@ var layers = []struct {
 		func(f *faulty) driver.Backend { return coreCaps{f} }},
 	{[]capability{"Inspector", "ForceReleaser", "BatchExtender", "Fencer", "TokenRoom"},
 		func(f *faulty) driver.Backend { return roomCaps{coreCaps{f}} }},
-	{[]capability{"Inspector", "ForceReleaser", "BatchExtender", "Fencer", "TokenRoom", "HandOff", "QuietReleaser", "AloudReleaser", "Notifier"},
+	{[]capability{"Inspector", "ForceReleaser", "BatchExtender", "Fencer", "TokenRoom", "AloudReleaser", "Notifier"},
 		func(f *faulty) driver.Backend { return fullCaps{roomCaps{coreCaps{f}}} }},
 }
 
@@ -127,50 +124,13 @@ type roomCaps struct{ coreCaps }
 
 func (c roomCaps) TokenRoom() uint64 { return c.base.(driver.TokenRoom).TokenRoom() }
 
-// fullCaps adds HandOff, QuietReleaser, AloudReleaser and Notifier (the
-// redis backend's set).
+// fullCaps adds AloudReleaser and Notifier (the redis backend's set).
 type fullCaps struct{ roomCaps }
-
-func (c fullCaps) HandOff(ctx context.Context, key, owner, next string, ttl time.Duration) (tok uint64, ok bool, err error) {
-	err = c.do(ctx, opHandOff, func(ctx context.Context) error {
-		var err error
-		tok, ok, err = c.base.(driver.HandOff).HandOff(ctx, key, owner, next, ttl)
-		if ok && err == nil {
-			c.w.granted(key, next)
-		}
-		return err
-	})
-	if err != nil {
-		return 0, false, err
-	}
-	return tok, ok, nil
-}
-
-func (c fullCaps) ReleaseQuiet(ctx context.Context, key, owner string) (bool, error) {
-	return c.release(ctx, func(ctx context.Context) (bool, error) {
-		return c.base.(driver.QuietReleaser).ReleaseQuiet(ctx, key, owner)
-	})
-}
-
-func (c fullCaps) Notify(ctx context.Context, key string) error {
-	return c.do(ctx, opNotify, func(ctx context.Context) error {
-		return c.base.(driver.QuietReleaser).Notify(ctx, key)
-	})
-}
 
 func (c fullCaps) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
 	return c.release(ctx, func(ctx context.Context) (bool, error) {
 		return c.base.(driver.AloudReleaser).ReleaseAloud(ctx, key, owner)
 	})
-}
-
-func (c fullCaps) ReleaseWaited(ctx context.Context, key, owner string) (ok, waited bool, err error) {
-	ok, err = c.release(ctx, func(ctx context.Context) (bool, error) {
-		var err error
-		ok, waited, err = c.base.(driver.AloudReleaser).ReleaseWaited(ctx, key, owner)
-		return ok, err
-	})
-	return ok, waited, err
 }
 
 func (c fullCaps) Released(ctx context.Context, key string) (<-chan struct{}, func(), error) {
