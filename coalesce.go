@@ -117,6 +117,7 @@ func (c *Client) waitInLine(ctx context.Context, k *contender) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
+	ln.lead(w)
 	sig := signals{line: ln, w: w}
 	// Attempt at once unless this call has just failed one — but look
 	// again after subscribing: a release between that attempt and the
@@ -158,6 +159,16 @@ func (k *contender) awaitTurn(ctx context.Context, w *waiter) (bool, error) {
 	case <-expired:
 		return true, k.fail(fmt.Errorf("%w (waited %v behind other waiters of this process)", ErrNotAcquired, budget))
 	}
+}
+
+// lead marks w, whose turn has come, as the head: promoted behind a
+// waiter that left, or first in a line it found empty.
+func (ln *line) lead(w *waiter) {
+	ln.mu.Lock()
+	if w.state == waiterQueued {
+		w.state = waiterAsking
+	}
+	ln.mu.Unlock()
 }
 
 // park makes the head a target for handoffs while it waits for a signal.
