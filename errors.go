@@ -54,10 +54,6 @@ var (
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("turnstile: client closed")
 
-	// ErrNoQuorum: a composite backend could not reach a quorum of its
-	// members.
-	ErrNoQuorum = errors.New("turnstile: no quorum")
-
 	// ErrRateLimited: the key is over its admission limit (WithAdmission)
 	// and the caller chose to be refused, or was not admitted in time.
 	ErrRateLimited = errors.New("turnstile: rate limited")
@@ -68,10 +64,6 @@ var (
 	// refused; docs/security.md lists what each store's user needs.
 	// Acquire does not retry it: it ends the wait at once.
 	ErrPermission = errors.New("turnstile: permission denied by the lock store")
-
-	// ErrStaleToken: protected storage refused a write carrying a fencing
-	// token not greater than the last one it accepted.
-	ErrStaleToken = errors.New("turnstile: stale fencing token")
 )
 
 // LockError reports the operation, key and backend of a failure. It wraps

@@ -64,7 +64,7 @@ func TestDefectForceReleaseLetsHandedLeaseWrite(t *testing.T) {
 	}
 	// l3, paused before its first write, writes now.
 	err = guard.Set(ctx, key, l3.Token(), data, "late")
-	if !errors.Is(err, turnstile.ErrStaleToken) {
+	if !errors.Is(err, fence.ErrStaleToken) {
 		t.Fatalf("ForceRelease removed the lease with token %d (after %d, %d: handed over without the store) and returned the floor %d, yet fence.Redis took that lease's late write: %v",
 			l3.Token(), l1.Token(), l2.Token(), st.Token, err)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/fence"
 	"github.com/turnstilelock/turnstile/internal/testserver"
@@ -38,7 +37,7 @@ type guard struct{ g *fence.Redis }
 
 func (g guard) Write(ctx context.Context, resource string, token uint64) (bool, error) {
 	_, err := g.g.IncrBy(ctx, resource, token, fence.DataKey(resource, "writes"), 1)
-	if errors.Is(err, turnstile.ErrStaleToken) {
+	if errors.Is(err, fence.ErrStaleToken) {
 		return false, nil
 	}
 	return err == nil, err

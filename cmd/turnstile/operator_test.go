@@ -276,7 +276,7 @@ sleep 60 & wait`)
 	if err := strict.Set(ctx, key, l.Token(), data, "by the next holder"); err != nil {
 		t.Fatalf("the next holder's fenced write: %v", err)
 	}
-	if err := strict.Set(ctx, key, old, data, "late write"); !errors.Is(err, turnstile.ErrStaleToken) {
+	if err := strict.Set(ctx, key, old, data, "late write"); !errors.Is(err, fence.ErrStaleToken) {
 		t.Errorf("a late write with the removed token after the next holder's = %v, want ErrStaleToken", err)
 	}
 	if v := srv.MustDo(t, "GET", data); v != "by the next holder" {

@@ -764,12 +764,12 @@ func (o *outage) critical(ctx context.Context, key *outageKey, l *turnstile.Leas
 	switch {
 	case err == nil:
 		o.accepted++
-	case errors.Is(err, turnstile.ErrStaleToken) && current:
+	case errors.Is(err, fence.ErrStaleToken) && current:
 		o.currentRefused++
 		if o.firstRefusal == "" {
 			o.firstRefusal = fmt.Sprintf("token %d from %s (%s), %v of its lease left: %v", token, store, outagePhaseNames[ph], l.Validity().Round(time.Millisecond), err)
 		}
-	case errors.Is(err, turnstile.ErrStaleToken):
+	case errors.Is(err, fence.ErrStaleToken):
 		o.staleRefused++
 	case ctx.Err() != nil:
 	default:
