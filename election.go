@@ -173,16 +173,8 @@ func (e *Election) campaign(ctx context.Context, value string, wait bool) (*Lead
 	if err := checkLeaderValue(value); err != nil {
 		return nil, err
 	}
-	// The value takes the place of the instance id in the owner id, so
-	// that each attempt still has an owner id of its own.
-	// Its release (Resign) tells the observers, who try nothing.
-	opts := append(e.opts[:len(e.opts):len(e.opts)], func(c *config) error {
-		c.instanceID = value
-		c.aloud = true
-		return nil
-	})
 	for {
-		l, err := e.c.acquire(ctx, e.name, opts, wait)
+		l, err := e.c.acquire(ctx, e.name, e.opts, wait, value)
 		if err == nil && ctx.Err() != nil {
 			// Won as the caller gave up: step down, leave no leader
 			// behind that nobody will renew or resign.

@@ -58,6 +58,12 @@ var (
 	// and the caller chose to be refused, or was not admitted in time.
 	ErrRateLimited = errors.New("turnstile: rate limited")
 
+	// ErrUnsupported: the Client's backend lacks the capability a call
+	// needs (Inspect and List need a driver.Inspector, ForceRelease a
+	// driver.ForceReleaser, a lock kind its driver interface). The error
+	// names the backend.
+	ErrUnsupported = errors.New("turnstile: not supported by the backend")
+
 	// ErrPermission: the store refused a command, a key or a node to the
 	// user turnstile connects as (a Redis ACL, etcd's role permissions, a
 	// ZooKeeper node's ACL, a database grant). The error names what was

@@ -85,13 +85,13 @@ func (c *Client) handOver(l *Lease, st releaseStart) bool {
 // handed over without the store by a lease with settings l and TTL ttl:
 // the same TTL, the same instance id, no fixed owner id, no election.
 func takesLocal(w, l *config, ttl time.Duration) bool {
-	return w.ttl == ttl && w.instanceID == l.instanceID && w.owner == "" && !w.aloud
+	return w.ttl == ttl && w.instanceID == l.instanceID && w.owner == "" && !w.election
 }
 
 // releaseInStore releases l's lock in the store: with the release notice
 // in any case for an election's lease, whose observers try nothing.
 func (c *Client) releaseInStore(ctx context.Context, l *Lease) (bool, error) {
-	if l.cfg.aloud && c.aloud != nil {
+	if l.cfg.election && c.aloud != nil {
 		return c.aloud.ReleaseAloud(ctx, l.key, l.owner)
 	}
 	return c.backend.Release(ctx, l.key, l.owner)
