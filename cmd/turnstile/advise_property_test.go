@@ -151,6 +151,12 @@ func checkAdvice(t testing.TB, what string, in *adviseInput, c cost, a advice) {
 	if c.source == "measured" && k.Source == "measured" && k.Store == "redis" && row != rowLockFree && !near(k.PerGroupRate, c.redisCap()) {
 		fail("a measured Redis sized at %v/s, not its measured %v/s", k.PerGroupRate, c.redisCap())
 	}
+	// A measured Redis that carries the load gets it, whatever the
+	// table's bound for a server not measured.
+	if d := newDemand(in, c); c.source == "measured" && in.Safety == "normal" && in.Stores == nil && row != rowLockFree &&
+		d.requests > tableDB && d.requests <= c.redisCap() && (row != rowRedis || k.Groups != 1) {
+		fail("%v requests/s, which the measured Redis carries (%v/s), went to %s in %d groups", d.requests, c.redisCap(), row, k.Groups)
+	}
 
 	// Locks: held only where the design holds them; renewals only where a
 	// watchdog renews; requests are acquisitions and renewals.

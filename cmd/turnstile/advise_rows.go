@@ -95,7 +95,7 @@ func pickRow(in *adviseInput, d demand, c cost) (row string, reasons []string, b
 			}
 			nodes := "one Redis"
 			if row == rowRedlock || money { // money takes a Redlock, below
-				nodes = fmt.Sprintf("%d Redis servers (independent, no replication between them)", docRedlockNodes)
+				nodes = "the preset's Redis servers (independent, no replication between them)"
 			}
 			reasons = append(reasons, "--stores has no Redis: deploy "+nodes+"; nothing you run carries this load as a lock")
 		}
