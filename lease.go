@@ -137,6 +137,9 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	sent := now()
 	ok, err := l.c.backend.Extend(ctx, l.key, l.owner, ttl)
 	if err != nil {
+		// The store may have taken it: a shorter TTL may be the lock's
+		// now, or later, whenever the request arrives.
+		wd.extendUnknown(l, sent, ttl)
 		return l.c.wrap("extend", l.key, l.c.closedErr(err))
 	}
 	if !ok {
