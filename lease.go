@@ -104,8 +104,11 @@ func (l *Lease) Validity() time.Duration {
 
 // Extend renews the lease for ttl from now, and makes ttl the lease's TTL
 // for later renewals. If the lock is no longer held by this lease the
-// lease is lost and the error matches ErrNotHeld. After Client.Close the
-// error matches ErrClosed.
+// lease is lost and the error matches ErrNotHeld. After a store error a
+// ttl shorter than the lease's becomes its TTL all the same, and its
+// validity shrinks to ttl from the call: the request may have reached the
+// store, or still reach it, and cut the lock to ttl. After Client.Close
+// the error matches ErrClosed.
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := checkTTL(ttl); err != nil {
 		return err
