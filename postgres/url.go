@@ -3,10 +3,13 @@ package postgres
 import (
 	"crypto/tls"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/internal/redact"
 	"github.com/turnstilelock/turnstile/internal/storeurl"
 )
 
@@ -51,6 +54,14 @@ func parseURL(u *url.URL) (connCfg *pgx.ConnConfig, opts []Option, err error) {
 		}))
 		if err != nil {
 			return err
+		}
+		// pgx sends a parameter it does not know to the server as a
+		// run-time setting: a misspelt password (pasword=…) would travel
+		// there, and come back in the server's refusal.
+		for _, name := range slices.Sorted(maps.Keys(q)) {
+			if name != "password" && redact.Misspelt(name) {
+				return storeurl.Unknown(url.Values{name: q[name]}, map[string]bool(nil), name, "a misspelt secret? libpq's password parameters are password and sslpassword")
+			}
 		}
 		if tl.Given() {
 			if len(q["sslmode"]) > 1 {
