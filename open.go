@@ -107,6 +107,11 @@ func openURL(ctx context.Context, rawURL string, opts []Option) (*Client, error)
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalidOption)
 	}
+	// A password cut short by an unescaped '/', '?' or '#' would have its
+	// rest shown, and dialled, as a host or a path: refuse it unread.
+	if redact.Ambiguous(rawURL) {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidURL, redact.ErrAmbiguous)
+	}
 	// The options are checked before anything is dialled, and the
 	// backend learns the settings it must agree with.
 	cfg := defaultConfig()

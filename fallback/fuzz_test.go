@@ -4,11 +4,13 @@ import (
 	"errors"
 	"net/url"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/internal/redact/redacttest"
 )
 
 // FuzzParseURL: the fallback:// parser never panics, refuses what it
@@ -94,6 +96,41 @@ func FuzzParseSwitch(f *testing.F) {
 		again := switchOwner(dir, grace)
 		if _, d, g, err := parseSwitch("turnstile:fallback/", key, again); err != nil || d != dir || g != grace {
 			t.Fatalf("switchOwner(%q, %v) = %q reads back as %q %v %v", dir, grace, again, d, g, err)
+// FuzzInnerURLRedacts: inner URLs with a secret of several runs and
+// separators ('@', '/', '?' and '#' among them, unencoded) in every place
+// a URL holds one, as primary or secondary, written as they are or
+// percent-encoded: no error of the parser shows a run of the secret, and
+// every error wraps ErrInvalidURL.
+func FuzzInnerURLRedacts(f *testing.F) {
+	at := slices.Index(redacttest.Separators, "@")
+	for i := range redacttest.Separators {
+		f.Add([]byte("hunter2"), []byte("corp2024"), redacttest.SepsIndex(at, i))
+	}
+	f.Fuzz(func(t *testing.T, x, y []byte, sepIdx uint8) {
+		secret, never := redacttest.Secret(x, y, redacttest.Seps(sepIdx, x)...)
+		for _, scheme := range []string{"redis", "redis+sentinel", "postgres"} {
+			for _, inner := range redacttest.URLs(scheme, "127.0.0.1:1", secret) {
+				for _, raw := range []string{
+					"fallback://?primary=" + url.QueryEscape(inner) + "&secondary=mem://",
+					"fallback://?primary=mem://&secondary=" + inner,
+					"fallback://?primary=" + inner + "&secondary=mem://",
+				} {
+					u, err := url.Parse(raw)
+					if err != nil {
+						continue // Open refuses it before any backend sees it
+					}
+					_, err = parseURL(u)
+					if err == nil {
+						continue
+					}
+					if leak := redacttest.ErrorLeak(err, never); leak != "" {
+						t.Fatalf("parseURL(%q): error %q shows %q", raw, err, leak)
+					}
+					if !errors.Is(err, turnstile.ErrInvalidURL) {
+						t.Fatalf("parseURL(%q) = %v; want ErrInvalidURL", raw, err)
+					}
+				}
+			}
 		}
 	})
 }

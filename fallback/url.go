@@ -96,6 +96,10 @@ func checkInner(name, raw string) error {
 	if raw == "" {
 		return fmt.Errorf("no %s: want fallback://?primary=URL&secondary=URL", name)
 	}
+	// Before the inner URL is shown or opened: see redact.Ambiguous.
+	if redact.Ambiguous(raw) {
+		return fmt.Errorf("%s: %w", name, redact.ErrAmbiguous)
+	}
 	scheme, _, ok := strings.Cut(raw, ":")
 	if !ok || scheme == "" {
 		return fmt.Errorf("%s %s has no scheme (percent-encode an inner URL with '&', '+', '%%' or '#' in it)", name, redact.URL(raw))

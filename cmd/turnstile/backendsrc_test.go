@@ -76,7 +76,9 @@ func TestCommandsNeverShowPassword(t *testing.T) {
 	}{
 		{nil, []string{"run", "--backend", "redis:default:" + secretPW + "@127.0.0.1:16380", "--key", "k", "--", "true"}, "redis:xxxxx@127.0.0.1:16380"},
 		{nil, []string{"run", "--backend", "//:" + secretPW + "@127.0.0.1:16380", "--key", "k", "--", "true"}, "//:xxxxx@127.0.0.1:16380"},
-		{nil, []string{"run", "--backend", "redis://u:s3c#r3tPW@127.0.0.1:1", "--key", "k", "--", "true"}, "redis://u:xxxxx@127.0.0.1:1"},
+		// An '@' after the '#': where the password ends is unclear, and the
+		// URL is refused without being shown.
+		{nil, []string{"run", "--backend", "redis://u:s3c#r3tPW@127.0.0.1:1", "--key", "k", "--", "true"}, "the userinfo is ambiguous"},
 		{nil, []string{"run", "--backend", "redis://:" + secretPW + "@127.0.0.1:1", "--key", "k", "--", "true"}, "connection refused"},
 		{nil, []string{"run", "--backend", "redis://:" + secretPW + "@127.0.0.1:1/?password=" + secretPW, "--key", "k", "--", "true"}, "unknown query parameter"},
 		{[]string{backendEnv + "=redis:u:" + secretPW + "@127.0.0.1:1"}, []string{"run", "--key", "k", "--", "true"}, "redis:xxxxx@127.0.0.1:1"},
