@@ -3,8 +3,8 @@ package fallback
 import (
 	"errors"
 	"net/url"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +96,10 @@ func FuzzParseSwitch(f *testing.F) {
 		again := switchOwner(dir, grace)
 		if _, d, g, err := parseSwitch("turnstile:fallback/", key, again); err != nil || d != dir || g != grace {
 			t.Fatalf("switchOwner(%q, %v) = %q reads back as %q %v %v", dir, grace, again, d, g, err)
+		}
+	})
+}
+
 // FuzzInnerURLRedacts: inner URLs with a secret of several runs and
 // separators ('@', '/', '?' and '#' among them, unencoded) in every place
 // a URL holds one, as primary or secondary, written as they are or

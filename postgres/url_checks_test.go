@@ -83,6 +83,7 @@ func TestURLHostParam(t *testing.T) {
 		}
 	}
 }
+
 // TestAmbiguousUserinfo: a URL whose password holds an '@' and then a
 // '/', '?' or '#' unencoded, whose user information therefore has no
 // clear end, is refused before any use — no host looked up — with an
