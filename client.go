@@ -51,10 +51,11 @@ type Client struct {
 	admissions lineSet[*admitWaiter, *admissionLine] // callers over a rate limit
 	busy       *busyMeter                            // WithQueueWhenBusy
 	shared     bool                                  // the backend's locks may have several holders
-	// aloud is the backend's release with the notice in any case, nil
-	// where its Release always sends one; tokenRoom is driver.TokenRoom's,
-	// or 0: no handoffs without the store (handoff.go).
-	aloud     driver.AloudReleaser
+	// notices is the backend's release that says when to send the
+	// release notice and whether someone else tried the lock, nil where
+	// its Release always sends one; tokenRoom is driver.TokenRoom's, or
+	// 0: no handoffs without the store (handoff.go).
+	notices   driver.NoticeReleaser
 	tokenRoom uint64
 	// trying holds the key hash of a caller making a first attempt, in a
 	// slot chosen by that hash, so that a caller for the same key lines up
@@ -92,7 +93,7 @@ func New(backend driver.Backend, opts ...Option) (*Client, error) {
 	if sh, ok := backend.(driver.Shared); ok {
 		c.shared = sh.Shared()
 	}
-	c.aloud, _ = backend.(driver.AloudReleaser)
+	c.notices, _ = backend.(driver.NoticeReleaser)
 	if tr, ok := backend.(driver.TokenRoom); ok && tr.TokenRoom() > 1 {
 		c.tokenRoom = tr.TokenRoom()
 	}

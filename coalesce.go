@@ -22,7 +22,7 @@ import (
 // that lease ends (leaseEnded), asked when the head goes to the store.
 //
 //	open ──won──▶ held ──ended──▶ open
-//	               └──ended, a run of handoffs over──▶ race ──asked──▶ open
+//	               └──released at a run's end, others told──▶ race ──asked──▶ open
 type lineState uint8
 
 const (
@@ -33,9 +33,12 @@ const (
 	// The head waits for it to end here: release notices from the store
 	// are for earlier releases.
 	lineHeld
-	// lineRace: that lease was released to the store at the end of a
-	// run of handoffs; the head asks after a random pause below
-	// noticeJitter, as waiters of other processes do on the notice.
+	// lineRace: that lease ended a run of handoffs without the store
+	// (handoff.go) and was released to it while waiters of other
+	// processes had tried the lock (driver.NoticeReleaser), and were
+	// told: the head asks after a random pause below noticeJitter, as
+	// they do on the notice, so that the lock does not stay with this
+	// Client time after time.
 	lineRace
 )
 
@@ -246,7 +249,8 @@ func (ln *line) leave(c *Client, w *waiter, won *Lease) {
 
 // leaseEnded wakes the line of l's key, if any: l was released to the
 // store, lost, or closed. race says the release ended a run of handoffs
-// (lineRace). It must run after l's context was cancelled.
+// and told waiters of other processes, who race for the lock (lineRace). It must run after l's
+// context was cancelled.
 func (c *Client) leaseEnded(l *Lease, race bool) {
 	ln, ok := c.lines.load(l.key)
 	if !ok {

@@ -191,9 +191,11 @@ func (l *Lease) Release(ctx context.Context) error {
 		l.c.emit(l.cfg, Event{Type: EventReleased, Key: l.key, Owner: l.owner, Token: l.token})
 		return nil
 	}
-	ok, serr := l.c.releaseInStore(ctx, l)
+	ok, tried, serr := l.c.releaseInStore(ctx, l)
 	wd.endRelease(l, serr)
-	l.c.leaseEnded(l, serr == nil && l.c.endsRun(l))
+	// The end of a run of handoffs is when waiters of other processes
+	// get their turn: if they were told, the next waiter here races them.
+	l.c.leaseEnded(l, serr == nil && tried && l.c.endsRun(l))
 	switch {
 	case serr != nil:
 		err = l.c.wrap("release", l.key, l.c.closedErr(serr))

@@ -30,9 +30,9 @@ type Backend struct {
 }
 
 var (
-	_ driver.Backend       = (*Backend)(nil)
-	_ driver.Namer         = (*Backend)(nil)
-	_ driver.AloudReleaser = (*Backend)(nil)
+	_ driver.Backend        = (*Backend)(nil)
+	_ driver.Namer          = (*Backend)(nil)
+	_ driver.NoticeReleaser = (*Backend)(nil)
 )
 
 // New returns a Backend over primary (for example Redis or Redlock) and
@@ -203,39 +203,38 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 // granted the lease, or in both stores when this Backend does not know
 // the lease (then the primary is skipped while the breaker holds it down).
 func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
-	return b.releaseBoth(ctx, key, owner, false)
+	ok, _, err := b.releaseBoth(ctx, key, owner, driver.NoticeIfTried)
+	return ok, err
 }
 
-// ReleaseAloud implements driver.AloudReleaser: Release with the release
-// notice sent in any case by a store that sends it only when someone
-// tried to take the lock meanwhile (driver.AloudReleaser).
-func (b *Backend) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
-	return b.releaseBoth(ctx, key, owner, true)
+// ReleaseNotice implements driver.NoticeReleaser: Release with the
+// release notice sent as n says by a store that sends it only when
+// someone tried to take the lock meanwhile (driver.NoticeReleaser), and
+// whether the store said someone had (a store that cannot tell counts as
+// told).
+func (b *Backend) ReleaseNotice(ctx context.Context, key, owner string, n driver.Notice) (ok, tried bool, err error) {
+	return b.releaseBoth(ctx, key, owner, n)
 }
 
-func (b *Backend) releaseBoth(ctx context.Context, key, owner string, aloud bool) (bool, error) {
+func (b *Backend) releaseBoth(ctx context.Context, key, owner string, n driver.Notice) (ok, tried bool, err error) {
 	if ctx == nil {
-		return false, fmt.Errorf("%w: nil context", turnstile.ErrInvalidOption)
+		return false, false, fmt.Errorf("%w: nil context", turnstile.ErrInvalidOption)
 	}
 	if l, known := b.leases.take(key, owner); known {
-		return b.release(ctx, l.store, key, owner, aloud)
+		return b.release(ctx, l.store, key, owner, n)
 	}
-	okS, errS := b.release(ctx, secondary, key, owner, aloud)
+	okS, triedS, errS := b.release(ctx, secondary, key, owner, n)
 	if b.State() != StateClosed {
-		return okS, errS
+		return okS, triedS, errS
 	}
-	okP, errP := b.release(ctx, primary, key, owner, aloud)
-	return okP || okS, errors.Join(errP, errS)
+	okP, triedP, errP := b.release(ctx, primary, key, owner, n)
+	return okP || okS, triedP || triedS, errors.Join(errP, errS)
 }
 
-func (b *Backend) release(ctx context.Context, s store, key, owner string, aloud bool) (ok bool, err error) {
+func (b *Backend) release(ctx context.Context, s store, key, owner string, n driver.Notice) (ok, tried bool, err error) {
 	err = b.do(ctx, s, func(st driver.Backend) (err error) {
-		if aloud {
-			ok, err = driver.ReleaseAloud(ctx, st, key, owner)
-		} else {
-			ok, err = st.Release(ctx, key, owner)
-		}
+		ok, tried, err = driver.ReleaseNotice(ctx, st, key, owner, n)
 		return err
 	})
-	return ok, err
+	return ok, tried, err
 }

@@ -48,14 +48,14 @@ type lazyStore struct {
 }
 
 var (
-	_ driver.Backend       = (*lazyStore)(nil)
-	_ driver.Namer         = (*lazyStore)(nil)
-	_ driver.AloudReleaser = (*lazyStore)(nil)
-	_ driver.Inspector     = (*lazyStore)(nil)
-	_ driver.ForceReleaser = (*lazyStore)(nil)
-	_ driver.Reentranter   = (*lazyStore)(nil)
-	_ driver.Semaphorer    = (*lazyStore)(nil)
-	_ driver.ReadWriter    = (*lazyStore)(nil)
+	_ driver.Backend        = (*lazyStore)(nil)
+	_ driver.Namer          = (*lazyStore)(nil)
+	_ driver.NoticeReleaser = (*lazyStore)(nil)
+	_ driver.Inspector      = (*lazyStore)(nil)
+	_ driver.ForceReleaser  = (*lazyStore)(nil)
+	_ driver.Reentranter    = (*lazyStore)(nil)
+	_ driver.Semaphorer     = (*lazyStore)(nil)
+	_ driver.ReadWriter     = (*lazyStore)(nil)
 )
 
 // Name implements driver.Namer: the store's redacted URL.
@@ -170,13 +170,13 @@ func (l *lazyStore) Release(ctx context.Context, key, owner string) (bool, error
 	return b.Release(ctx, key, owner)
 }
 
-// ReleaseAloud implements driver.AloudReleaser with the store's own.
-func (l *lazyStore) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
+// ReleaseNotice implements driver.NoticeReleaser with the store's own.
+func (l *lazyStore) ReleaseNotice(ctx context.Context, key, owner string, n driver.Notice) (bool, bool, error) {
 	b, err := l.get(ctx)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
-	return driver.ReleaseAloud(ctx, b, key, owner)
+	return driver.ReleaseNotice(ctx, b, key, owner, n)
 }
 
 // Inspect implements driver.Inspector with the store's own; the error
@@ -302,11 +302,11 @@ func (v *lazyView) Release(ctx context.Context, key, owner string) (bool, error)
 	return b.Release(ctx, key, owner)
 }
 
-// ReleaseAloud implements driver.AloudReleaser with the view's own.
-func (v *lazyView) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
+// ReleaseNotice implements driver.NoticeReleaser with the view's own.
+func (v *lazyView) ReleaseNotice(ctx context.Context, key, owner string, n driver.Notice) (bool, bool, error) {
 	b, err := v.get(ctx)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
-	return driver.ReleaseAloud(ctx, b, key, owner)
+	return driver.ReleaseNotice(ctx, b, key, owner, n)
 }

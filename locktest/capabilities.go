@@ -36,8 +36,8 @@ var has = map[capability]func(driver.Backend) bool{
 		r, ok := b.(driver.TokenRoom)
 		return ok && r.TokenRoom() > 1 // the Client ignores less
 	},
-	"AloudReleaser": func(b driver.Backend) bool { _, ok := b.(driver.AloudReleaser); return ok },
-	"Notifier":      func(b driver.Backend) bool { _, ok := b.(driver.Notifier); return ok },
+	"NoticeReleaser": func(b driver.Backend) bool { _, ok := b.(driver.NoticeReleaser); return ok },
+	"Notifier":       func(b driver.Backend) bool { _, ok := b.(driver.Notifier); return ok },
 	// Stores whose locks may have several holders are not for this
 	// checker, whose oracle counts holders of exclusive locks; nor are
 	// stores that queue waiters themselves (Acquire waits in the store).
@@ -54,7 +54,7 @@ var layers = []struct {
 		func(f *faulty) driver.Backend { return coreCaps{f} }},
 	{[]capability{"Inspector", "ForceReleaser", "BatchExtender", "Fencer", "TokenRoom"},
 		func(f *faulty) driver.Backend { return roomCaps{coreCaps{f}} }},
-	{[]capability{"Inspector", "ForceReleaser", "BatchExtender", "Fencer", "TokenRoom", "AloudReleaser", "Notifier"},
+	{[]capability{"Inspector", "ForceReleaser", "BatchExtender", "Fencer", "TokenRoom", "NoticeReleaser", "Notifier"},
 		func(f *faulty) driver.Backend { return fullCaps{roomCaps{coreCaps{f}}} }},
 }
 
@@ -124,13 +124,16 @@ type roomCaps struct{ coreCaps }
 
 func (c roomCaps) TokenRoom() uint64 { return c.base.(driver.TokenRoom).TokenRoom() }
 
-// fullCaps adds AloudReleaser and Notifier (the redis backend's set).
+// fullCaps adds NoticeReleaser and Notifier (the redis backend's set).
 type fullCaps struct{ roomCaps }
 
-func (c fullCaps) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
-	return c.release(ctx, func(ctx context.Context) (bool, error) {
-		return c.base.(driver.AloudReleaser).ReleaseAloud(ctx, key, owner)
+func (c fullCaps) ReleaseNotice(ctx context.Context, key, owner string, n driver.Notice) (ok, tried bool, err error) {
+	ok, err = c.release(ctx, func(ctx context.Context) (bool, error) {
+		var err error
+		ok, tried, err = c.base.(driver.NoticeReleaser).ReleaseNotice(ctx, key, owner, n)
+		return ok, err
 	})
+	return ok, tried, err
 }
 
 func (c fullCaps) Released(ctx context.Context, key string) (<-chan struct{}, func(), error) {

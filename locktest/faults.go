@@ -23,11 +23,9 @@ const (
 	opAcquire op = iota
 	opExtend     // Extend from a holder's own call (its context carries a chooser)
 	opRenew      // Extend and ExtendMany from the watchdog
-	opRelease    // Release, ReleaseQuiet, ReleaseAloud, ReleaseWaited
-	opHandOff
+	opRelease    // Release, ReleaseNotice
 	opInspect
 	opForceRelease
-	opNotify
 	nOps
 )
 

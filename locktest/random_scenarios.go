@@ -53,9 +53,7 @@ var scenarios = []*scenario{
 			opExtend:  {lost: .02, late: .05, slow: .02, fail: .02, delay: 20 * time.Millisecond},
 			opRenew:   {lost: .02, late: .02, fail: .02, delay: 100 * time.Millisecond},
 			opRelease: {lost: .03, late: .02, fail: .02, delay: 10 * time.Millisecond},
-			opHandOff: {lost: .02, late: .02, fail: .02, delay: 10 * time.Millisecond},
 			opInspect: {stale: .03, fail: .02},
-			opNotify:  {fail: .05},
 			// A ForceRelease that fails after removing the lock leaves
 			// the holder removed without a floor: fine.
 			opForceRelease: {lost: .05, delay: 10 * time.Millisecond},
