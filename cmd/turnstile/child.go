@@ -78,7 +78,7 @@ func (o *runOptions) supervise(ctx context.Context, lease *turnstile.Lease, sigs
 		fmt.Fprintf(stderr, "turnstile run: lease on %q lost before the command started: %s\n", o.key, describe(context.Cause(lease.Context())))
 		return exitLeaseLost, true
 	}
-	env := append(os.Environ(),
+	env := append(childEnviron(os.Environ(), o.passBackend, o.backend),
 		"TURNSTILE_KEY="+lease.Key(),
 		"TURNSTILE_TOKEN="+strconv.FormatUint(lease.Token(), 10))
 	env = append(env, o.env...)
