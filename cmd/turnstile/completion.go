@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 )
 
 // allCommands is commands, read by "turnstile completion" (which is one
@@ -80,14 +82,14 @@ func completionCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 				}
 			}
 			if write == nil {
-				err = fmt.Errorf("unknown shell %q: want bash, zsh or fish", fs.Arg(0))
+				err = fmt.Errorf("unknown shell %s: want bash, zsh or fish", cli.QuoteArg(fs.Arg(0)))
 			}
 		default:
-			err = fmt.Errorf("unexpected argument %q after the shell", fs.Arg(1))
+			err = fmt.Errorf("unexpected argument %s after the shell", cli.QuoteArg(fs.Arg(1)))
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "turnstile completion: %v\nRun \"turnstile completion -h\" for usage.\n", err)
+		fmt.Fprintf(stderr, "turnstile completion: %s\nRun \"turnstile completion -h\" for usage.\n", cli.Scrub(err.Error()))
 		return exitUsage
 	}
 	write(stdout, specs(ctx))

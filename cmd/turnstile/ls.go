@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 )
 
 // lsCmd implements "turnstile ls".
@@ -36,7 +37,7 @@ func lsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case err != nil:
 	case len(pos) > 0:
-		err = fmt.Errorf("ls takes no arguments, got %q (use --prefix to narrow the list)", pos[0])
+		err = fmt.Errorf("ls takes no arguments, got %s (use --prefix to narrow the list)", cli.QuoteArg(pos[0]))
 	case *limit <= 0:
 		err = fmt.Errorf("--limit %d must be positive", *limit)
 	case len(*prefix) > turnstile.MaxKeyLen:

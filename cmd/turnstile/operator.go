@@ -92,7 +92,7 @@ func checkKeyArg(pos []string) (string, error) {
 	case len(pos) == 0:
 		return "", errors.New("missing KEY: the lock's key, e.g. lock:report:daily")
 	case len(pos) > 1:
-		return "", fmt.Errorf("one KEY only; also got %q", pos[1])
+		return "", fmt.Errorf("one KEY only; also got %s", cli.QuoteArg(pos[1]))
 	case pos[0] == "":
 		return "", errors.New("KEY must not be empty")
 	case len(pos[0]) > turnstile.MaxKeyLen:
@@ -104,7 +104,7 @@ func checkKeyArg(pos []string) (string, error) {
 // usageError reports a usage error of command name on one line, with
 // the hint on the next, and returns exitUsage.
 func usageError(stderr io.Writer, name string, err error) int {
-	fmt.Fprintf(stderr, "turnstile %s: %s\nRun \"turnstile %s -h\" for usage.\n", name, oneLine(describe(err)), name)
+	fmt.Fprintf(stderr, "turnstile %s: %s\nRun \"turnstile %s -h\" for usage.\n", name, oneLine(cli.Scrub(describe(err))), name)
 	return exitUsage
 }
 
@@ -128,7 +128,7 @@ func oneLine(msg string) string {
 func (o *opFlags) openStore(ctx context.Context, name string, stderr io.Writer) (*turnstile.Client, int) {
 	c, err := turnstile.Open(ctx, o.url)
 	if err != nil {
-		return nil, storeError(stderr, name, err)
+		return nil, storeError(stderr, name, cli.HideURL(err, o.url))
 	}
 	return c, exitOK
 }

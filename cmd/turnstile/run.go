@@ -28,7 +28,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "turnstile run: %v\nRun \"turnstile run -h\" for usage.\n", err)
+		fmt.Fprintf(stderr, "turnstile run: %s\nRun \"turnstile run -h\" for usage.\n", cli.Scrub(err.Error()))
 		return exitUsage
 	}
 	return o.run(ctx, stdout, stderr)
@@ -113,7 +113,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "turnstile run: the lock on %q had expired when the command finished (exit status %d); its work may have overlapped with another holder's\n", o.key, code)
 		lost = true
 	case err != nil && !errors.Is(err, turnstile.ErrNotHeld):
-		fmt.Fprintf(stderr, "turnstile run: warning: release: %s (the lock expires by itself within --ttl %v)\n", describe(err), o.ttl)
+		fmt.Fprintf(stderr, "turnstile run: warning: release: %s (the lock expires by itself within --ttl %v)\n", o.describe(err), o.ttl)
 	}
 	if lost {
 		return exitLeaseLost
@@ -135,7 +135,7 @@ func (o *runOptions) campaign(ctx context.Context, stderr io.Writer) (*turnstile
 	c, err := turnstile.Open(wctx, o.backend, append([]turnstile.Option{turnstile.WithTTL(o.ttl)}, o.clientOpts...)...)
 	if err != nil {
 		if errors.Is(context.Cause(wctx), errWaitExpired) {
-			fmt.Fprintf(stderr, "turnstile run: lock store unavailable: no answer within --wait %v: %s\n", o.wait, describe(err))
+			fmt.Fprintf(stderr, "turnstile run: lock store unavailable: no answer within --wait %v: %s\n", o.wait, o.describe(err))
 			return nil, nil, exitUnavailable
 		}
 		return nil, nil, o.fail(wctx, stderr, err)

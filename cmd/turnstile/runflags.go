@@ -152,7 +152,7 @@ func parseRun(args []string) (*runOptions, error) {
 	rest := fs.Args()
 	if consumed := len(args) - len(rest); consumed == 0 || args[consumed-1] != "--" {
 		if len(rest) > 0 {
-			return nil, fmt.Errorf("missing \"--\" before the command %q", rest[0])
+			return nil, fmt.Errorf("missing \"--\" before the command %s", cli.QuoteArg(rest[0]))
 		}
 		return nil, errors.New("missing \"--\" and the command to run")
 	}

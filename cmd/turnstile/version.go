@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 )
 
 // buildInfo is what "turnstile version" reports.
@@ -94,10 +95,10 @@ func versionCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitOK
 	}
 	if err == nil && fs.NArg() > 0 {
-		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		err = fmt.Errorf("unexpected argument %s", cli.QuoteArg(fs.Arg(0)))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "turnstile version: %v\nRun \"turnstile version -h\" for usage.\n", err)
+		fmt.Fprintf(stderr, "turnstile version: %s\nRun \"turnstile version -h\" for usage.\n", cli.Scrub(err.Error()))
 		return exitUsage
 	}
 	bi := readBuildInfo()
