@@ -119,6 +119,9 @@ func newRunFlagSet(o *runOptions) (fs *flag.FlagSet, backend *cli.BackendFlags, 
 }
 
 func parseRun(args []string) (*runOptions, error) {
+	if len(args) == 0 {
+		return nil, errors.New(`missing --key KEY, "--" and the command: turnstile run --key KEY -- COMMAND [ARG...]`)
+	}
 	o := &runOptions{}
 	fs, backend, ttl, wait, grace := newRunFlagSet(o)
 	if err := fs.Parse(args); err != nil {
