@@ -39,7 +39,7 @@ func (o *runOptions) acquire(ctx context.Context, stderr io.Writer) (*turnstile.
 	if err != nil {
 		if errors.Is(context.Cause(wctx), errWaitExpired) {
 			// The store never answered: it is unavailable, not busy.
-			fmt.Fprintf(stderr, "turnstile run: lock store unavailable: no answer within --wait %v: %s\n", o.wait, o.describe(err))
+			fmt.Fprintf(stderr, "turnstile run: lock store unavailable: no answer within --wait %v: %s\n%s", o.wait, o.describe(err), defaultStoreNote("run", o.backendFrom))
 			return nil, nil, exitUnavailable
 		}
 		return nil, nil, o.fail(wctx, stderr, err)
@@ -194,7 +194,7 @@ func (o *runOptions) fail(ctx context.Context, stderr io.Writer, err error) int 
 	default:
 		// The library names the store in err, with any password masked;
 		// o.backend would show it in the clear.
-		fmt.Fprintf(stderr, "turnstile run: lock store unavailable: %s\n%s", o.describe(err), storeHint(err))
+		fmt.Fprintf(stderr, "turnstile run: lock store unavailable: %s\n%s%s", o.describe(err), storeHint(err), defaultStoreNote("run", o.backendFrom))
 		return exitUnavailable
 	}
 }

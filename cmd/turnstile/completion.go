@@ -129,15 +129,20 @@ _turnstile() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         case "${COMP_WORDS[i]}" in
         --)
+            # After "--" come no flags: for run the command to run under
+            # the lock and its arguments, for the others their arguments
+            # (file names, as bash offers by default).
+            COMPREPLY=()
             if [[ $cmd == run ]]; then
-                # The command to run under the lock, and its arguments.
                 if ((i + 1 == COMP_CWORD)); then
-                    COMPREPLY=($(compgen -c -- "$cur"))
+                    # compgen -c lists a name once per place it is found
+                    # (builtin, /bin, /usr/bin).
+                    COMPREPLY=($(compgen -c -- "$cur" | sort -u))
                 else
                     COMPREPLY=($(compgen -f -- "$cur"))
                 fi
-                return 0
             fi
+            return 0
             ;;
         -*) ;;
         *) [[ -z $cmd ]] && cmd="${COMP_WORDS[i]}" ;;
@@ -187,11 +192,16 @@ _turnstile() {
         return
     fi
     local sep=${words[(i)--]}
-    if [[ $words[2] == run ]] && (( sep < CURRENT )); then
-        # The command to run under the lock, and its arguments.
-        shift $sep words
-        (( CURRENT -= sep ))
-        _normal
+    if (( sep < CURRENT )); then
+        # After "--" come no flags: for run the command to run under the
+        # lock and its arguments, for the others their arguments.
+        if [[ $words[2] == run ]]; then
+            shift $sep words
+            (( CURRENT -= sep ))
+            _normal
+        else
+            _files
+        fi
         return
     fi
     case $words[2] in

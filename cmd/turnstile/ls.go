@@ -56,7 +56,7 @@ func lsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer c.Close()
 	states, more, err := c.List(ctx, *prefix, *limit)
 	if err != nil {
-		return storeError(stderr, "ls", err)
+		return o.storeError(stderr, "ls", err)
 	}
 	slices.SortFunc(states, func(a, b turnstile.LockState) int { return strings.Compare(a.Key, b.Key) })
 	if *asJSON {

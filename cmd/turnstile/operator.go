@@ -28,6 +28,7 @@ type opFlags struct {
 	backend cli.BackendFlags
 	timeout durationFlag
 	url     string // resolved by resolve
+	from    string // where url came from; "" for defaultBackend
 }
 
 func (o *opFlags) register(fs *flag.FlagSet) {
@@ -38,14 +39,14 @@ func (o *opFlags) register(fs *flag.FlagSet) {
 
 // resolve finds the store's URL and checks the flags.
 func (o *opFlags) resolve() error {
-	b, _, err := o.backend.Resolve(os.Getenv)
+	b, from, err := o.backend.Resolve(os.Getenv)
 	if err != nil {
 		return err
 	}
 	if b == "" {
 		b = defaultBackend
 	}
-	o.url = b
+	o.url, o.from = b, from
 	if o.timeout <= 0 {
 		return fmt.Errorf("--timeout %v must be positive", time.Duration(o.timeout))
 	}
@@ -128,9 +129,19 @@ func oneLine(msg string) string {
 func (o *opFlags) openStore(ctx context.Context, name string, stderr io.Writer) (*turnstile.Client, int) {
 	c, err := turnstile.Open(ctx, o.url)
 	if err != nil {
-		return nil, storeError(stderr, name, cli.HideURL(err, o.url))
+		return nil, o.storeError(stderr, name, cli.HideURL(err, o.url))
 	}
 	return c, exitOK
+}
+
+// storeError is the package's storeError, saying also, for a store that
+// failed, that it was the default one if no flag or variable named it.
+func (o *opFlags) storeError(stderr io.Writer, name string, err error) int {
+	code := storeError(stderr, name, err)
+	if code == exitUnavailable {
+		fmt.Fprint(stderr, defaultStoreNote(name, o.from))
+	}
+	return code
 }
 
 // storeError reports a failed call on the store and returns the exit

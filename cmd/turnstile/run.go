@@ -70,6 +70,8 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 		o.clientOpts = append(o.clientOpts, obs)
 	}
 
+	warnStore(stderr, "run", o.backend)
+
 	// A signal while waiting for the lock ends the wait: there is no
 	// command yet to pass it to.
 	actx, cancel := context.WithCancelCause(ctx)
@@ -135,7 +137,7 @@ func (o *runOptions) campaign(ctx context.Context, stderr io.Writer) (*turnstile
 	c, err := turnstile.Open(wctx, o.backend, append([]turnstile.Option{turnstile.WithTTL(o.ttl)}, o.clientOpts...)...)
 	if err != nil {
 		if errors.Is(context.Cause(wctx), errWaitExpired) {
-			fmt.Fprintf(stderr, "turnstile run: lock store unavailable: no answer within --wait %v: %s\n", o.wait, o.describe(err))
+			fmt.Fprintf(stderr, "turnstile run: lock store unavailable: no answer within --wait %v: %s\n%s", o.wait, o.describe(err), defaultStoreNote("run", o.backendFrom))
 			return nil, nil, exitUnavailable
 		}
 		return nil, nil, o.fail(wctx, stderr, err)

@@ -16,8 +16,9 @@ import (
 )
 
 // defaultBackend is the store "turnstile run" uses when neither --backend
-// nor TURNSTILE_BACKEND names one.
-const defaultBackend = "redis://127.0.0.1:6379"
+// nor TURNSTILE_BACKEND names one. Tests point it at a port where nothing
+// listens; nothing else changes it.
+var defaultBackend = "redis://127.0.0.1:6379"
 
 // defaultGrace is how long a command whose lease was lost gets between
 // SIGTERM and SIGKILL.
