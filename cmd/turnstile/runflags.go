@@ -158,7 +158,7 @@ func parseRun(args []string) (*runOptions, error) {
 		if len(rest) > 0 {
 			return nil, fmt.Errorf("missing \"--\" before the command %s", cli.QuoteArg(rest[0]))
 		}
-		return nil, errors.New("missing \"--\" and the command to run")
+		return nil, errors.New(`missing "--" and the command to run after the flags: turnstile run [flags] -- COMMAND [ARG...]`)
 	}
 	if len(rest) == 0 || rest[0] == "" {
 		return nil, errors.New("no command after \"--\"")

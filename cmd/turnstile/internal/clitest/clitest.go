@@ -38,6 +38,9 @@ func NamesBadPart(msg string, args, flags []string) bool {
 			return true
 		}
 	}
+	if strings.HasPrefix(msg, "missing ") {
+		return true // says what is missing
+	}
 	// flag's own messages: "flag provided but not defined: -x", "flag
 	// needs an argument: -x", "bad flag syntax: ---x".
 	return strings.Contains(msg, "flag") && slices.ContainsFunc(args, func(a string) bool {
