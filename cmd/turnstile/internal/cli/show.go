@@ -15,8 +15,9 @@ import (
 // the parameters whose names look secret, but a misspelled one (pasword=,
 // sslpassw0rd=) is a secret too, and nothing can tell it from an unknown
 // parameter. The names stay, so that a message about an unknown parameter
-// still shows where it is. A value that is itself a store URL (the stores
-// of a fallback:// URL) is shown the same way rather than masked whole.
+// still shows where it is. The value of a parameter that names a store
+// (urlParams: the stores of a fallback:// URL) is shown the same way
+// rather than masked whole.
 
 // shownParams are the query parameters whose values a command shows: the
 // stores' own parameters (docs/cli.md), none of them secret, and libpq's
@@ -30,6 +31,9 @@ var shownParams = []string{
 	"application_name", "search_path", "target_session_attrs",
 }
 
+// urlParams are the query parameters whose values are store URLs.
+var urlParams = []string{"primary", "secondary"}
+
 // MaskURL returns raw as a command shows it: redact.URL's form, with the
 // value of every query parameter not in shownParams masked too.
 func MaskURL(raw string) string {
@@ -40,7 +44,8 @@ func MaskURL(raw string) string {
 const maxNesting = 4
 
 // maskQuery masks the value of every query parameter of u not in
-// shownParams, and shows a value that is itself a URL as maskQuery does.
+// shownParams, and shows the store URL of one in urlParams as maskQuery
+// does.
 func maskQuery(u string, depth int) string {
 	base, query, ok := strings.Cut(u, "?")
 	if !ok || query == "" {
@@ -52,7 +57,7 @@ func maskQuery(u string, depth int) string {
 		if !ok || value == "" || value == redact.Mask {
 			continue
 		}
-		if dec, err := url.QueryUnescape(value); err == nil && strings.Contains(dec, "://") && depth < maxNesting {
+		if dec, err := url.QueryUnescape(value); err == nil && isURLParam(name) && depth < maxNesting {
 			inner := maskQuery(dec, depth+1)
 			if dec != value {
 				inner = url.QueryEscape(inner)
@@ -127,13 +132,15 @@ func urlForms(raw string, depth int) []string {
 		return forms
 	}
 	for _, p := range strings.Split(query, "&") {
-		_, value, _ := strings.Cut(p, "=")
-		if dec, err := url.QueryUnescape(value); err == nil && strings.Contains(dec, "://") {
+		name, value, _ := strings.Cut(p, "=")
+		if dec, err := url.QueryUnescape(value); err == nil && isURLParam(name) {
 			forms = append(forms, urlForms(dec, depth+1)...)
 		}
 	}
 	return forms
 }
+
+func isURLParam(name string) bool { return slices.Contains(urlParams, strings.ToLower(name)) }
 
 // hiddenURLError is an error whose message shows no query value of a URL.
 type hiddenURLError struct {
