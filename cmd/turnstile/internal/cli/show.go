@@ -35,9 +35,11 @@ var shownParams = []string{
 var urlParams = []string{"primary", "secondary"}
 
 // MaskURL returns raw as a command shows it: redact.URL's form, with the
-// value of every query parameter not in shownParams masked too.
+// value of every query parameter not in shownParams masked too. The query
+// is masked first: redact.URL may take a stray '@' in it for the end of
+// a password and mask the '?' away with it.
 func MaskURL(raw string) string {
-	return maskQuery(redact.URL(raw), 0)
+	return redact.URL(maskQuery(raw, 0))
 }
 
 // maxNesting bounds how deep URLs in query values are followed.
@@ -82,15 +84,37 @@ func QuoteArg(arg string) string {
 	return strconv.Quote(arg)
 }
 
-// urlInText finds what looks like a URL in a message: a scheme, "://" and
-// what follows up to a space or a quote.
-var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"]*`)
+// quotedInText finds a string quoted as %q quotes it, and urlInText what
+// looks like a URL outside quotes: a scheme, "://" and what follows up to
+// a space or a quote.
+var (
+	quotedInText = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+	urlInText    = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"]*`)
+)
 
 // Scrub returns msg with every URL in it shown as MaskURL shows it: the
 // last line of defence for messages that quote what they were given,
-// such as the flag package's "invalid value ... for flag".
+// such as the flag package's "invalid value ... for flag". A quoted URL
+// is read whole; one outside quotes ends at a space.
 func Scrub(msg string) string {
-	return urlInText.ReplaceAllStringFunc(msg, func(u string) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range quotedInText.FindAllStringIndex(msg, -1) {
+		b.WriteString(scrubBare(msg[last:m[0]]))
+		q := msg[m[0]:m[1]]
+		if s, err := strconv.Unquote(q); err == nil && strings.Contains(s, "://") {
+			q = QuoteArg(s)
+		}
+		b.WriteString(q)
+		last = m[1]
+	}
+	b.WriteString(scrubBare(msg[last:]))
+	return b.String()
+}
+
+// scrubBare is Scrub for text without quotes.
+func scrubBare(text string) string {
+	return urlInText.ReplaceAllStringFunc(text, func(u string) string {
 		// Punctuation after a URL ends a sentence, not the URL.
 		trimmed := strings.TrimRight(u, ":,.;)")
 		return MaskURL(trimmed) + u[len(trimmed):]
@@ -109,11 +133,13 @@ func HideURL(err error, raw string) error {
 	msg := err.Error()
 	shown := msg
 	for _, form := range urlForms(raw, 0) {
-		if masked := maskQuery(redact.URL(form), 0); masked != form {
-			shown = strings.ReplaceAll(shown, form, masked)
+		masked := MaskURL(form)
+		if masked == form {
+			continue
 		}
+		shown = strings.ReplaceAll(shown, form, masked)
 		if r := redact.URL(form); r != form {
-			shown = strings.ReplaceAll(shown, r, maskQuery(r, 0))
+			shown = strings.ReplaceAll(shown, r, masked)
 		}
 	}
 	shown = Scrub(shown)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/redact"
@@ -154,10 +155,16 @@ func FuzzMaskURL(f *testing.F) {
 			"MaskURL":  MaskURL(raw),
 			"QuoteArg": QuoteArg(raw),
 			"HideURL":  HideURL(fmt.Errorf("turnstile: open %s: %w", redact.URL(raw), turnstile.ErrInvalidURL), raw).Error(),
-			"Scrub":    Scrub("--backend " + raw + ": refused"),
+			"Scrub":    Scrub(fmt.Sprintf("invalid value %q for flag -ttl: %s", raw, "want a duration")),
 		} {
 			if strings.Contains(shown, secret) || strings.Contains(shown, url.QueryEscape(secret)) {
 				t.Fatalf("%s shows %q: %q", how, secret, shown)
+			}
+		}
+		// Outside quotes a URL ends at a space.
+		if !strings.ContainsFunc(name, unicode.IsSpace) {
+			if shown := Scrub("--backend " + raw + ": refused"); strings.Contains(shown, secret) || strings.Contains(shown, url.QueryEscape(secret)) {
+				t.Fatalf("Scrub shows %q: %q", secret, shown)
 			}
 		}
 	})
