@@ -31,7 +31,7 @@ func FuzzParseRun(f *testing.F) {
 		{"--key", "k", "--ttl", "9999999h", "--", "x"}, {"--key", "k", "--no-wait=maybe", "--", "x"}, {"--", "x"},
 		{"--key", "k", "--shared", "--", "x"}, {"--key", "k", "--semaphore", "3", "--", "x"}, {"--key", "k", "--fair", "--exclusive", "--", "x"},
 		{"--key", "k", "--semaphore", "0", "--", "x"}, {"--key", "k", "--fair=false", "--shared", "--", "x"},
-		{}, {"--key", "k", "redis://u:p@h/?pasword=x", "--", "x"}, {"--key", "k", "--pass-backend", "--", "x"},
+		{}, {"--key", "k", "redis://u:p@h/?pasword=x", "--", "x"}, {"--key", "k", "--pass-backend", "--", "x"}, {"-="},
 	} {
 		f.Add(strings.Join(s, "\x00"))
 	}

@@ -42,9 +42,10 @@ func NamesBadPart(msg string, args, flags []string) bool {
 		return true // says what is missing
 	}
 	// flag's own messages: "flag provided but not defined: -x", "flag
-	// needs an argument: -x", "bad flag syntax: ---x".
+	// needs an argument: -x", "bad flag syntax: ---x" (the argument as
+	// given, "-=" too).
 	return strings.Contains(msg, "flag") && slices.ContainsFunc(args, func(a string) bool {
 		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		return name != "" && strings.Contains(msg, "-"+name)
+		return name != "" && strings.Contains(msg, "-"+name) || strings.HasSuffix(msg, "bad flag syntax: "+a)
 	})
 }
