@@ -9,11 +9,28 @@
 # its long mode, each scenario for DURATION, on the memory backend and on
 # Redis (locktest.RunRandom, TestRandomized).
 #
-#   ./scripts/fuzz.sh           30s per target
-#   ./scripts/fuzz.sh 5m        longer
+#   ./scripts/fuzz.sh                    30s per target
+#   ./scripts/fuzz.sh 5m                 longer
+#   ./scripts/fuzz.sh 30s cmd/turnstile  only the packages under these
+#                                        directories (of the repository)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${1:-30s}
+shift || true
+only=()
+for d in "$@"; do
+	[ -d "$d" ] || { echo "fuzz.sh: no directory $d" >&2; exit 64; }
+	only+=("$(cd "$d" && pwd)")
+done
+
+# wanted reports whether the package in directory $1 is to be fuzzed.
+wanted() {
+	[ ${#only[@]} -eq 0 ] && return 0
+	for o in "${only[@]}"; do
+		case "$1/" in "$o"/*) return 0 ;; esac
+	done
+	return 1
+}
 
 start=$(date +%s)
 targets=0
@@ -21,8 +38,19 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
 for m in $(go list -m -f '{{.Dir}}'); do
+	# A module that holds none of the directories asked for is skipped
+	# whole.
+	if [ ${#only[@]} -gt 0 ]; then
+		overlap=false
+		for o in "${only[@]}"; do
+			case "$o/" in "$m"/*) overlap=true ;; esac
+			case "$m/" in "$o"/*) overlap=true ;; esac
+		done
+		$overlap || continue
+	fi
 	# go list stays inside the module: nested modules are listed on their own.
 	for dir in $(cd "$m" && go list -f '{{.Dir}}' ./...); do
+		wanted "$dir" || continue
 		files=$(grep -l '^func Fuzz' "$dir"/*_test.go 2>/dev/null || true)
 		[ -n "$files" ] || continue
 		for name in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' $files | sed 's/^func //' | sort -u); do

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 )
 
 // lsCmd implements "turnstile ls".
@@ -36,7 +37,7 @@ func lsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case err != nil:
 	case len(pos) > 0:
-		err = fmt.Errorf("ls takes no arguments, got %q (use --prefix to narrow the list)", pos[0])
+		err = fmt.Errorf("ls takes no arguments, got %s (use --prefix to narrow the list)", cli.QuoteArg(pos[0]))
 	case *limit <= 0:
 		err = fmt.Errorf("--limit %d must be positive", *limit)
 	case len(*prefix) > turnstile.MaxKeyLen:
@@ -55,7 +56,7 @@ func lsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer c.Close()
 	states, more, err := c.List(ctx, *prefix, *limit)
 	if err != nil {
-		return storeError(stderr, "ls", err)
+		return o.storeError(stderr, "ls", err)
 	}
 	slices.SortFunc(states, func(a, b turnstile.LockState) int { return strings.Compare(a.Key, b.Key) })
 	if *asJSON {

@@ -28,6 +28,7 @@ type opFlags struct {
 	backend cli.BackendFlags
 	timeout durationFlag
 	url     string // resolved by resolve
+	from    string // where url came from; "" for defaultBackend
 }
 
 func (o *opFlags) register(fs *flag.FlagSet) {
@@ -38,14 +39,14 @@ func (o *opFlags) register(fs *flag.FlagSet) {
 
 // resolve finds the store's URL and checks the flags.
 func (o *opFlags) resolve() error {
-	b, _, err := o.backend.Resolve(os.Getenv)
+	b, from, err := o.backend.Resolve(os.Getenv)
 	if err != nil {
 		return err
 	}
 	if b == "" {
 		b = defaultBackend
 	}
-	o.url = b
+	o.url, o.from = b, from
 	if o.timeout <= 0 {
 		return fmt.Errorf("--timeout %v must be positive", time.Duration(o.timeout))
 	}
@@ -92,7 +93,7 @@ func checkKeyArg(pos []string) (string, error) {
 	case len(pos) == 0:
 		return "", errors.New("missing KEY: the lock's key, e.g. lock:report:daily")
 	case len(pos) > 1:
-		return "", fmt.Errorf("one KEY only; also got %q", pos[1])
+		return "", fmt.Errorf("one KEY only; also got %s", cli.QuoteArg(pos[1]))
 	case pos[0] == "":
 		return "", errors.New("KEY must not be empty")
 	case len(pos[0]) > turnstile.MaxKeyLen:
@@ -104,7 +105,7 @@ func checkKeyArg(pos []string) (string, error) {
 // usageError reports a usage error of command name on one line, with
 // the hint on the next, and returns exitUsage.
 func usageError(stderr io.Writer, name string, err error) int {
-	fmt.Fprintf(stderr, "turnstile %s: %s\nRun \"turnstile %s -h\" for usage.\n", name, oneLine(describe(err)), name)
+	fmt.Fprintf(stderr, "turnstile %s: %s\nRun \"turnstile %s -h\" for usage.\n", name, oneLine(cli.Scrub(describe(err))), name)
 	return exitUsage
 }
 
@@ -128,9 +129,19 @@ func oneLine(msg string) string {
 func (o *opFlags) openStore(ctx context.Context, name string, stderr io.Writer) (*turnstile.Client, int) {
 	c, err := turnstile.Open(ctx, o.url)
 	if err != nil {
-		return nil, storeError(stderr, name, err)
+		return nil, o.storeError(stderr, name, cli.HideURL(err, o.url))
 	}
 	return c, exitOK
+}
+
+// storeError is the package's storeError, saying also, for a store that
+// failed, that it was the default one if no flag or variable named it.
+func (o *opFlags) storeError(stderr io.Writer, name string, err error) int {
+	code := storeError(stderr, name, err)
+	if code == exitUnavailable {
+		fmt.Fprint(stderr, defaultStoreNote(name, o.from))
+	}
+	return code
 }
 
 // storeError reports a failed call on the store and returns the exit

@@ -46,7 +46,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	defer c.Close()
 	st, err := c.Inspect(ctx, key)
 	if err != nil {
-		return storeError(stderr, "status", err)
+		return o.storeError(stderr, "status", err)
 	}
 	if *asJSON {
 		out, _ := json.Marshal(toJSON(st))

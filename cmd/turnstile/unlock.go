@@ -68,7 +68,7 @@ func unlockCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		st, err := c.Inspect(ictx, key)
 		cancel()
 		if err != nil && !errors.Is(err, turnstile.ErrUnsupported) {
-			return storeError(stderr, "unlock", err)
+			return o.storeError(stderr, "unlock", err)
 		}
 		if err == nil && !st.Held {
 			fmt.Fprintf(stderr, "turnstile unlock: %s was not held\n", oneLine(key))
@@ -83,7 +83,7 @@ func unlockCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	defer cancel()
 	st, err := c.ForceRelease(fctx, key)
 	if err != nil {
-		return storeError(stderr, "unlock", err)
+		return o.storeError(stderr, "unlock", err)
 	}
 	if !st.Held {
 		fmt.Fprintf(stderr, "turnstile unlock: %s was not held\n", oneLine(key))
