@@ -20,7 +20,7 @@ import (
 const echoScheme = "redactecho"
 
 func init() {
-	turnstile.Register(echoScheme, func(_ context.Context, u *url.URL) (driver.Backend, error) {
+	turnstile.Register(echoScheme, func(_ context.Context, u *url.URL, _ driver.OpenConfig) (driver.Backend, error) {
 		pw, _ := u.User.Password()
 		q := u.Query()
 		return nil, fmt.Errorf("echo: cannot log in to %s as %s with password %s (sslpassword %s, token %s); dsn %s; opaque %s; fragment %s; path %s",

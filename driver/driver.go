@@ -200,6 +200,18 @@ type TokenRoom interface {
 	TokenRoom() uint64
 }
 
+// OpenConfig is what turnstile.Open tells a backend it opens from a URL
+// about the Client that will use it: the settings a store must agree
+// with.
+type OpenConfig struct {
+	// TTL is the Client's lease TTL: turnstile.WithTTL's, else
+	// turnstile.DefaultTTL. A store where something other than the lease
+	// bounds how long a crashed holder's lock lasts (ZooKeeper's session)
+	// derives that bound from it, so that --ttl means the same on every
+	// store.
+	TTL time.Duration
+}
+
 // LockState is what a store knows about one key's lock.
 type LockState struct {
 	// Key is the lock's key, as the Client names it.

@@ -38,7 +38,7 @@ var errSlow = errors.New("no answer yet")
 
 // open is what turnstile.Open calls for a fallback:// URL: it opens both
 // inner URLs, at the same time, for a Client with the same TTL.
-func open(ctx context.Context, u *url.URL, oc turnstile.OpenConfig) (driver.Backend, error) {
+func open(ctx context.Context, u *url.URL, oc driver.OpenConfig) (driver.Backend, error) {
 	c, err := parseURL(u)
 	if err != nil {
 		return nil, err

@@ -45,7 +45,7 @@ import (
 var urlForm = storeurl.Form{Schemes: []string{"fallback"}, Shape: "?primary=URL&secondary=URL", Users: storeurl.UserRefused, Invalid: turnstile.ErrInvalidURL}
 
 func init() {
-	turnstile.RegisterConfig("fallback", open)
+	turnstile.Register("fallback", open)
 }
 
 // urlConfig is what a fallback:// URL says.
