@@ -2,9 +2,7 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -100,8 +98,7 @@ func (p *workers) record(e event) {
 		// count their grants.
 		if e.Ev == evAcquired {
 			p.grants++
-			close(p.changed)
-			p.changed = make(chan struct{})
+			p.changedNow()
 		}
 		return
 	}
@@ -109,173 +106,38 @@ func (p *workers) record(e event) {
 	case evAcquired:
 		p.holding[e.W] = true
 		p.grants++
-		close(p.changed)
-		p.changed = make(chan struct{})
+		p.changedNow()
 	case evHold:
 		p.inHold[e.W] = "short"
 		if e.Op == "long" {
 			p.inHold[e.W] = "long"
 		}
-		close(p.changed)
-		p.changed = make(chan struct{})
+		p.changedNow()
 	case evWrite, evCWrite:
 		if _, ok := p.inHold[e.W]; ok {
 			delete(p.inHold, e.W)
-			close(p.changed)
-			p.changed = make(chan struct{})
+			p.changedNow()
 		}
 	case evReleased:
 		p.holding[e.W] = false
 		if _, ok := p.inHold[e.W]; ok {
 			delete(p.inHold, e.W)
-			close(p.changed)
-			p.changed = make(chan struct{})
+			p.changedNow()
 		}
 	}
 }
 
+// history is every event recorded so far.
 func (p *workers) history() []event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]event(nil), p.events...)
 }
 
-// waitGrants waits until n grants have been recorded.
-func (p *workers) waitGrants(ctx context.Context, n int, timeout time.Duration) error {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		p.mu.Lock()
-		got, ch := p.grants, p.changed
-		p.mu.Unlock()
-		if got >= n {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			return fmt.Errorf("no lock granted to the workers within %v (%d of %d grants): %s", timeout, got, n, p.lastError())
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// waitGrantAfter waits, at most bound, until every key has a grant that
-// returned after at (Unix ns).
-func (p *workers) waitGrantAfter(ctx context.Context, at int64, bound time.Duration) {
-	deadline := time.NewTimer(bound)
-	defer deadline.Stop()
-	keys := max(p.s.Keys, 1)
-	for {
-		p.mu.Lock()
-		ch := p.changed
-		granted := map[int]bool{}
-		for i := len(p.events) - 1; i >= 0 && len(granted) < keys; i-- {
-			if e := p.events[i]; e.Ev == evAcquired && e.End >= at {
-				granted[e.K] = true
-			}
-		}
-		p.mu.Unlock()
-		if len(granted) >= keys {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-func (p *workers) lastError() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i := len(p.events) - 1; i >= 0; i-- {
-		if p.events[i].Err != "" {
-			return p.events[i].Err
-		}
-	}
-	return "no worker reported an error"
-}
-
-// inSection returns a worker that holds the lock and is between reading
-// the registers and writing them (want "short" or "long"; "" for either),
-// waiting up to timeout for one.
-func (p *workers) inSection(ctx context.Context, want string, timeout time.Duration) (*worker, error) {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		p.mu.Lock()
-		ch := p.changed
-		for id, h := range p.inHold {
-			if w := p.procs[id]; w != nil && !w.paused && (want == "" || h == want) {
-				p.mu.Unlock()
-				return w, nil
-			}
-		}
-		p.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline.C:
-			return nil, errors.New("no worker was in a critical section within " + timeout.String())
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// longHolder asks the workers for a long hold and waits until one is in
-// it: a fault injected then finds a holder between its reads and its
-// writes, and keeps it there until after the fault.
-func (p *workers) longHolder(ctx context.Context, timeout time.Duration) (*worker, error) {
-	// A long hold from the fault before may still run (it outlasts its
-	// fault): the new one must begin afresh, and not follow it at once
-	// after this fault healed.
-	if err := p.noLongHold(ctx, timeout); err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	for _, w := range p.procs {
-		_, _ = io.WriteString(w.stdin, "long\n")
-	}
-	p.mu.Unlock()
-	w, err := p.inSection(ctx, "long", timeout)
-	// One long hold is enough: the others go back to short ones.
-	p.mu.Lock()
-	for _, o := range p.procs {
-		if o != w {
-			_, _ = io.WriteString(o.stdin, "short\n")
-		}
-	}
-	p.mu.Unlock()
-	return w, err
-}
-
-// noLongHold waits until no worker is in a long hold, up to timeout.
-func (p *workers) noLongHold(ctx context.Context, timeout time.Duration) error {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		p.mu.Lock()
-		ch, busy := p.changed, false
-		for id, h := range p.inHold {
-			busy = busy || (h == "long" && p.procs[id] != nil)
-		}
-		p.mu.Unlock()
-		if !busy {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			return errors.New("a long hold did not end within " + timeout.String())
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+// changedNow wakes whoever waits for a change (await); p.mu is held.
+func (p *workers) changedNow() {
+	close(p.changed)
+	p.changed = make(chan struct{})
 }
 
 func (p *workers) signal(w *worker, sig syscall.Signal) error {

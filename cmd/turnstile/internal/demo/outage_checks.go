@@ -56,10 +56,7 @@ func (c *outageChecks) wrote(err error, current, stopped bool, refusal func() st
 		c.staleRefused++
 	case stopped:
 	default:
-		c.writeErrors++
-		if c.firstWriteErr == "" {
-			c.firstWriteErr = err.Error()
-		}
+		countFailure(&c.writeErrors, &c.firstWriteErr, err)
 	}
 }
 
