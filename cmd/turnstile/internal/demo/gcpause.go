@@ -174,15 +174,7 @@ func gcPauseWorker(ctx context.Context, env *environment, spec workerSpec, w *wo
 
 // runGCPause runs the pause without and with fencing.
 func runGCPause(ctx context.Context, env *environment) ([]result, error) {
-	var rs []result
-	for _, v := range []string{"naive", "fence"} {
-		r, err := runGCVariant(ctx, env, v)
-		if err != nil {
-			return rs, fmt.Errorf("%s: %w", v, err)
-		}
-		rs = append(rs, r)
-	}
-	return rs, nil
+	return runVariants(ctx, env, []string{"naive", "fence"}, runGCVariant)
 }
 
 func runGCVariant(ctx context.Context, env *environment, variant string) (result, error) {

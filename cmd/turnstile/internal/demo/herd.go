@@ -158,10 +158,7 @@ func herdWorker(ctx context.Context, env *environment, spec workerSpec, w *worke
 			waited := time.Since(start)
 			if err != nil {
 				mu.Lock()
-				t.Failed++
-				if t.FirstErr == "" {
-					t.FirstErr = err.Error()
-				}
+				countFailure(&t.Failed, &t.FirstErr, err)
 				mu.Unlock()
 				return
 			}
