@@ -65,15 +65,18 @@ type holdKV struct {
 // directory, if it is one.
 func (l kindLayout) holder(rel string, kv *mvccpb.KeyValue) (holdKV, bool) {
 	for _, h := range l.holders {
-		if name, ok := strings.CutPrefix(rel, h); ok && strings.HasSuffix(h, "/") && name != "" {
+		if !strings.HasSuffix(h, "/") {
+			if rel == h {
+				return holdKV{string(kv.Value), kv}, true
+			}
+			continue
+		}
+		if name, ok := strings.CutPrefix(rel, h); ok && name != "" {
 			owner, err := url.PathUnescape(name)
 			if err != nil {
 				owner = name // not written by this package: shown as it is
 			}
 			return holdKV{owner, kv}, true
-		}
-		if rel == h {
-			return holdKV{string(kv.Value), kv}, true
 		}
 	}
 	return holdKV{}, false
