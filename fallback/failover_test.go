@@ -142,7 +142,7 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 func TestFailoverRedisToPostgres(t *testing.T) {
 	const (
 		ttl         = time.Second
-		grace       = 1200 * time.Millisecond
+		grace       = 2 * time.Second
 		openTimeout = 500 * time.Millisecond
 		workers     = 8
 	)
