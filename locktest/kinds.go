@@ -30,7 +30,7 @@ var (
 //
 //	func init() {
 //		locktest.RegisterView("redis-fair", func(b driver.Backend) (driver.Backend, error) {
-//			return b.(*redis.Backend).Fair()
+//			return turnstile.Fair(b, turnstile.WithPollInterval(20*time.Millisecond))
 //		})
 //	}
 func RegisterView(name string, view func(driver.Backend) (driver.Backend, error)) {

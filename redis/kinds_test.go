@@ -5,17 +5,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/locktest"
-	"github.com/turnstilelock/turnstile/redis"
 )
 
 func init() {
 	// Child processes of the fair lock's cases open the plain backend
 	// from the URL and wait through its fair view.
 	locktest.RegisterView("redis-fair", func(b driver.Backend) (driver.Backend, error) {
-		return b.(*redis.Backend).Fair()
+		return turnstile.Fair(b)
 	})
 }
 
@@ -25,25 +25,18 @@ func TestKinds(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	t.Run("Reentrant", func(t *testing.T) {
 		locktest.RunReentrant(t, locktest.Harness{
-			New: func(t testing.TB) driver.Backend { return dial(t, srv).Reentrant() },
+			New: func(t testing.TB) driver.Backend { return reentrantOf(t, dial(t, srv)) },
 		})
 	})
 	t.Run("ReadWrite", func(t *testing.T) {
 		locktest.RunReadWrite(t, func(t testing.TB) (driver.Backend, driver.Backend) {
-			rw, err := dial(t, srv).ReadWrite(redis.WithWriterClaim(500 * time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return rw.Read(), rw.Write()
+			return readWriteOf(t, dial(t, srv), turnstile.WithWriterClaim(500*time.Millisecond))
 		})
 	})
 	t.Run("Semaphore", func(t *testing.T) {
 		locktest.RunSemaphore(t, locktest.Harness{
 			New: func(t testing.TB) driver.Backend {
-				s, err := dial(t, srv).Semaphore(3)
-				if err != nil {
-					t.Fatal(err)
-				}
+				s := semaphoreOf(t, dial(t, srv), 3)
 				return s
 			},
 			Plain: func(t testing.TB) driver.Backend { return dial(t, srv) },
@@ -52,10 +45,7 @@ func TestKinds(t *testing.T) {
 	t.Run("Fair", func(t *testing.T) {
 		locktest.RunFair(t, locktest.Harness{
 			New: func(t testing.TB) driver.Backend {
-				f, err := dial(t, srv).Fair()
-				if err != nil {
-					t.Fatal(err)
-				}
+				f := fairOf(t, dial(t, srv))
 				return f
 			},
 			URL:  srv.URL(),
