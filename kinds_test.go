@@ -127,10 +127,13 @@ func TestKindOptions(t *testing.T) {
 
 	s.asked = nil
 	bad := map[string]func() error{
-		"0 permits":            func() error { _, err := turnstile.Semaphore(s, 0); return err },
-		"-1 permits":           func() error { _, err := turnstile.Semaphore(s, -1); return err },
-		"too many permits":     func() error { _, err := turnstile.Semaphore(s, driver.MaxPermits+1); return err },
-		"short claim":          func() error { _, _, err := turnstile.ReadWrite(s, turnstile.WithWriterClaim(time.Millisecond)); return err },
+		"0 permits":        func() error { _, err := turnstile.Semaphore(s, 0); return err },
+		"-1 permits":       func() error { _, err := turnstile.Semaphore(s, -1); return err },
+		"too many permits": func() error { _, err := turnstile.Semaphore(s, driver.MaxPermits+1); return err },
+		"short claim": func() error {
+			_, _, err := turnstile.ReadWrite(s, turnstile.WithWriterClaim(time.Millisecond))
+			return err
+		},
 		"long claim":           func() error { _, _, err := turnstile.ReadWrite(s, turnstile.WithWriterClaim(2*time.Hour)); return err },
 		"negative claim":       func() error { _, _, err := turnstile.ReadWrite(s, turnstile.WithWriterClaim(-time.Second)); return err },
 		"short waiter timeout": func() error { _, err := turnstile.Fair(s, turnstile.WithWaiterTimeout(time.Millisecond)); return err },

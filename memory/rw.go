@@ -7,21 +7,7 @@ import (
 	"github.com/turnstilelock/turnstile/driver"
 )
 
-// rwLock is the read-write lock of a Backend that turnstile.ReadWrite
-// returns the two sides of, ReadLock and WriteLock, each a driver.Backend
-// for a Client of its own: any number of readers hold a key together, or
-// one writer holds it alone.
-//
-// Policy: writer preference, as on the other stores whose writers claim
-// the lock. A writer that finds the lock held leaves a claim, and while
-// any claim is live no new reader gets in; readers already inside finish
-// (or expire), then the writer enters. So a stream of readers cannot
-// starve writers. A claim expires when its writer has not attempted
-// again for the claim time (turnstile.WithWriterClaim), so a writer that
-// gave up blocks new readers for at most that long.
-//
-// Both sides show and remove the lock's holders (Inspect, List,
-// ForceRelease), as the other kinds' views do.
+// rwLock is a read-write lock of a Backend, shared by its two sides.
 type rwLock struct {
 	b     *Backend
 	claim time.Duration
@@ -76,10 +62,25 @@ func (rw *rwLock) tidy(key string, h *rwHold) {
 	}
 }
 
-// ReadLock is the read side of an rwLock; it is driver.Shared.
+// ReadLock is the read side of a Backend's read-write lock, whose two
+// sides turnstile.ReadWrite returns (ReadLock and WriteLock), each a
+// driver.Backend for a Client of its own: any number of readers hold a
+// key together, or one writer holds it alone. The read side is
+// driver.Shared.
+//
+// Policy: writer preference, as on the other stores whose writers claim
+// the lock. A writer that finds the lock held leaves a claim, and while
+// any claim is live no new reader gets in; readers already inside finish
+// (or expire), then the writer enters. So a stream of readers cannot
+// starve writers. A claim expires when its writer has not attempted
+// again for the claim time (turnstile.WithWriterClaim), so a writer that
+// gave up blocks new readers for at most that long.
+//
+// Both sides show and remove the lock's holders (Inspect, List,
+// ForceRelease), as the other kinds' views do.
 type ReadLock struct{ rw *rwLock }
 
-// WriteLock is the write side of an rwLock.
+// WriteLock is the write side of the read-write lock ReadLock describes.
 type WriteLock struct{ rw *rwLock }
 
 var (
