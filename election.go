@@ -155,7 +155,10 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 }
 
 // TryCampaign makes one attempt to lead the election. It returns an error
-// matching ErrNotAcquired when someone else leads.
+// matching ErrNotAcquired when someone else leads. value is as for
+// Campaign: empty announces the Client's instance id. (The command line
+// refuses an explicit `--value ''` instead, as a value lost from a shell
+// variable; omitting --value announces the instance id there too.)
 func (e *Election) TryCampaign(ctx context.Context, value string) (*Leadership, error) {
 	return e.campaign(ctx, value, false)
 }
