@@ -28,11 +28,11 @@ func TestLostQuorumIsNotARefusal(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	srvs := startNodes(t, 5)
 	b := dialRedlock(t, srvs, redlock.WithRestartQuarantine(0))
-	re, err := b.ReentrantView()
+	re, err := turnstile.Reentrant(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	read, write, err := b.ReadWriteView()
+	read, write, err := turnstile.ReadWrite(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,11 +44,15 @@ func TestLostQuorumIsNotARefusal(t *testing.T) {
 	// kinds share the nodes' key space, so each gets a key of its own.
 	for _, n := range redisNodes(t, srvs[3:]) {
 		rn := n.(*redis.Backend)
-		_, nodeWrite, err := rn.ReadWriteView()
+		_, nodeWrite, err := turnstile.ReadWrite(rn)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for key, kb := range map[string]driver.Backend{"held": rn, "held-reentrant": rn.Reentrant(), "held-rw": nodeWrite} {
+		nodeReentrant, err := turnstile.Reentrant(rn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for key, kb := range map[string]driver.Backend{"held": rn, "held-reentrant": nodeReentrant, "held-rw": nodeWrite} {
 			if _, ok, err := kb.Acquire(ctx, key, "other", time.Minute); !ok || err != nil {
 				t.Fatalf("other takes %s on %s: ok=%v err=%v", key, rn.Name(), ok, err)
 			}
