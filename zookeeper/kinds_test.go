@@ -266,3 +266,39 @@ func TestReentrantAcrossBackends(t *testing.T) {
 func reentrantOf(t testing.TB, b *zookeeper.Backend) *zookeeper.Reentrant {
 	return locktest.View[*zookeeper.Reentrant](t)(turnstile.Reentrant(b))
 }
+
+// TestReentrantForceReleaseForgets: a ForceRelease through a Backend
+// forgets that Backend's count of the owner's acquisitions: once the
+// owner holds the key again through another Backend, re-enters through
+// the first and releases there, the first Backend's TTL timer stops, and
+// does not end the hold the other Backend renews.
+func TestReentrantForceReleaseForgets(t *testing.T) {
+	ctx := ctxFor(t, 30*time.Second)
+	r1, r2 := reentrantOf(t, dial(t)), reentrantOf(t, dial(t))
+	const key = "kinds-reentrant-force"
+	for range 2 {
+		if _, ok, err := r1.Acquire(ctx, key, "a", 10*time.Second); !ok || err != nil {
+			t.Fatalf("acquire: %v, %v", ok, err)
+		}
+	}
+	if st, err := r1.ForceRelease(ctx, key); err != nil || !st.Held {
+		t.Fatalf("ForceRelease = %+v, %v", st, err)
+	}
+	tok, ok, err := r2.Acquire(ctx, key, "a", 10*time.Second)
+	if !ok || err != nil {
+		t.Fatalf("acquire through the other Backend after ForceRelease: %v, %v", ok, err)
+	}
+	if tok1, ok, err := r1.Acquire(ctx, key, "a", 200*time.Millisecond); !ok || err != nil || tok1 != tok {
+		t.Fatalf("re-entry through the first Backend: %d, %v, %v; want token %d", tok1, ok, err, tok)
+	}
+	if ok, err := r1.Release(ctx, key, "a"); !ok || err != nil {
+		t.Fatalf("release through the first Backend: %v, %v", ok, err)
+	}
+	time.Sleep(time.Second) // past the first Backend's TTL
+	if ok, err := r2.Extend(ctx, key, "a", 10*time.Second); !ok || err != nil {
+		t.Fatalf("the other Backend's hold after the first one's lease ended: %v, %v; want held", ok, err)
+	}
+	if ok, err := r2.Release(ctx, key, "a"); !ok || err != nil {
+		t.Fatalf("last release: %v, %v", ok, err)
+	}
+}
