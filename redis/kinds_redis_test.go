@@ -12,7 +12,7 @@ import (
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/testserver"
-	"github.com/turnstilelock/turnstile/locktest"
+	"github.com/turnstilelock/turnstile/redis"
 )
 
 // TestKindKeys: each kind keeps its state where the documentation says,
@@ -261,36 +261,7 @@ func TestFairAbandonedWaiterAgesOut(t *testing.T) {
 // adapter runs the same scripts.
 func TestKindsGoRedis(t *testing.T) {
 	srv := testserver.StartRedis(t)
-	t.Run("Reentrant", func(t *testing.T) {
-		locktest.RunReentrant(t, locktest.Harness{
-			New: func(t testing.TB) driver.Backend { return reentrantOf(t, goRedisBackend(t, srv)) },
-		})
-	})
-	t.Run("Semaphore", func(t *testing.T) {
-		locktest.RunSemaphore(t, locktest.Harness{
-			New: func(t testing.TB) driver.Backend {
-				s := semaphoreOf(t, goRedisBackend(t, srv), 2)
-				return s
-			},
-			Plain: func(t testing.TB) driver.Backend { return goRedisBackend(t, srv) },
-		}, 2)
-	})
-	t.Run("ReadWrite", func(t *testing.T) {
-		locktest.RunReadWrite(t, func(t testing.TB) (driver.Backend, driver.Backend) {
-			return readWriteOf(t, goRedisBackend(t, srv), turnstile.WithWriterClaim(500*time.Millisecond))
-		})
-	})
-	t.Run("Fair", func(t *testing.T) {
-		locktest.RunFair(t, locktest.Harness{
-			New: func(t testing.TB) driver.Backend {
-				f := fairOf(t, goRedisBackend(t, srv))
-				return f
-			},
-			Waiting: func(t testing.TB, key string) int {
-				return atoi(t, srv.MustDo(t, "ZCARD", lockKey(key)+":queue"))
-			},
-		})
-	})
+	runKinds(t, srv, func(t testing.TB) *redis.Backend { return goRedisBackend(t, srv) }, 2, false)
 }
 
 // TestReentrantClient: through a Client, nested acquisitions by one

@@ -43,14 +43,8 @@ func TestKindsMemory(t *testing.T) {
 }
 
 func runKinds(t *testing.T, b *redlock.Backend, rw bool) {
-	re, err := turnstile.Reentrant(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	read, write, err := turnstile.ReadWrite(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	re := locktest.View[driver.Backend](t)(turnstile.Reentrant(b))
+	read, write := locktest.Sides[driver.Backend, driver.Backend](t)(turnstile.ReadWrite(b))
 	if s, ok := read.(driver.Shared); !ok || !s.Shared() {
 		t.Fatalf("the read side %T is not driver.Shared", read)
 	}
@@ -64,11 +58,7 @@ func runKinds(t *testing.T, b *redlock.Backend, rw bool) {
 	// of its own.
 	t.Run("Reentrant", func(t *testing.T) {
 		locktest.RunReentrant(t, locktest.Harness{New: func(t testing.TB) driver.Backend {
-			re, err := turnstile.Reentrant(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return re
+			return locktest.View[driver.Backend](t)(turnstile.Reentrant(b))
 		}})
 	})
 	if !rw {
@@ -76,11 +66,7 @@ func runKinds(t *testing.T, b *redlock.Backend, rw bool) {
 	}
 	t.Run("ReadWrite", func(t *testing.T) {
 		locktest.RunReadWrite(t, func(t testing.TB) (driver.Backend, driver.Backend) {
-			read, write, err := turnstile.ReadWrite(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return read, write
+			return locktest.Sides[driver.Backend, driver.Backend](t)(turnstile.ReadWrite(b))
 		})
 	})
 }
