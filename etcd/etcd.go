@@ -36,11 +36,11 @@
 // TryAcquire does not queue and may take a free lock ahead of the queue.
 //
 // Lock kinds (turnstile.Reentrant, Semaphore, ReadWrite, Fair): Reentrant,
-// Semaphore and RWLock are views of a Backend that keep their keys under
-// <prefix>reentrant/, semaphore/ and rw/, each hold under a lease of its
-// own and each token a revision, as above; see each type. Backend itself
-// is the fair lock: its queue serves waiters in arrival order and reports
-// their places.
+// Semaphore, ReadLock and WriteLock are views of a Backend that keep
+// their keys under <prefix>reentrant/, semaphore/ and rw/, each hold
+// under a lease of its own and each token a revision, as above; see each
+// type. Backend itself is the fair lock: its queue serves waiters in
+// arrival order and reports their places.
 //
 // Inspection and forced release (driver.Inspector, driver.ForceReleaser,
 // behind turnstile status, ls and unlock --force). Inspect reads the lock

@@ -9,7 +9,9 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/etcd"
 	"github.com/turnstilelock/turnstile/internal/testserver"
+	"github.com/turnstilelock/turnstile/locktest"
 )
 
 // TestKindsInspect: through a Client, each kind's view shows its holders
@@ -20,20 +22,17 @@ func TestKindsInspect(t *testing.T) {
 	srv := testserver.StartEtcd(t)
 	b := dial(t, srv)
 	ctx := ctxFor(t, time.Minute)
-	sem, err := b.Semaphore(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rw := b.ReadWrite()
+	sem := locktest.View[*etcd.Semaphore](t)(turnstile.Semaphore(b, 3))
+	read, write := locktest.Sides[*etcd.ReadLock, *etcd.WriteLock](t)(turnstile.ReadWrite(b))
 	const ttl = 10 * time.Second
 	for _, c := range []struct {
 		name             string
 		acquire, inspect driver.Backend
 		owners           []string
 	}{
-		{"reentrant", b.Reentrant(), b.Reentrant(), []string{"a", "a"}},
-		{"read", rw.Read(), rw.Write(), []string{"a", "b/c"}},
-		{"write", rw.Write(), rw.Read(), []string{"w"}},
+		{"reentrant", locktest.View[*etcd.Reentrant](t)(turnstile.Reentrant(b)), locktest.View[*etcd.Reentrant](t)(turnstile.Reentrant(b)), []string{"a", "a"}},
+		{"read", read, write, []string{"a", "b/c"}},
+		{"write", write, read, []string{"w"}},
 		{"semaphore", sem, sem, []string{"a", "b"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -97,20 +96,20 @@ func TestKindsInspectWaitersAndList(t *testing.T) {
 	srv := testserver.StartEtcd(t)
 	b := dial(t, srv)
 	ctx := ctxFor(t, time.Minute)
-	rw := b.ReadWrite()
-	cl, err := turnstile.New(rw.Read())
+	read, write := locktest.Sides[*etcd.ReadLock, *etcd.WriteLock](t)(turnstile.ReadWrite(b))
+	cl, err := turnstile.New(read)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const key = "kinds-waiters"
-	if _, ok, err := rw.Read().Acquire(ctx, key, "reader", 10*time.Second); !ok || err != nil {
+	if _, ok, err := read.Acquire(ctx, key, "reader", 10*time.Second); !ok || err != nil {
 		t.Fatalf("read lock: %v, %v", ok, err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	wrote := make(chan error, 1)
 	go func() {
-		_, err := rw.Write().AcquireWait(wctx, key, "writer", 10*time.Second)
+		_, err := write.AcquireWait(wctx, key, "writer", 10*time.Second)
 		wrote <- err
 	}()
 	for {
@@ -138,10 +137,7 @@ func TestKindsInspectWaitersAndList(t *testing.T) {
 	}
 
 	// Enough keys for several pages; a key with a waiter only is not held.
-	sem, err := b.Semaphore(1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sem := locktest.View[*etcd.Semaphore](t)(turnstile.Semaphore(b, 1))
 	sc, err := turnstile.New(sem)
 	if err != nil {
 		t.Fatal(err)

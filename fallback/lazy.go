@@ -225,25 +225,25 @@ func (l *lazyStore) ForceRelease(ctx context.Context, key string) (driver.LockSt
 
 // ReentrantView implements driver.Reentranter: the store's reentrant
 // view once it has connected.
-func (l *lazyStore) ReentrantView() (driver.Backend, error) {
-	return &lazyView{l: l, make: turnstile.Reentrant}, nil
+func (l *lazyStore) ReentrantView(cfg driver.KindConfig) (driver.Backend, error) {
+	return &lazyView{l: l, make: func(b driver.Backend) (driver.Backend, error) { return reentrant(b, cfg) }}, nil
 }
 
 // SemaphoreView implements driver.Semaphorer: the store's semaphore once
 // it has connected.
-func (l *lazyStore) SemaphoreView(permits int) (driver.Backend, error) {
-	return &lazyView{l: l, make: func(b driver.Backend) (driver.Backend, error) { return turnstile.Semaphore(b, permits) }}, nil
+func (l *lazyStore) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
+	return &lazyView{l: l, make: func(b driver.Backend) (driver.Backend, error) { return semaphore(b, cfg) }}, nil
 }
 
 // ReadWriteView implements driver.ReadWriter: the store's read and write
 // sides once it has connected.
-func (l *lazyStore) ReadWriteView() (read, write driver.Backend, err error) {
+func (l *lazyStore) ReadWriteView(cfg driver.KindConfig) (read, write driver.Backend, err error) {
 	read = &lazyView{l: l, make: func(b driver.Backend) (driver.Backend, error) {
-		r, _, err := turnstile.ReadWrite(b)
+		r, _, err := readWrite(b, cfg)
 		return r, err
 	}}
 	write = &lazyView{l: l, make: func(b driver.Backend) (driver.Backend, error) {
-		_, w, err := turnstile.ReadWrite(b)
+		_, w, err := readWrite(b, cfg)
 		return w, err
 	}}
 	return read, write, nil

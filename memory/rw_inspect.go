@@ -35,7 +35,7 @@ func rwState(key string, h *rwHold, now time.Time) driver.LockState {
 	return st
 }
 
-func (rw *RWLock) inspect(ctx context.Context, key string) (driver.LockState, error) {
+func (rw *rwLock) inspect(ctx context.Context, key string) (driver.LockState, error) {
 	if err := ctx.Err(); err != nil {
 		return driver.LockState{}, err
 	}
@@ -45,14 +45,14 @@ func (rw *RWLock) inspect(ctx context.Context, key string) (driver.LockState, er
 	return rwState(key, k.rws[key], time.Now()), nil
 }
 
-func (rw *RWLock) list(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
+func (rw *rwLock) list(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
 	return listStates(ctx, &rw.b.kinds, func() map[string]*rwHold { return rw.b.kinds.rws }, prefix, limit, rwState)
 }
 
 // forceRelease removes key's writer and readers; waiting writers keep
 // their claims. The returned Token is the token counter, which every
 // later token passes.
-func (rw *RWLock) forceRelease(ctx context.Context, key string) (driver.LockState, error) {
+func (rw *rwLock) forceRelease(ctx context.Context, key string) (driver.LockState, error) {
 	if err := ctx.Err(); err != nil {
 		return driver.LockState{}, err
 	}

@@ -81,7 +81,11 @@ func TestFairListCountsWaiters(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	store := memory.New()
-	fair := store.Fair()
+	v, err := turnstile.Fair(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fair := v.(*memory.Fair)
 	if _, ok, err := fair.Acquire(ctx, "k", "holder", time.Minute); !ok || err != nil {
 		t.Fatalf("acquire: %v, %v", ok, err)
 	}

@@ -33,10 +33,10 @@ func TestKindsForceRelease(t *testing.T) {
 		acquire, inspect driver.Backend
 		owners           []string
 	}{
-		{"reentrant", must(t)(b.ReentrantView()), must(t)(b.ReentrantView()), []string{"a", "a"}},
+		{"reentrant", must(t)(turnstile.Reentrant(b)), must(t)(turnstile.Reentrant(b)), []string{"a", "a"}},
 		{"read", read, write, []string{"a", "b"}},
 		{"write", write, read, []string{"w"}},
-		{"semaphore", must(t)(b.SemaphoreView(3)), must(t)(b.SemaphoreView(1)), []string{"a", "b"}},
+		{"semaphore", must(t)(turnstile.Semaphore(b, 3)), must(t)(turnstile.Semaphore(b, 1)), []string{"a", "b"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := "kinds-force/" + tc.name

@@ -294,21 +294,11 @@ func TestWaitReplicasEveryGrant(t *testing.T) {
 	// views are the plain lock and every lock kind of a backend.
 	views := func(b *redis.Backend) map[string]driver.Backend {
 		t.Helper()
-		read, write, err := b.ReadWriteView()
-		if err != nil {
-			t.Fatal(err)
+		read, write := readWriteOf(t, b)
+		return map[string]driver.Backend{
+			"plain": b, "read": read, "write": write,
+			"reentrant": reentrantOf(t, b), "semaphore": semaphoreOf(t, b, 2), "fair": fairOf(t, b),
 		}
-		v := map[string]driver.Backend{"plain": b, "read": read, "write": write}
-		if v["reentrant"], err = b.ReentrantView(); err != nil {
-			t.Fatal(err)
-		}
-		if v["semaphore"], err = b.SemaphoreView(2); err != nil {
-			t.Fatal(err)
-		}
-		if v["fair"], err = b.FairView(); err != nil {
-			t.Fatal(err)
-		}
-		return v
 	}
 	kinds := []string{"plain", "reentrant", "semaphore", "read", "write", "fair"}
 	waiting, stalledViews, plainViews := views(b), views(stalled), views(plain)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/locktest"
 	"github.com/turnstilelock/turnstile/redis"
 	"github.com/turnstilelock/turnstile/redlock"
 )
@@ -28,14 +29,8 @@ func TestLostQuorumIsNotARefusal(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	srvs := startNodes(t, 5)
 	b := dialRedlock(t, srvs, redlock.WithRestartQuarantine(0))
-	re, err := b.ReentrantView()
-	if err != nil {
-		t.Fatal(err)
-	}
-	read, write, err := b.ReadWriteView()
-	if err != nil {
-		t.Fatal(err)
-	}
+	re := locktest.View[driver.Backend](t)(turnstile.Reentrant(b))
+	read, write := locktest.Sides[driver.Backend, driver.Backend](t)(turnstile.ReadWrite(b))
 	for _, s := range srvs[:3] {
 		s.Kill()
 	}
@@ -44,11 +39,9 @@ func TestLostQuorumIsNotARefusal(t *testing.T) {
 	// kinds share the nodes' key space, so each gets a key of its own.
 	for _, n := range redisNodes(t, srvs[3:]) {
 		rn := n.(*redis.Backend)
-		_, nodeWrite, err := rn.ReadWriteView()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for key, kb := range map[string]driver.Backend{"held": rn, "held-reentrant": rn.Reentrant(), "held-rw": nodeWrite} {
+		_, nodeWrite := locktest.Sides[driver.Backend, driver.Backend](t)(turnstile.ReadWrite(rn))
+		nodeReentrant := locktest.View[driver.Backend](t)(turnstile.Reentrant(rn))
+		for key, kb := range map[string]driver.Backend{"held": rn, "held-reentrant": nodeReentrant, "held-rw": nodeWrite} {
 			if _, ok, err := kb.Acquire(ctx, key, "other", time.Minute); !ok || err != nil {
 				t.Fatalf("other takes %s on %s: ok=%v err=%v", key, rn.Name(), ok, err)
 			}

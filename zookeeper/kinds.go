@@ -13,28 +13,32 @@ import (
 	"github.com/turnstilelock/turnstile/driver"
 )
 
-// The lock kinds as driver's kind interfaces, for turnstile.Reentrant,
-// turnstile.Semaphore and turnstile.ReadWrite. The Backend is a
-// driver.Queuer, so turnstile.Fair takes it as it is.
+// The lock kinds, for turnstile.Reentrant, turnstile.Semaphore and
+// turnstile.ReadWrite, which check their settings and hand them here. The
+// Backend is a driver.Queuer, so turnstile.Fair takes it as it is.
 var (
 	_ driver.Reentranter = (*Backend)(nil)
 	_ driver.Semaphorer  = (*Backend)(nil)
 	_ driver.ReadWriter  = (*Backend)(nil)
 )
 
-// ReentrantView implements driver.Reentranter: b.Reentrant().
-func (b *Backend) ReentrantView() (driver.Backend, error) { return b.Reentrant(), nil }
-
-// SemaphoreView implements driver.Semaphorer: b.Semaphore(permits).
-func (b *Backend) SemaphoreView(permits int) (driver.Backend, error) {
-	return b.Semaphore(permits)
+// ReentrantView implements driver.Reentranter: a *Reentrant.
+func (b *Backend) ReentrantView(driver.KindConfig) (driver.Backend, error) {
+	return &Reentrant{seqKind{b: b, kind: "reentrant", side: "reentrant", blocker: exclusive, counted: true, counts: b.reentrantCounts()}}, nil
 }
 
-// ReadWriteView implements driver.ReadWriter: the two sides of
-// b.ReadWrite().
-func (b *Backend) ReadWriteView() (read, write driver.Backend, err error) {
-	rw := b.ReadWrite()
-	return rw.Read(), rw.Write(), nil
+// SemaphoreView implements driver.Semaphorer: a *Semaphore of
+// cfg.Permits permits.
+func (b *Backend) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
+	return &Semaphore{b: b, permits: cfg.Permits}, nil
+}
+
+// ReadWriteView implements driver.ReadWriter: a *ReadLock and a
+// *WriteLock. Waiting writers queue in order and need no claim:
+// cfg.WriterClaim has no effect.
+func (b *Backend) ReadWriteView(driver.KindConfig) (read, write driver.Backend, err error) {
+	return &ReadLock{seqKind{b: b, kind: "rw", side: "read", tag: readTag, blocker: afterWriters}},
+		&WriteLock{seqKind{b: b, kind: "rw", side: "write", tag: writeTag, blocker: exclusive}}, nil
 }
 
 // kindDir is the directory of a lock kind's nodes for key: the plain

@@ -36,7 +36,7 @@ var (
 	}}
 	// fairKind is the plain lock as --fair waits for it: through the
 	// fair view, which a store without a queue lacks.
-	fairKind = opKind{"fair", turnstile.Fair}
+	fairKind = opKind{"fair", func(b driver.Backend) (driver.Backend, error) { return turnstile.Fair(b) }}
 	// readWriteKind is the read-write lock: both its sides see, and
 	// clear, its readers and writer alike.
 	readWriteKind = opKind{"read-write", func(b driver.Backend) (driver.Backend, error) {
@@ -48,7 +48,7 @@ var (
 	semaphoreKind = opKind{"semaphore", func(b driver.Backend) (driver.Backend, error) {
 		return turnstile.Semaphore(b, 1)
 	}}
-	reentrantKind = opKind{"reentrant", turnstile.Reentrant}
+	reentrantKind = opKind{"reentrant", func(b driver.Backend) (driver.Backend, error) { return turnstile.Reentrant(b) }}
 )
 
 // searchedKinds are the kinds the commands look at without --kind, in

@@ -10,6 +10,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/locktest"
 	"github.com/turnstilelock/turnstile/memory"
 )
 
@@ -42,8 +43,9 @@ func TestKindClientsMemory(t *testing.T) {
 	}
 
 	const ttl = time.Minute
-	sem, _ := store.Semaphore(2)
-	read, _, _ := turnstile.ReadWrite(store)
+	sem := locktest.View[*memory.Semaphore](t)(turnstile.Semaphore(store, 2))
+	read, _ := locktest.Sides[*memory.ReadLock, *memory.WriteLock](t)(turnstile.ReadWrite(store))
+	reentrant := locktest.View[*memory.Reentrant](t)(turnstile.Reentrant(store))
 	for _, h := range []struct {
 		b     driver.Backend
 		key   string
@@ -53,13 +55,13 @@ func TestKindClientsMemory(t *testing.T) {
 		{sem, "k", "permit-1"},
 		{sem, "k", "permit-2"},
 		{read, "r", "reader"},
-		{store.Reentrant(), "re", "re-owner"},
+		{reentrant, "re", "re-owner"},
 	} {
 		if _, ok, err := h.b.Acquire(ctx, h.key, h.owner, ttl); !ok || err != nil {
 			t.Fatalf("%s of %s: %v, %v", h.owner, h.key, ok, err)
 		}
 	}
-	fair := store.Fair()
+	fair := locktest.View[*memory.Fair](t)(turnstile.Fair(store))
 	waited := make(chan struct{})
 	wctx, stop := context.WithCancel(ctx)
 	defer func() { stop(); <-waited }()

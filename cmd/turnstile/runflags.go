@@ -12,7 +12,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
-	"github.com/turnstilelock/turnstile/redis"
+	"github.com/turnstilelock/turnstile/driver"
 )
 
 // defaultBackend is the store "turnstile run" uses when neither --backend
@@ -87,8 +87,8 @@ func (p permitsFlag) String() string {
 
 func (p permitsFlag) Set(s string) error {
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > redis.MaxPermits {
-		return fmt.Errorf("want a number of holders from 1 to %d", redis.MaxPermits)
+	if err != nil || driver.CheckPermits(n) != nil {
+		return fmt.Errorf("want a number of holders from 1 to %d", driver.MaxPermits)
 	}
 	*p.n = n
 	return nil
