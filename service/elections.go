@@ -43,8 +43,12 @@ func (s *Server) campaign(ctx context.Context, m *v1.CampaignRequest, stream *co
 	}
 	defer leave()
 	obs := newHoldObserver()
-	e, err := v.client.Election(m.Name, turnstile.WithTTL(ttl), turnstile.WithObserver(obs))
+	notes := startWaitNotes(ctx, func() error {
+		return stream.Send(&v1.CampaignResponse{Event: &v1.CampaignResponse_Waiting{Waiting: &v1.Waiting{}}})
+	}, nil)
+	e, err := v.client.Election(m.Name, append(notes.options(false), turnstile.WithTTL(ttl), turnstile.WithObserver(obs))...)
 	if err != nil {
+		notes.stop()
 		return err
 	}
 	// A candidate waits as long as the stream is open, unless it says.
@@ -56,6 +60,7 @@ func (s *Server) campaign(ctx context.Context, m *v1.CampaignRequest, stream *co
 	lead, err := e.Campaign(wctx, m.Value)
 	done()
 	cancel()
+	notes.stop()
 	if err != nil {
 		return waitError(ctx, wctx, err)
 	}

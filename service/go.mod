@@ -39,3 +39,5 @@ require (
 	github.com/turnstilelock/turnstile/etcd v0.1.0
 	go.etcd.io/etcd/client/v3 v3.5.35
 )
+
+require github.com/turnstilelock/turnstile/redis v0.1.0

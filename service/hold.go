@@ -83,9 +83,13 @@ func (s *Server) hold(ctx context.Context, m *v1.HoldRequest, stream *connect.Se
 	if m.Resume != nil {
 		l, err = s.resume(ctx, v, a, ttl, obs)
 	} else {
-		l, err = s.waitHeld(ctx, v, a, ttl, obs, m.Positions, func(n int) error {
+		notes := startWaitNotes(ctx, func() error {
+			return stream.Send(&v1.HoldResponse{Event: &v1.HoldResponse_Waiting{Waiting: &v1.Waiting{}}})
+		}, func(n int) error {
 			return stream.Send(&v1.HoldResponse{Event: &v1.HoldResponse_Queued{Queued: &v1.Position{Position: uint32(n)}}})
 		})
+		l, err = s.waitHeld(ctx, v, a, ttl, append(notes.options(m.Positions), turnstile.WithObserver(obs)))
+		notes.stop()
 	}
 	if err != nil {
 		return err
@@ -112,25 +116,15 @@ func (s *Server) hold(ctx context.Context, m *v1.HoldRequest, stream *connect.Se
 }
 
 // waitHeld waits for a lock whose lease the instance will renew.
-func (s *Server) waitHeld(ctx context.Context, v *lockView, a *v1.AcquireRequest, ttl time.Duration, obs *holdObserver, positions bool, send func(int) error) (*turnstile.Lease, error) {
+func (s *Server) waitHeld(ctx context.Context, v *lockView, a *v1.AcquireRequest, ttl time.Duration, opts []turnstile.Option) (*turnstile.Lease, error) {
 	wctx, cancel, err := s.waitContext(ctx, a.Wait.AsDuration(), a.Wait != nil, false)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
-	opts := append(waitOptions(ttl, a.Owner, true), turnstile.WithObserver(obs))
-	var stop func()
-	if positions {
-		var f func(int)
-		f, stop = sendPositions(wctx, send)
-		opts = append(opts, turnstile.WithQueuePosition(f))
-	}
 	done := s.metrics.waiting()
-	l, err := v.client.Acquire(wctx, a.Key, opts...)
+	l, err := v.client.Acquire(wctx, a.Key, append(waitOptions(ttl, a.Owner, true), opts...)...)
 	done()
-	if stop != nil {
-		stop()
-	}
 	if err != nil {
 		return nil, waitError(ctx, wctx, err)
 	}
@@ -211,42 +205,82 @@ func (s *Server) endHold(ctx context.Context, v *lockView, l *turnstile.Lease) {
 	s.event(v1.EventType_EVENT_TYPE_RELEASED, v, l.Key(), l.Owner(), l.Token())
 }
 
-// sendPositions returns the function a waiter's places in line go to,
-// and what stops the sending. The places go out from a goroutine of
-// their own (a Queuer's position function must not block), the latest
-// one only when the stream is slower than they change; stop waits for
-// that goroutine, so that the caller may send on the stream again.
-func sendPositions(ctx context.Context, send func(int) error) (func(int), func()) {
-	latest := make(chan int, 1)
-	quit := make(chan struct{})
-	done := make(chan struct{})
+// waitNotes sends what a stream says while its call waits for a lock:
+// Waiting once the Client starts waiting, and the places in line. They
+// go out from a goroutine of their own (the Client's observers and a
+// Queuer's position function must not block), the latest place only
+// when the stream is slower than they change; stop waits for that
+// goroutine, so that the caller may send on the stream again.
+type waitNotes struct {
+	waiting chan struct{}
+	latest  chan int
+	quit    chan struct{}
+	done    chan struct{}
+}
+
+func startWaitNotes(ctx context.Context, sendWaiting func() error, sendPosition func(int) error) *waitNotes {
+	w := &waitNotes{waiting: make(chan struct{}, 1), latest: make(chan int, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
-		defer close(done)
+		defer close(w.done)
+		said := false
 		for {
+			var err error
 			select {
-			case n := <-latest:
-				if send(n) != nil {
-					return
+			case <-w.waiting:
+				if !said {
+					said = true
+					err = sendWaiting()
 				}
-			case <-quit:
+			case n := <-w.latest:
+				if sendPosition != nil {
+					err = sendPosition(n)
+				}
+			case <-w.quit:
 				return
 			case <-ctx.Done():
 				return
 			}
+			if err != nil {
+				return
+			}
 		}
 	}()
-	f := func(n int) {
-		for {
-			select {
-			case latest <- n:
-				return
-			default:
-			}
-			select {
-			case <-latest: // replaced by the newer place
-			default:
-			}
+	return w
+}
+
+// Observe implements turnstile.Observer: EventWaiting is the Client
+// starting to wait.
+func (w *waitNotes) Observe(e turnstile.Event) {
+	if e.Type == turnstile.EventWaiting {
+		select {
+		case w.waiting <- struct{}{}:
+		default:
 		}
 	}
-	return f, func() { close(quit); <-done }
 }
+
+// position is a Queuer's position function.
+func (w *waitNotes) position(n int) {
+	for {
+		select {
+		case w.latest <- n:
+			return
+		default:
+		}
+		select {
+		case <-w.latest: // replaced by the newer place
+		default:
+		}
+	}
+}
+
+// options are the per-call options that feed w.
+func (w *waitNotes) options(positions bool) []turnstile.Option {
+	opts := []turnstile.Option{turnstile.WithObserver(w)}
+	if positions {
+		opts = append(opts, turnstile.WithQueuePosition(w.position))
+	}
+	return opts
+}
+
+func (w *waitNotes) stop() { close(w.quit); <-w.done }

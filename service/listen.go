@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -158,14 +159,16 @@ type ServeOptions struct {
 	DrainTimeout time.Duration
 	// Extra, if set, serves paths of its own beside the API (/metrics).
 	Extra map[string]http.Handler
+	// PingEvery and PingTimeout find a silent HTTP/2 client: a
+	// connection that brought nothing for PingEvery is pinged, and closed
+	// when the ping goes unanswered for PingTimeout. Defaults 5s and 10s.
+	PingEvery, PingTimeout time.Duration
 }
 
-// pingEvery is how long an HTTP/2 connection may stay without a frame
-// from its client before the instance pings it; pingTimeout, how long
-// the ping may go unanswered before the connection is closed.
+// Defaults of ServeOptions.
 const (
-	pingEvery   = 5 * time.Second
-	pingTimeout = 10 * time.Second
+	DefaultPingEvery   = 5 * time.Second
+	DefaultPingTimeout = 10 * time.Second
 )
 
 // Serve serves the instance's API on ln until ctx is done, then drains:
@@ -175,6 +178,12 @@ const (
 func (s *Server) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error {
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = 30 * time.Second
+	}
+	if o.PingEvery <= 0 {
+		o.PingEvery = DefaultPingEvery
+	}
+	if o.PingTimeout <= 0 {
+		o.PingTimeout = DefaultPingTimeout
 	}
 	handler := s.Handler()
 	if len(o.Extra) > 0 {
@@ -201,10 +210,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, o ServeOptions) err
 		IdleTimeout:       5 * time.Minute,
 		HTTP2: &http.HTTP2Config{
 			MaxConcurrentStreams: s.cfg.MaxStreamsPerConn + 100,
-			SendPingTimeout:      pingEvery,
-			PingTimeout:          pingTimeout,
+			SendPingTimeout:      o.PingEvery,
+			PingTimeout:          o.PingTimeout,
 		},
-		ErrorLog: nil,
+		ErrorLog: slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 	}
 	served := make(chan error, 1)
 	go func() {

@@ -73,7 +73,7 @@ func (h *locks) TryAcquire(ctx context.Context, req *connect.Request[v1.AcquireR
 }
 
 func (h *locks) Acquire(ctx context.Context, req *connect.Request[v1.AcquireRequest]) (*connect.Response[v1.AcquireResponse], error) {
-	resp, err := h.s.acquire(ctx, req.Msg, nil)
+	resp, err := h.s.acquire(ctx, req.Msg)
 	if err != nil {
 		return nil, toConnect(err)
 	}
@@ -83,9 +83,8 @@ func (h *locks) Acquire(ctx context.Context, req *connect.Request[v1.AcquireRequ
 // acquire waits for a lock on a caller's behalf through the instance's
 // Client (its line, the store's notices or queue) and hands the lease
 // over: the Client forgets it, the caller renews and releases it by its
-// handle. position, if set, is told the caller's place in a store's
-// queue.
-func (s *Server) acquire(ctx context.Context, m *v1.AcquireRequest, position func(int)) (*v1.AcquireResponse, error) {
+// handle. opts are the call's own (notes on its wait).
+func (s *Server) acquire(ctx context.Context, m *v1.AcquireRequest, opts ...turnstile.Option) (*v1.AcquireResponse, error) {
 	v, ttl, err := s.acquireArgs(ctx, m)
 	if err != nil {
 		return nil, err
@@ -95,12 +94,8 @@ func (s *Server) acquire(ctx context.Context, m *v1.AcquireRequest, position fun
 		return nil, err
 	}
 	defer cancel()
-	opts := waitOptions(ttl, m.Owner, false)
-	if position != nil {
-		opts = append(opts, turnstile.WithQueuePosition(position))
-	}
 	done := s.metrics.waiting()
-	l, err := v.client.Acquire(wctx, m.Key, opts...)
+	l, err := v.client.Acquire(wctx, m.Key, append(waitOptions(ttl, m.Owner, false), opts...)...)
 	done()
 	if err != nil {
 		return nil, waitError(ctx, wctx, err)

@@ -9,13 +9,15 @@ import (
 )
 
 func (h *locks) Queue(ctx context.Context, req *connect.Request[v1.AcquireRequest], stream *connect.ServerStream[v1.QueueResponse]) error {
-	// The places go out from their own goroutine, which stops before
+	// The notes go out from their own goroutine, which stops before
 	// the grant is sent.
-	f, stop := sendPositions(ctx, func(n int) error {
+	notes := startWaitNotes(ctx, func() error {
+		return stream.Send(&v1.QueueResponse{Event: &v1.QueueResponse_Waiting{Waiting: &v1.Waiting{}}})
+	}, func(n int) error {
 		return stream.Send(&v1.QueueResponse{Event: &v1.QueueResponse_Position{Position: &v1.Position{Position: uint32(n)}}})
 	})
-	resp, err := h.s.acquire(ctx, req.Msg, f)
-	stop()
+	resp, err := h.s.acquire(ctx, req.Msg, notes.options(true)...)
+	notes.stop()
 	if err != nil {
 		return toConnect(err)
 	}

@@ -105,6 +105,7 @@ type CampaignResponse struct {
 	//	*CampaignResponse_Renewed
 	//	*CampaignResponse_Lost
 	//	*CampaignResponse_Draining
+	//	*CampaignResponse_Waiting
 	Event         isCampaignResponse_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -183,6 +184,15 @@ func (x *CampaignResponse) GetDraining() *Ended {
 	return nil
 }
 
+func (x *CampaignResponse) GetWaiting() *Waiting {
+	if x != nil {
+		if x, ok := x.Event.(*CampaignResponse_Waiting); ok {
+			return x.Waiting
+		}
+	}
+	return nil
+}
+
 type isCampaignResponse_Event interface {
 	isCampaignResponse_Event()
 }
@@ -203,6 +213,11 @@ type CampaignResponse_Draining struct {
 	Draining *Ended `protobuf:"bytes,4,opt,name=draining,proto3,oneof"`
 }
 
+type CampaignResponse_Waiting struct {
+	// Sent at once: the candidate waits to lead.
+	Waiting *Waiting `protobuf:"bytes,5,opt,name=waiting,proto3,oneof"`
+}
+
 func (*CampaignResponse_Elected) isCampaignResponse_Event() {}
 
 func (*CampaignResponse_Renewed) isCampaignResponse_Event() {}
@@ -210,6 +225,8 @@ func (*CampaignResponse_Renewed) isCampaignResponse_Event() {}
 func (*CampaignResponse_Lost) isCampaignResponse_Event() {}
 
 func (*CampaignResponse_Draining) isCampaignResponse_Event() {}
+
+func (*CampaignResponse_Waiting) isCampaignResponse_Event() {}
 
 type Elected struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -623,12 +640,13 @@ const file_turnstile_v1_elections_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12+\n" +
 	"\x03ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12-\n" +
-	"\x04wait\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x04wait\"\xdf\x01\n" +
+	"\x04wait\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x04wait\"\x92\x02\n" +
 	"\x10CampaignResponse\x121\n" +
 	"\aelected\x18\x01 \x01(\v2\x15.turnstile.v1.ElectedH\x00R\aelected\x121\n" +
 	"\arenewed\x18\x02 \x01(\v2\x15.turnstile.v1.RenewedH\x00R\arenewed\x12)\n" +
 	"\x04lost\x18\x03 \x01(\v2\x13.turnstile.v1.EndedH\x00R\x04lost\x121\n" +
-	"\bdraining\x18\x04 \x01(\v2\x13.turnstile.v1.EndedH\x00R\bdrainingB\a\n" +
+	"\bdraining\x18\x04 \x01(\v2\x13.turnstile.v1.EndedH\x00R\bdraining\x121\n" +
+	"\awaiting\x18\x05 \x01(\v2\x15.turnstile.v1.WaitingH\x00R\awaitingB\a\n" +
 	"\x05event\"\xac\x01\n" +
 	"\aElected\x12)\n" +
 	"\x05lease\x18\x01 \x01(\v2\x13.turnstile.v1.LeaseR\x05lease\x12\x12\n" +
@@ -685,7 +703,8 @@ var file_turnstile_v1_elections_proto_goTypes = []any{
 	(*durationpb.Duration)(nil), // 10: google.protobuf.Duration
 	(*Renewed)(nil),             // 11: turnstile.v1.Renewed
 	(*Ended)(nil),               // 12: turnstile.v1.Ended
-	(*Lease)(nil),               // 13: turnstile.v1.Lease
+	(*Waiting)(nil),             // 13: turnstile.v1.Waiting
+	(*Lease)(nil),               // 14: turnstile.v1.Lease
 }
 var file_turnstile_v1_elections_proto_depIdxs = []int32{
 	10, // 0: turnstile.v1.CampaignRequest.ttl:type_name -> google.protobuf.Duration
@@ -694,26 +713,27 @@ var file_turnstile_v1_elections_proto_depIdxs = []int32{
 	11, // 3: turnstile.v1.CampaignResponse.renewed:type_name -> turnstile.v1.Renewed
 	12, // 4: turnstile.v1.CampaignResponse.lost:type_name -> turnstile.v1.Ended
 	12, // 5: turnstile.v1.CampaignResponse.draining:type_name -> turnstile.v1.Ended
-	13, // 6: turnstile.v1.Elected.lease:type_name -> turnstile.v1.Lease
-	10, // 7: turnstile.v1.Elected.ttl:type_name -> google.protobuf.Duration
-	10, // 8: turnstile.v1.Elected.validity:type_name -> google.protobuf.Duration
-	5,  // 9: turnstile.v1.LeaderResponse.leader:type_name -> turnstile.v1.Leader
-	10, // 10: turnstile.v1.ObserveRequest.interval:type_name -> google.protobuf.Duration
-	5,  // 11: turnstile.v1.ObserveResponse.leader:type_name -> turnstile.v1.Leader
-	13, // 12: turnstile.v1.ResignRequest.lease:type_name -> turnstile.v1.Lease
-	0,  // 13: turnstile.v1.Elections.Campaign:input_type -> turnstile.v1.CampaignRequest
-	3,  // 14: turnstile.v1.Elections.Leader:input_type -> turnstile.v1.LeaderRequest
-	6,  // 15: turnstile.v1.Elections.Observe:input_type -> turnstile.v1.ObserveRequest
-	8,  // 16: turnstile.v1.Elections.Resign:input_type -> turnstile.v1.ResignRequest
-	1,  // 17: turnstile.v1.Elections.Campaign:output_type -> turnstile.v1.CampaignResponse
-	4,  // 18: turnstile.v1.Elections.Leader:output_type -> turnstile.v1.LeaderResponse
-	7,  // 19: turnstile.v1.Elections.Observe:output_type -> turnstile.v1.ObserveResponse
-	9,  // 20: turnstile.v1.Elections.Resign:output_type -> turnstile.v1.ResignResponse
-	17, // [17:21] is the sub-list for method output_type
-	13, // [13:17] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	13, // 6: turnstile.v1.CampaignResponse.waiting:type_name -> turnstile.v1.Waiting
+	14, // 7: turnstile.v1.Elected.lease:type_name -> turnstile.v1.Lease
+	10, // 8: turnstile.v1.Elected.ttl:type_name -> google.protobuf.Duration
+	10, // 9: turnstile.v1.Elected.validity:type_name -> google.protobuf.Duration
+	5,  // 10: turnstile.v1.LeaderResponse.leader:type_name -> turnstile.v1.Leader
+	10, // 11: turnstile.v1.ObserveRequest.interval:type_name -> google.protobuf.Duration
+	5,  // 12: turnstile.v1.ObserveResponse.leader:type_name -> turnstile.v1.Leader
+	14, // 13: turnstile.v1.ResignRequest.lease:type_name -> turnstile.v1.Lease
+	0,  // 14: turnstile.v1.Elections.Campaign:input_type -> turnstile.v1.CampaignRequest
+	3,  // 15: turnstile.v1.Elections.Leader:input_type -> turnstile.v1.LeaderRequest
+	6,  // 16: turnstile.v1.Elections.Observe:input_type -> turnstile.v1.ObserveRequest
+	8,  // 17: turnstile.v1.Elections.Resign:input_type -> turnstile.v1.ResignRequest
+	1,  // 18: turnstile.v1.Elections.Campaign:output_type -> turnstile.v1.CampaignResponse
+	4,  // 19: turnstile.v1.Elections.Leader:output_type -> turnstile.v1.LeaderResponse
+	7,  // 20: turnstile.v1.Elections.Observe:output_type -> turnstile.v1.ObserveResponse
+	9,  // 21: turnstile.v1.Elections.Resign:output_type -> turnstile.v1.ResignResponse
+	18, // [18:22] is the sub-list for method output_type
+	14, // [14:18] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_turnstile_v1_elections_proto_init() }
@@ -727,6 +747,7 @@ func file_turnstile_v1_elections_proto_init() {
 		(*CampaignResponse_Renewed)(nil),
 		(*CampaignResponse_Lost)(nil),
 		(*CampaignResponse_Draining)(nil),
+		(*CampaignResponse_Waiting)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -568,6 +568,7 @@ type QueueResponse struct {
 	//
 	//	*QueueResponse_Position
 	//	*QueueResponse_Granted
+	//	*QueueResponse_Waiting
 	Event         isQueueResponse_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -628,6 +629,15 @@ func (x *QueueResponse) GetGranted() *AcquireResponse {
 	return nil
 }
 
+func (x *QueueResponse) GetWaiting() *Waiting {
+	if x != nil {
+		if x, ok := x.Event.(*QueueResponse_Waiting); ok {
+			return x.Waiting
+		}
+	}
+	return nil
+}
+
 type isQueueResponse_Event interface {
 	isQueueResponse_Event()
 }
@@ -640,9 +650,53 @@ type QueueResponse_Granted struct {
 	Granted *AcquireResponse `protobuf:"bytes,2,opt,name=granted,proto3,oneof"`
 }
 
+type QueueResponse_Waiting struct {
+	Waiting *Waiting `protobuf:"bytes,3,opt,name=waiting,proto3,oneof"`
+}
+
 func (*QueueResponse_Position) isQueueResponse_Event() {}
 
 func (*QueueResponse_Granted) isQueueResponse_Event() {}
+
+func (*QueueResponse_Waiting) isQueueResponse_Event() {}
+
+// Waiting is the first message of a stream that waits for a lock: the
+// call arrived and waits (a client learns it at once, not at the grant).
+type Waiting struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Waiting) Reset() {
+	*x = Waiting{}
+	mi := &file_turnstile_v1_locks_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Waiting) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Waiting) ProtoMessage() {}
+
+func (x *Waiting) ProtoReflect() protoreflect.Message {
+	mi := &file_turnstile_v1_locks_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Waiting.ProtoReflect.Descriptor instead.
+func (*Waiting) Descriptor() ([]byte, []int) {
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{4}
+}
 
 // Position is the caller's place in line: 1 is next.
 type Position struct {
@@ -654,7 +708,7 @@ type Position struct {
 
 func (x *Position) Reset() {
 	*x = Position{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[4]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -666,7 +720,7 @@ func (x *Position) String() string {
 func (*Position) ProtoMessage() {}
 
 func (x *Position) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[4]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -679,7 +733,7 @@ func (x *Position) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Position.ProtoReflect.Descriptor instead.
 func (*Position) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{4}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Position) GetPosition() uint32 {
@@ -700,7 +754,7 @@ type ExtendRequest struct {
 
 func (x *ExtendRequest) Reset() {
 	*x = ExtendRequest{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[5]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -712,7 +766,7 @@ func (x *ExtendRequest) String() string {
 func (*ExtendRequest) ProtoMessage() {}
 
 func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[5]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -725,7 +779,7 @@ func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendRequest.ProtoReflect.Descriptor instead.
 func (*ExtendRequest) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{5}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ExtendRequest) GetLease() *Lease {
@@ -752,7 +806,7 @@ type ExtendResponse struct {
 
 func (x *ExtendResponse) Reset() {
 	*x = ExtendResponse{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[6]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -764,7 +818,7 @@ func (x *ExtendResponse) String() string {
 func (*ExtendResponse) ProtoMessage() {}
 
 func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[6]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -777,7 +831,7 @@ func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendResponse.ProtoReflect.Descriptor instead.
 func (*ExtendResponse) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{6}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ExtendResponse) GetTtl() *durationpb.Duration {
@@ -807,7 +861,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[7]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -819,7 +873,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[7]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -832,7 +886,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{7}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReleaseRequest) GetLease() *Lease {
@@ -857,7 +911,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[8]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -869,7 +923,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[8]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -882,7 +936,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{8}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{9}
 }
 
 type HoldRequest struct {
@@ -905,7 +959,7 @@ type HoldRequest struct {
 
 func (x *HoldRequest) Reset() {
 	*x = HoldRequest{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[9]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -917,7 +971,7 @@ func (x *HoldRequest) String() string {
 func (*HoldRequest) ProtoMessage() {}
 
 func (x *HoldRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[9]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -930,7 +984,7 @@ func (x *HoldRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldRequest.ProtoReflect.Descriptor instead.
 func (*HoldRequest) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{9}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *HoldRequest) GetKey() string {
@@ -991,6 +1045,7 @@ type HoldResponse struct {
 	//	*HoldResponse_Renewed
 	//	*HoldResponse_Lost
 	//	*HoldResponse_Draining
+	//	*HoldResponse_Waiting
 	Event         isHoldResponse_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -998,7 +1053,7 @@ type HoldResponse struct {
 
 func (x *HoldResponse) Reset() {
 	*x = HoldResponse{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[10]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1010,7 +1065,7 @@ func (x *HoldResponse) String() string {
 func (*HoldResponse) ProtoMessage() {}
 
 func (x *HoldResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[10]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1023,7 +1078,7 @@ func (x *HoldResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldResponse.ProtoReflect.Descriptor instead.
 func (*HoldResponse) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{10}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *HoldResponse) GetEvent() isHoldResponse_Event {
@@ -1078,6 +1133,15 @@ func (x *HoldResponse) GetDraining() *Ended {
 	return nil
 }
 
+func (x *HoldResponse) GetWaiting() *Waiting {
+	if x != nil {
+		if x, ok := x.Event.(*HoldResponse_Waiting); ok {
+			return x.Waiting
+		}
+	}
+	return nil
+}
+
 type isHoldResponse_Event interface {
 	isHoldResponse_Event()
 }
@@ -1102,6 +1166,10 @@ type HoldResponse_Draining struct {
 	Draining *Ended `protobuf:"bytes,5,opt,name=draining,proto3,oneof"`
 }
 
+type HoldResponse_Waiting struct {
+	Waiting *Waiting `protobuf:"bytes,6,opt,name=waiting,proto3,oneof"`
+}
+
 func (*HoldResponse_Queued) isHoldResponse_Event() {}
 
 func (*HoldResponse_Granted) isHoldResponse_Event() {}
@@ -1111,6 +1179,8 @@ func (*HoldResponse_Renewed) isHoldResponse_Event() {}
 func (*HoldResponse_Lost) isHoldResponse_Event() {}
 
 func (*HoldResponse_Draining) isHoldResponse_Event() {}
+
+func (*HoldResponse_Waiting) isHoldResponse_Event() {}
 
 // Renewed: the store confirmed a renewal.
 type Renewed struct {
@@ -1124,7 +1194,7 @@ type Renewed struct {
 
 func (x *Renewed) Reset() {
 	*x = Renewed{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[11]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1136,7 +1206,7 @@ func (x *Renewed) String() string {
 func (*Renewed) ProtoMessage() {}
 
 func (x *Renewed) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[11]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1149,7 +1219,7 @@ func (x *Renewed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Renewed.ProtoReflect.Descriptor instead.
 func (*Renewed) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{11}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Renewed) GetValidity() *durationpb.Duration {
@@ -1173,7 +1243,7 @@ type Ended struct {
 
 func (x *Ended) Reset() {
 	*x = Ended{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[12]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1185,7 +1255,7 @@ func (x *Ended) String() string {
 func (*Ended) ProtoMessage() {}
 
 func (x *Ended) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[12]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1198,7 +1268,7 @@ func (x *Ended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ended.ProtoReflect.Descriptor instead.
 func (*Ended) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{12}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Ended) GetReason() string {
@@ -1239,7 +1309,7 @@ type LockState struct {
 
 func (x *LockState) Reset() {
 	*x = LockState{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[13]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1251,7 +1321,7 @@ func (x *LockState) String() string {
 func (*LockState) ProtoMessage() {}
 
 func (x *LockState) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[13]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1264,7 +1334,7 @@ func (x *LockState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockState.ProtoReflect.Descriptor instead.
 func (*LockState) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{13}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *LockState) GetKey() string {
@@ -1316,7 +1386,7 @@ type Holder struct {
 
 func (x *Holder) Reset() {
 	*x = Holder{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[14]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1328,7 +1398,7 @@ func (x *Holder) String() string {
 func (*Holder) ProtoMessage() {}
 
 func (x *Holder) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[14]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1341,7 +1411,7 @@ func (x *Holder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Holder.ProtoReflect.Descriptor instead.
 func (*Holder) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{14}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Holder) GetOwner() string {
@@ -1383,7 +1453,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[15]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1395,7 +1465,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[15]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1408,7 +1478,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{15}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StatusRequest) GetKey() string {
@@ -1441,7 +1511,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[16]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1453,7 +1523,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[16]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1466,7 +1536,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{16}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StatusResponse) GetState() *LockState {
@@ -1491,7 +1561,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[17]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1503,7 +1573,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[17]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1516,7 +1586,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{17}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListRequest) GetPrefix() string {
@@ -1557,7 +1627,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[18]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1569,7 +1639,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[18]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1582,7 +1652,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{18}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListResponse) GetLocks() []*LockState {
@@ -1610,7 +1680,7 @@ type ForceReleaseRequest struct {
 
 func (x *ForceReleaseRequest) Reset() {
 	*x = ForceReleaseRequest{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[19]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1622,7 +1692,7 @@ func (x *ForceReleaseRequest) String() string {
 func (*ForceReleaseRequest) ProtoMessage() {}
 
 func (x *ForceReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[19]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1635,7 +1705,7 @@ func (x *ForceReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForceReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ForceReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{19}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ForceReleaseRequest) GetKey() string {
@@ -1670,7 +1740,7 @@ type ForceReleaseResponse struct {
 
 func (x *ForceReleaseResponse) Reset() {
 	*x = ForceReleaseResponse{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[20]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1682,7 +1752,7 @@ func (x *ForceReleaseResponse) String() string {
 func (*ForceReleaseResponse) ProtoMessage() {}
 
 func (x *ForceReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[20]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1695,7 +1765,7 @@ func (x *ForceReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForceReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ForceReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{20}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ForceReleaseResponse) GetRemoved() *LockState {
@@ -1728,7 +1798,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[21]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1740,7 +1810,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[21]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1753,7 +1823,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{21}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WatchRequest) GetKey() string {
@@ -1797,7 +1867,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[22]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1809,7 +1879,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[22]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1822,7 +1892,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{22}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WatchResponse) GetMessage() isWatchResponse_Message {
@@ -1877,7 +1947,7 @@ type Watching struct {
 
 func (x *Watching) Reset() {
 	*x = Watching{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[23]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1889,7 +1959,7 @@ func (x *Watching) String() string {
 func (*Watching) ProtoMessage() {}
 
 func (x *Watching) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[23]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1902,7 +1972,7 @@ func (x *Watching) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Watching.ProtoReflect.Descriptor instead.
 func (*Watching) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{23}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Watching) GetStoreNotices() bool {
@@ -1927,7 +1997,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[24]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1939,7 +2009,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[24]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1952,7 +2022,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{24}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Event) GetType() EventType {
@@ -2012,7 +2082,7 @@ type InfoRequest struct {
 
 func (x *InfoRequest) Reset() {
 	*x = InfoRequest{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[25]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2024,7 +2094,7 @@ func (x *InfoRequest) String() string {
 func (*InfoRequest) ProtoMessage() {}
 
 func (x *InfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[25]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2037,7 +2107,7 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{25}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{26}
 }
 
 type InfoResponse struct {
@@ -2061,7 +2131,7 @@ type InfoResponse struct {
 
 func (x *InfoResponse) Reset() {
 	*x = InfoResponse{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[26]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2073,7 +2143,7 @@ func (x *InfoResponse) String() string {
 func (*InfoResponse) ProtoMessage() {}
 
 func (x *InfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[26]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2086,7 +2156,7 @@ func (x *InfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoResponse.ProtoReflect.Descriptor instead.
 func (*InfoResponse) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{26}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *InfoResponse) GetStore() string {
@@ -2166,11 +2236,13 @@ const file_turnstile_v1_locks_proto_rawDesc = "" +
 	"\x0fAcquireResponse\x12)\n" +
 	"\x05lease\x18\x01 \x01(\v2\x13.turnstile.v1.LeaseR\x05lease\x12+\n" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x125\n" +
-	"\bvalidity\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\bvalidity\"\x89\x01\n" +
+	"\bvalidity\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\bvalidity\"\xbc\x01\n" +
 	"\rQueueResponse\x124\n" +
 	"\bposition\x18\x01 \x01(\v2\x16.turnstile.v1.PositionH\x00R\bposition\x129\n" +
-	"\agranted\x18\x02 \x01(\v2\x1d.turnstile.v1.AcquireResponseH\x00R\agrantedB\a\n" +
-	"\x05event\"&\n" +
+	"\agranted\x18\x02 \x01(\v2\x1d.turnstile.v1.AcquireResponseH\x00R\agranted\x121\n" +
+	"\awaiting\x18\x03 \x01(\v2\x15.turnstile.v1.WaitingH\x00R\awaitingB\a\n" +
+	"\x05event\"\t\n" +
+	"\aWaiting\"&\n" +
 	"\bPosition\x12\x1a\n" +
 	"\bposition\x18\x01 \x01(\rR\bposition\"g\n" +
 	"\rExtendRequest\x12)\n" +
@@ -2190,13 +2262,14 @@ const file_turnstile_v1_locks_proto_rawDesc = "" +
 	"\x03ttl\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12-\n" +
 	"\x04wait\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x04wait\x12\x1c\n" +
 	"\tpositions\x18\x06 \x01(\bR\tpositions\x12+\n" +
-	"\x06resume\x18\a \x01(\v2\x13.turnstile.v1.LeaseR\x06resume\"\x95\x02\n" +
+	"\x06resume\x18\a \x01(\v2\x13.turnstile.v1.LeaseR\x06resume\"\xc8\x02\n" +
 	"\fHoldResponse\x120\n" +
 	"\x06queued\x18\x01 \x01(\v2\x16.turnstile.v1.PositionH\x00R\x06queued\x129\n" +
 	"\agranted\x18\x02 \x01(\v2\x1d.turnstile.v1.AcquireResponseH\x00R\agranted\x121\n" +
 	"\arenewed\x18\x03 \x01(\v2\x15.turnstile.v1.RenewedH\x00R\arenewed\x12)\n" +
 	"\x04lost\x18\x04 \x01(\v2\x13.turnstile.v1.EndedH\x00R\x04lost\x121\n" +
-	"\bdraining\x18\x05 \x01(\v2\x13.turnstile.v1.EndedH\x00R\bdrainingB\a\n" +
+	"\bdraining\x18\x05 \x01(\v2\x13.turnstile.v1.EndedH\x00R\bdraining\x121\n" +
+	"\awaiting\x18\x06 \x01(\v2\x15.turnstile.v1.WaitingH\x00R\awaitingB\a\n" +
 	"\x05event\"@\n" +
 	"\aRenewed\x125\n" +
 	"\bvalidity\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\bvalidity\"d\n" +
@@ -2330,7 +2403,7 @@ func file_turnstile_v1_locks_proto_rawDescGZIP() []byte {
 }
 
 var file_turnstile_v1_locks_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_turnstile_v1_locks_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_turnstile_v1_locks_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_turnstile_v1_locks_proto_goTypes = []any{
 	(Kind)(0),                     // 0: turnstile.v1.Kind
 	(EventType)(0),                // 1: turnstile.v1.EventType
@@ -2340,103 +2413,106 @@ var file_turnstile_v1_locks_proto_goTypes = []any{
 	(*AcquireRequest)(nil),        // 5: turnstile.v1.AcquireRequest
 	(*AcquireResponse)(nil),       // 6: turnstile.v1.AcquireResponse
 	(*QueueResponse)(nil),         // 7: turnstile.v1.QueueResponse
-	(*Position)(nil),              // 8: turnstile.v1.Position
-	(*ExtendRequest)(nil),         // 9: turnstile.v1.ExtendRequest
-	(*ExtendResponse)(nil),        // 10: turnstile.v1.ExtendResponse
-	(*ReleaseRequest)(nil),        // 11: turnstile.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),       // 12: turnstile.v1.ReleaseResponse
-	(*HoldRequest)(nil),           // 13: turnstile.v1.HoldRequest
-	(*HoldResponse)(nil),          // 14: turnstile.v1.HoldResponse
-	(*Renewed)(nil),               // 15: turnstile.v1.Renewed
-	(*Ended)(nil),                 // 16: turnstile.v1.Ended
-	(*LockState)(nil),             // 17: turnstile.v1.LockState
-	(*Holder)(nil),                // 18: turnstile.v1.Holder
-	(*StatusRequest)(nil),         // 19: turnstile.v1.StatusRequest
-	(*StatusResponse)(nil),        // 20: turnstile.v1.StatusResponse
-	(*ListRequest)(nil),           // 21: turnstile.v1.ListRequest
-	(*ListResponse)(nil),          // 22: turnstile.v1.ListResponse
-	(*ForceReleaseRequest)(nil),   // 23: turnstile.v1.ForceReleaseRequest
-	(*ForceReleaseResponse)(nil),  // 24: turnstile.v1.ForceReleaseResponse
-	(*WatchRequest)(nil),          // 25: turnstile.v1.WatchRequest
-	(*WatchResponse)(nil),         // 26: turnstile.v1.WatchResponse
-	(*Watching)(nil),              // 27: turnstile.v1.Watching
-	(*Event)(nil),                 // 28: turnstile.v1.Event
-	(*InfoRequest)(nil),           // 29: turnstile.v1.InfoRequest
-	(*InfoResponse)(nil),          // 30: turnstile.v1.InfoResponse
-	(*durationpb.Duration)(nil),   // 31: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
+	(*Waiting)(nil),               // 8: turnstile.v1.Waiting
+	(*Position)(nil),              // 9: turnstile.v1.Position
+	(*ExtendRequest)(nil),         // 10: turnstile.v1.ExtendRequest
+	(*ExtendResponse)(nil),        // 11: turnstile.v1.ExtendResponse
+	(*ReleaseRequest)(nil),        // 12: turnstile.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),       // 13: turnstile.v1.ReleaseResponse
+	(*HoldRequest)(nil),           // 14: turnstile.v1.HoldRequest
+	(*HoldResponse)(nil),          // 15: turnstile.v1.HoldResponse
+	(*Renewed)(nil),               // 16: turnstile.v1.Renewed
+	(*Ended)(nil),                 // 17: turnstile.v1.Ended
+	(*LockState)(nil),             // 18: turnstile.v1.LockState
+	(*Holder)(nil),                // 19: turnstile.v1.Holder
+	(*StatusRequest)(nil),         // 20: turnstile.v1.StatusRequest
+	(*StatusResponse)(nil),        // 21: turnstile.v1.StatusResponse
+	(*ListRequest)(nil),           // 22: turnstile.v1.ListRequest
+	(*ListResponse)(nil),          // 23: turnstile.v1.ListResponse
+	(*ForceReleaseRequest)(nil),   // 24: turnstile.v1.ForceReleaseRequest
+	(*ForceReleaseResponse)(nil),  // 25: turnstile.v1.ForceReleaseResponse
+	(*WatchRequest)(nil),          // 26: turnstile.v1.WatchRequest
+	(*WatchResponse)(nil),         // 27: turnstile.v1.WatchResponse
+	(*Watching)(nil),              // 28: turnstile.v1.Watching
+	(*Event)(nil),                 // 29: turnstile.v1.Event
+	(*InfoRequest)(nil),           // 30: turnstile.v1.InfoRequest
+	(*InfoResponse)(nil),          // 31: turnstile.v1.InfoResponse
+	(*durationpb.Duration)(nil),   // 32: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
 }
 var file_turnstile_v1_locks_proto_depIdxs = []int32{
 	0,  // 0: turnstile.v1.Lease.kind:type_name -> turnstile.v1.Kind
 	0,  // 1: turnstile.v1.AcquireRequest.kind:type_name -> turnstile.v1.Kind
-	31, // 2: turnstile.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
-	31, // 3: turnstile.v1.AcquireRequest.wait:type_name -> google.protobuf.Duration
+	32, // 2: turnstile.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
+	32, // 3: turnstile.v1.AcquireRequest.wait:type_name -> google.protobuf.Duration
 	4,  // 4: turnstile.v1.AcquireResponse.lease:type_name -> turnstile.v1.Lease
-	31, // 5: turnstile.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
-	31, // 6: turnstile.v1.AcquireResponse.validity:type_name -> google.protobuf.Duration
-	8,  // 7: turnstile.v1.QueueResponse.position:type_name -> turnstile.v1.Position
+	32, // 5: turnstile.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
+	32, // 6: turnstile.v1.AcquireResponse.validity:type_name -> google.protobuf.Duration
+	9,  // 7: turnstile.v1.QueueResponse.position:type_name -> turnstile.v1.Position
 	6,  // 8: turnstile.v1.QueueResponse.granted:type_name -> turnstile.v1.AcquireResponse
-	4,  // 9: turnstile.v1.ExtendRequest.lease:type_name -> turnstile.v1.Lease
-	31, // 10: turnstile.v1.ExtendRequest.ttl:type_name -> google.protobuf.Duration
-	31, // 11: turnstile.v1.ExtendResponse.ttl:type_name -> google.protobuf.Duration
-	31, // 12: turnstile.v1.ExtendResponse.validity:type_name -> google.protobuf.Duration
-	4,  // 13: turnstile.v1.ReleaseRequest.lease:type_name -> turnstile.v1.Lease
-	0,  // 14: turnstile.v1.HoldRequest.kind:type_name -> turnstile.v1.Kind
-	31, // 15: turnstile.v1.HoldRequest.ttl:type_name -> google.protobuf.Duration
-	31, // 16: turnstile.v1.HoldRequest.wait:type_name -> google.protobuf.Duration
-	4,  // 17: turnstile.v1.HoldRequest.resume:type_name -> turnstile.v1.Lease
-	8,  // 18: turnstile.v1.HoldResponse.queued:type_name -> turnstile.v1.Position
-	6,  // 19: turnstile.v1.HoldResponse.granted:type_name -> turnstile.v1.AcquireResponse
-	15, // 20: turnstile.v1.HoldResponse.renewed:type_name -> turnstile.v1.Renewed
-	16, // 21: turnstile.v1.HoldResponse.lost:type_name -> turnstile.v1.Ended
-	16, // 22: turnstile.v1.HoldResponse.draining:type_name -> turnstile.v1.Ended
-	31, // 23: turnstile.v1.Renewed.validity:type_name -> google.protobuf.Duration
-	4,  // 24: turnstile.v1.Ended.lease:type_name -> turnstile.v1.Lease
-	18, // 25: turnstile.v1.LockState.holders:type_name -> turnstile.v1.Holder
-	31, // 26: turnstile.v1.Holder.ttl:type_name -> google.protobuf.Duration
-	0,  // 27: turnstile.v1.StatusRequest.kind:type_name -> turnstile.v1.Kind
-	17, // 28: turnstile.v1.StatusResponse.state:type_name -> turnstile.v1.LockState
-	0,  // 29: turnstile.v1.ListRequest.kind:type_name -> turnstile.v1.Kind
-	17, // 30: turnstile.v1.ListResponse.locks:type_name -> turnstile.v1.LockState
-	0,  // 31: turnstile.v1.ForceReleaseRequest.kind:type_name -> turnstile.v1.Kind
-	17, // 32: turnstile.v1.ForceReleaseResponse.removed:type_name -> turnstile.v1.LockState
-	0,  // 33: turnstile.v1.WatchRequest.kind:type_name -> turnstile.v1.Kind
-	27, // 34: turnstile.v1.WatchResponse.watching:type_name -> turnstile.v1.Watching
-	28, // 35: turnstile.v1.WatchResponse.event:type_name -> turnstile.v1.Event
-	1,  // 36: turnstile.v1.Event.type:type_name -> turnstile.v1.EventType
-	32, // 37: turnstile.v1.Event.time:type_name -> google.protobuf.Timestamp
-	2,  // 38: turnstile.v1.Event.source:type_name -> turnstile.v1.EventSource
-	0,  // 39: turnstile.v1.Event.kind:type_name -> turnstile.v1.Kind
-	0,  // 40: turnstile.v1.InfoResponse.kinds:type_name -> turnstile.v1.Kind
-	31, // 41: turnstile.v1.InfoResponse.default_ttl:type_name -> google.protobuf.Duration
-	31, // 42: turnstile.v1.InfoResponse.max_wait:type_name -> google.protobuf.Duration
-	5,  // 43: turnstile.v1.Locks.TryAcquire:input_type -> turnstile.v1.AcquireRequest
-	5,  // 44: turnstile.v1.Locks.Acquire:input_type -> turnstile.v1.AcquireRequest
-	5,  // 45: turnstile.v1.Locks.Queue:input_type -> turnstile.v1.AcquireRequest
-	9,  // 46: turnstile.v1.Locks.Extend:input_type -> turnstile.v1.ExtendRequest
-	11, // 47: turnstile.v1.Locks.Release:input_type -> turnstile.v1.ReleaseRequest
-	13, // 48: turnstile.v1.Locks.Hold:input_type -> turnstile.v1.HoldRequest
-	19, // 49: turnstile.v1.Locks.Status:input_type -> turnstile.v1.StatusRequest
-	21, // 50: turnstile.v1.Locks.List:input_type -> turnstile.v1.ListRequest
-	23, // 51: turnstile.v1.Locks.ForceRelease:input_type -> turnstile.v1.ForceReleaseRequest
-	25, // 52: turnstile.v1.Locks.Watch:input_type -> turnstile.v1.WatchRequest
-	29, // 53: turnstile.v1.Locks.Info:input_type -> turnstile.v1.InfoRequest
-	6,  // 54: turnstile.v1.Locks.TryAcquire:output_type -> turnstile.v1.AcquireResponse
-	6,  // 55: turnstile.v1.Locks.Acquire:output_type -> turnstile.v1.AcquireResponse
-	7,  // 56: turnstile.v1.Locks.Queue:output_type -> turnstile.v1.QueueResponse
-	10, // 57: turnstile.v1.Locks.Extend:output_type -> turnstile.v1.ExtendResponse
-	12, // 58: turnstile.v1.Locks.Release:output_type -> turnstile.v1.ReleaseResponse
-	14, // 59: turnstile.v1.Locks.Hold:output_type -> turnstile.v1.HoldResponse
-	20, // 60: turnstile.v1.Locks.Status:output_type -> turnstile.v1.StatusResponse
-	22, // 61: turnstile.v1.Locks.List:output_type -> turnstile.v1.ListResponse
-	24, // 62: turnstile.v1.Locks.ForceRelease:output_type -> turnstile.v1.ForceReleaseResponse
-	26, // 63: turnstile.v1.Locks.Watch:output_type -> turnstile.v1.WatchResponse
-	30, // 64: turnstile.v1.Locks.Info:output_type -> turnstile.v1.InfoResponse
-	54, // [54:65] is the sub-list for method output_type
-	43, // [43:54] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	8,  // 9: turnstile.v1.QueueResponse.waiting:type_name -> turnstile.v1.Waiting
+	4,  // 10: turnstile.v1.ExtendRequest.lease:type_name -> turnstile.v1.Lease
+	32, // 11: turnstile.v1.ExtendRequest.ttl:type_name -> google.protobuf.Duration
+	32, // 12: turnstile.v1.ExtendResponse.ttl:type_name -> google.protobuf.Duration
+	32, // 13: turnstile.v1.ExtendResponse.validity:type_name -> google.protobuf.Duration
+	4,  // 14: turnstile.v1.ReleaseRequest.lease:type_name -> turnstile.v1.Lease
+	0,  // 15: turnstile.v1.HoldRequest.kind:type_name -> turnstile.v1.Kind
+	32, // 16: turnstile.v1.HoldRequest.ttl:type_name -> google.protobuf.Duration
+	32, // 17: turnstile.v1.HoldRequest.wait:type_name -> google.protobuf.Duration
+	4,  // 18: turnstile.v1.HoldRequest.resume:type_name -> turnstile.v1.Lease
+	9,  // 19: turnstile.v1.HoldResponse.queued:type_name -> turnstile.v1.Position
+	6,  // 20: turnstile.v1.HoldResponse.granted:type_name -> turnstile.v1.AcquireResponse
+	16, // 21: turnstile.v1.HoldResponse.renewed:type_name -> turnstile.v1.Renewed
+	17, // 22: turnstile.v1.HoldResponse.lost:type_name -> turnstile.v1.Ended
+	17, // 23: turnstile.v1.HoldResponse.draining:type_name -> turnstile.v1.Ended
+	8,  // 24: turnstile.v1.HoldResponse.waiting:type_name -> turnstile.v1.Waiting
+	32, // 25: turnstile.v1.Renewed.validity:type_name -> google.protobuf.Duration
+	4,  // 26: turnstile.v1.Ended.lease:type_name -> turnstile.v1.Lease
+	19, // 27: turnstile.v1.LockState.holders:type_name -> turnstile.v1.Holder
+	32, // 28: turnstile.v1.Holder.ttl:type_name -> google.protobuf.Duration
+	0,  // 29: turnstile.v1.StatusRequest.kind:type_name -> turnstile.v1.Kind
+	18, // 30: turnstile.v1.StatusResponse.state:type_name -> turnstile.v1.LockState
+	0,  // 31: turnstile.v1.ListRequest.kind:type_name -> turnstile.v1.Kind
+	18, // 32: turnstile.v1.ListResponse.locks:type_name -> turnstile.v1.LockState
+	0,  // 33: turnstile.v1.ForceReleaseRequest.kind:type_name -> turnstile.v1.Kind
+	18, // 34: turnstile.v1.ForceReleaseResponse.removed:type_name -> turnstile.v1.LockState
+	0,  // 35: turnstile.v1.WatchRequest.kind:type_name -> turnstile.v1.Kind
+	28, // 36: turnstile.v1.WatchResponse.watching:type_name -> turnstile.v1.Watching
+	29, // 37: turnstile.v1.WatchResponse.event:type_name -> turnstile.v1.Event
+	1,  // 38: turnstile.v1.Event.type:type_name -> turnstile.v1.EventType
+	33, // 39: turnstile.v1.Event.time:type_name -> google.protobuf.Timestamp
+	2,  // 40: turnstile.v1.Event.source:type_name -> turnstile.v1.EventSource
+	0,  // 41: turnstile.v1.Event.kind:type_name -> turnstile.v1.Kind
+	0,  // 42: turnstile.v1.InfoResponse.kinds:type_name -> turnstile.v1.Kind
+	32, // 43: turnstile.v1.InfoResponse.default_ttl:type_name -> google.protobuf.Duration
+	32, // 44: turnstile.v1.InfoResponse.max_wait:type_name -> google.protobuf.Duration
+	5,  // 45: turnstile.v1.Locks.TryAcquire:input_type -> turnstile.v1.AcquireRequest
+	5,  // 46: turnstile.v1.Locks.Acquire:input_type -> turnstile.v1.AcquireRequest
+	5,  // 47: turnstile.v1.Locks.Queue:input_type -> turnstile.v1.AcquireRequest
+	10, // 48: turnstile.v1.Locks.Extend:input_type -> turnstile.v1.ExtendRequest
+	12, // 49: turnstile.v1.Locks.Release:input_type -> turnstile.v1.ReleaseRequest
+	14, // 50: turnstile.v1.Locks.Hold:input_type -> turnstile.v1.HoldRequest
+	20, // 51: turnstile.v1.Locks.Status:input_type -> turnstile.v1.StatusRequest
+	22, // 52: turnstile.v1.Locks.List:input_type -> turnstile.v1.ListRequest
+	24, // 53: turnstile.v1.Locks.ForceRelease:input_type -> turnstile.v1.ForceReleaseRequest
+	26, // 54: turnstile.v1.Locks.Watch:input_type -> turnstile.v1.WatchRequest
+	30, // 55: turnstile.v1.Locks.Info:input_type -> turnstile.v1.InfoRequest
+	6,  // 56: turnstile.v1.Locks.TryAcquire:output_type -> turnstile.v1.AcquireResponse
+	6,  // 57: turnstile.v1.Locks.Acquire:output_type -> turnstile.v1.AcquireResponse
+	7,  // 58: turnstile.v1.Locks.Queue:output_type -> turnstile.v1.QueueResponse
+	11, // 59: turnstile.v1.Locks.Extend:output_type -> turnstile.v1.ExtendResponse
+	13, // 60: turnstile.v1.Locks.Release:output_type -> turnstile.v1.ReleaseResponse
+	15, // 61: turnstile.v1.Locks.Hold:output_type -> turnstile.v1.HoldResponse
+	21, // 62: turnstile.v1.Locks.Status:output_type -> turnstile.v1.StatusResponse
+	23, // 63: turnstile.v1.Locks.List:output_type -> turnstile.v1.ListResponse
+	25, // 64: turnstile.v1.Locks.ForceRelease:output_type -> turnstile.v1.ForceReleaseResponse
+	27, // 65: turnstile.v1.Locks.Watch:output_type -> turnstile.v1.WatchResponse
+	31, // 66: turnstile.v1.Locks.Info:output_type -> turnstile.v1.InfoResponse
+	56, // [56:67] is the sub-list for method output_type
+	45, // [45:56] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_turnstile_v1_locks_proto_init() }
@@ -2447,15 +2523,17 @@ func file_turnstile_v1_locks_proto_init() {
 	file_turnstile_v1_locks_proto_msgTypes[3].OneofWrappers = []any{
 		(*QueueResponse_Position)(nil),
 		(*QueueResponse_Granted)(nil),
+		(*QueueResponse_Waiting)(nil),
 	}
-	file_turnstile_v1_locks_proto_msgTypes[10].OneofWrappers = []any{
+	file_turnstile_v1_locks_proto_msgTypes[11].OneofWrappers = []any{
 		(*HoldResponse_Queued)(nil),
 		(*HoldResponse_Granted)(nil),
 		(*HoldResponse_Renewed)(nil),
 		(*HoldResponse_Lost)(nil),
 		(*HoldResponse_Draining)(nil),
+		(*HoldResponse_Waiting)(nil),
 	}
-	file_turnstile_v1_locks_proto_msgTypes[22].OneofWrappers = []any{
+	file_turnstile_v1_locks_proto_msgTypes[23].OneofWrappers = []any{
 		(*WatchResponse_Watching)(nil),
 		(*WatchResponse_Event)(nil),
 	}
@@ -2465,7 +2543,7 @@ func file_turnstile_v1_locks_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_turnstile_v1_locks_proto_rawDesc), len(file_turnstile_v1_locks_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

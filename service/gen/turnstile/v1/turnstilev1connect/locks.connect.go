@@ -83,9 +83,9 @@ type LocksClient interface {
 	// deadline: DEADLINE_EXCEEDED. The lease is not renewed by the service:
 	// Extend it before its TTL runs out, or use Hold.
 	Acquire(context.Context, *connect.Request[v1.AcquireRequest]) (*connect.Response[v1.AcquireResponse], error)
-	// Queue is Acquire that streams the caller's place in line (1 = next)
-	// while it waits in a store's queue (KIND_FAIR; etcd, ZooKeeper), then
-	// the grant, and ends.
+	// Queue is Acquire as a stream: Waiting at once, the caller's place in
+	// line (1 = next) while it waits in a store's queue (KIND_FAIR; etcd,
+	// ZooKeeper), then the grant, and it ends.
 	Queue(context.Context, *connect.Request[v1.AcquireRequest]) (*connect.ServerStreamForClient[v1.QueueResponse], error)
 	// Extend renews a lease for ttl from now. A lease no longer held:
 	// FAILED_PRECONDITION, reason NOT_HELD.
@@ -93,7 +93,8 @@ type LocksClient interface {
 	// Release frees the lock. A lease no longer held: FAILED_PRECONDITION,
 	// reason NOT_HELD, and nothing is removed.
 	Release(context.Context, *connect.Request[v1.ReleaseRequest]) (*connect.Response[v1.ReleaseResponse], error)
-	// Hold takes the lock (waiting as Acquire does), sends the grant, and
+	// Hold takes the lock (waiting as Acquire does; Waiting first, when the
+	// lock is not free at once), sends the grant, and
 	// keeps the lease renewed while the stream is open: a Renewed message
 	// after every renewal, Lost the moment the lease is lost (then the
 	// stream ends with FAILED_PRECONDITION, reason LOCK_LOST). Closing the
@@ -279,9 +280,9 @@ type LocksHandler interface {
 	// deadline: DEADLINE_EXCEEDED. The lease is not renewed by the service:
 	// Extend it before its TTL runs out, or use Hold.
 	Acquire(context.Context, *connect.Request[v1.AcquireRequest]) (*connect.Response[v1.AcquireResponse], error)
-	// Queue is Acquire that streams the caller's place in line (1 = next)
-	// while it waits in a store's queue (KIND_FAIR; etcd, ZooKeeper), then
-	// the grant, and ends.
+	// Queue is Acquire as a stream: Waiting at once, the caller's place in
+	// line (1 = next) while it waits in a store's queue (KIND_FAIR; etcd,
+	// ZooKeeper), then the grant, and it ends.
 	Queue(context.Context, *connect.Request[v1.AcquireRequest], *connect.ServerStream[v1.QueueResponse]) error
 	// Extend renews a lease for ttl from now. A lease no longer held:
 	// FAILED_PRECONDITION, reason NOT_HELD.
@@ -289,7 +290,8 @@ type LocksHandler interface {
 	// Release frees the lock. A lease no longer held: FAILED_PRECONDITION,
 	// reason NOT_HELD, and nothing is removed.
 	Release(context.Context, *connect.Request[v1.ReleaseRequest]) (*connect.Response[v1.ReleaseResponse], error)
-	// Hold takes the lock (waiting as Acquire does), sends the grant, and
+	// Hold takes the lock (waiting as Acquire does; Waiting first, when the
+	// lock is not free at once), sends the grant, and
 	// keeps the lease renewed while the stream is open: a Renewed message
 	// after every renewal, Lost the moment the lease is lost (then the
 	// stream ends with FAILED_PRECONDITION, reason LOCK_LOST). Closing the
