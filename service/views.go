@@ -163,6 +163,3 @@ func (vs *views) close() {
 		_ = v.client.Close()
 	}
 }
-
-// plain returns the view of the plain lock.
-func (vs *views) plain() (*lockView, error) { return vs.get(kindKey{kind: v1.Kind_KIND_LOCK}) }
