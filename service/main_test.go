@@ -95,3 +95,6 @@ func openBackend(ctx context.Context, raw string) (driver.Backend, error) {
 	}
 	return remote.Dial(ctx, cfg)
 }
+
+// errNotYet is what a condition polled for returns until it holds.
+var errNotYet = errors.New("not yet")
