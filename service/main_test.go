@@ -18,6 +18,7 @@ import (
 
 func TestMain(m *testing.M) {
 	locktest.RunChild()
+	runHoldChild()
 	testserver.Main(m,
 		testserver.Shared(func() (func(), error) {
 			dir, err := os.MkdirTemp("", "turnstile-service-test-")

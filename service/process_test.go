@@ -3,8 +3,6 @@ package service_test
 import (
 	"bufio"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -142,16 +140,4 @@ func (p *serveProc) stop(t testing.TB) {
 		<-p.exited
 		t.Errorf("turnstile serve did not drain within 20s of SIGTERM\n%s", p.output())
 	}
-}
-
-// ready reports the status of the instance's /readyz.
-func (p *serveProc) ready(t testing.TB) int {
-	t.Helper()
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: (&net.Dialer{}).DialContext}}
-	resp, err := c.Get("http://" + p.addr + "/readyz")
-	if err != nil {
-		return 0
-	}
-	resp.Body.Close()
-	return resp.StatusCode
 }
