@@ -131,6 +131,22 @@ func admit(ctx context.Context, c caller) error {
 	return nil
 }
 
+// admitN applies the caller's rate limit to n more calls (the ops of a
+// batch beyond the one the call counted as).
+func admitN(ctx context.Context, c caller, n int) error {
+	if n <= 0 || c.tok == nil || c.tok.limiter == nil {
+		return nil
+	}
+	got, retry, err := c.tok.limiter.AdmitN(ctx, c.tok.Name, n)
+	if err != nil {
+		return err
+	}
+	if got < n {
+		return fmt.Errorf("%w: %g calls a second; a batch of %d ops is over it; retry after %v", errRateLimited, c.tok.Rate, n+1, retry.Round(time.Millisecond))
+	}
+	return nil
+}
+
 // gate is the interceptor every call passes: who calls, within its
 // rate, within the connection's stream limit, counted in the metrics.
 type gate struct{ s *Server }

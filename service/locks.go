@@ -39,10 +39,17 @@ func (s *Server) acquireArgs(ctx context.Context, m *v1.AcquireRequest) (*lockVi
 }
 
 func (h *locks) TryAcquire(ctx context.Context, req *connect.Request[v1.AcquireRequest]) (*connect.Response[v1.AcquireResponse], error) {
-	s, m := h.s, req.Msg
-	v, ttl, err := s.acquireArgs(ctx, m)
+	resp, err := h.s.tryAcquire(ctx, req.Msg)
 	if err != nil {
 		return nil, toConnect(err)
+	}
+	return connect.NewResponse(resp), nil
+}
+
+func (s *Server) tryAcquire(ctx context.Context, m *v1.AcquireRequest) (*v1.AcquireResponse, error) {
+	v, ttl, err := s.acquireArgs(ctx, m)
+	if err != nil {
+		return nil, err
 	}
 	owner := m.Owner
 	if owner == "" {
@@ -56,20 +63,20 @@ func (h *locks) TryAcquire(ctx context.Context, req *connect.Request[v1.AcquireR
 		if m.Owner == "" {
 			s.giveBack(v, m.Key, owner)
 		}
-		return nil, toConnect(fmt.Errorf("try acquire %q: %w", m.Key, err))
+		return nil, fmt.Errorf("try acquire %q: %w", m.Key, err)
 	}
 	if !ok {
-		return nil, toConnect(fmt.Errorf("try acquire %q: %w", m.Key, turnstile.ErrNotAcquired))
+		return nil, fmt.Errorf("try acquire %q: %w", m.Key, turnstile.ErrNotAcquired)
 	}
 	valid := validity(ttl, sent)
 	if valid <= 0 {
 		if m.Owner == "" {
 			s.giveBack(v, m.Key, owner)
 		}
-		return nil, toConnect(fmt.Errorf("try acquire %q: %w: the store took longer than the ttl %v to grant it", m.Key, turnstile.ErrNotAcquired, ttl))
+		return nil, fmt.Errorf("try acquire %q: %w: the store took longer than the ttl %v to grant it", m.Key, turnstile.ErrNotAcquired, ttl)
 	}
 	s.event(v1.EventType_EVENT_TYPE_ACQUIRED, v, m.Key, owner, token)
-	return connect.NewResponse(grant(v, m.Key, owner, token, ttl, valid)), nil
+	return grant(v, m.Key, owner, token, ttl, valid), nil
 }
 
 func (h *locks) Acquire(ctx context.Context, req *connect.Request[v1.AcquireRequest]) (*connect.Response[v1.AcquireResponse], error) {
@@ -114,33 +121,47 @@ func (s *Server) acquire(ctx context.Context, m *v1.AcquireRequest, opts ...turn
 }
 
 func (h *locks) Extend(ctx context.Context, req *connect.Request[v1.ExtendRequest]) (*connect.Response[v1.ExtendResponse], error) {
-	s, m := h.s, req.Msg
-	v, err := s.handleOf(ctx, m.Lease)
+	resp, err := h.s.extend(ctx, req.Msg)
 	if err != nil {
 		return nil, toConnect(err)
 	}
+	return connect.NewResponse(resp), nil
+}
+
+func (s *Server) extend(ctx context.Context, m *v1.ExtendRequest) (*v1.ExtendResponse, error) {
+	v, err := s.handleOf(ctx, m.Lease)
+	if err != nil {
+		return nil, err
+	}
 	ttl, err := s.ttlOf(m.Ttl, m.Ttl != nil)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, err
 	}
 	l := m.Lease
 	sent := time.Now()
 	ok, err := v.store.Extend(ctx, l.Key, l.Owner, ttl)
 	switch {
 	case err != nil:
-		return nil, toConnect(fmt.Errorf("extend %q: %w", l.Key, err))
+		return nil, fmt.Errorf("extend %q: %w", l.Key, err)
 	case !ok:
-		return nil, toConnect(fmt.Errorf("extend %q: %w", l.Key, turnstile.ErrNotHeld))
+		return nil, fmt.Errorf("extend %q: %w", l.Key, turnstile.ErrNotHeld)
 	}
 	s.event(v1.EventType_EVENT_TYPE_EXTENDED, v, l.Key, l.Owner, l.Token)
-	return connect.NewResponse(&v1.ExtendResponse{Ttl: durationpb.New(ttl), Validity: durationpb.New(validity(ttl, sent))}), nil
+	return &v1.ExtendResponse{Ttl: durationpb.New(ttl), Validity: durationpb.New(validity(ttl, sent))}, nil
 }
 
 func (h *locks) Release(ctx context.Context, req *connect.Request[v1.ReleaseRequest]) (*connect.Response[v1.ReleaseResponse], error) {
-	s, m := h.s, req.Msg
-	v, err := s.handleOf(ctx, m.Lease)
+	resp, err := h.s.release(ctx, req.Msg)
 	if err != nil {
 		return nil, toConnect(err)
+	}
+	return connect.NewResponse(resp), nil
+}
+
+func (s *Server) release(ctx context.Context, m *v1.ReleaseRequest) (*v1.ReleaseResponse, error) {
+	v, err := s.handleOf(ctx, m.Lease)
+	if err != nil {
+		return nil, err
 	}
 	l := m.Lease
 	var ok bool
@@ -151,12 +172,12 @@ func (h *locks) Release(ctx context.Context, req *connect.Request[v1.ReleaseRequ
 	}
 	switch {
 	case err != nil:
-		return nil, toConnect(fmt.Errorf("release %q: %w", l.Key, err))
+		return nil, fmt.Errorf("release %q: %w", l.Key, err)
 	case !ok:
-		return nil, toConnect(fmt.Errorf("release %q: %w", l.Key, turnstile.ErrNotHeld))
+		return nil, fmt.Errorf("release %q: %w", l.Key, turnstile.ErrNotHeld)
 	}
 	s.event(v1.EventType_EVENT_TYPE_RELEASED, v, l.Key, l.Owner, l.Token)
-	return connect.NewResponse(&v1.ReleaseResponse{}), nil
+	return &v1.ReleaseResponse{}, nil
 }
 
 func (h *locks) Status(ctx context.Context, req *connect.Request[v1.StatusRequest]) (*connect.Response[v1.StatusResponse], error) {

@@ -74,6 +74,7 @@ type Server struct {
 	hub     *hub
 	tokens  atomic.Pointer[TokenSet]
 	metrics *serverMetrics
+	pool    *opPool
 	storeOK atomic.Bool // the store answered the last readiness probe
 	probe   prober
 
@@ -85,8 +86,9 @@ type Server struct {
 	drainOnce sync.Once
 	// life ends when the instance starts draining, and with it every
 	// wait for a lock.
-	life    context.Context
-	endLife context.CancelFunc
+	life      context.Context
+	endLife   context.CancelFunc
+	closeOnce sync.Once
 }
 
 // New returns a Server over cfg.Backend.
@@ -135,6 +137,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, views: newViews(cfg.Backend, opts), hub: newHub(), drain: make(chan struct{})}
 	s.life, s.endLife = context.WithCancel(context.Background())
+	s.pool = newOpPool()
 	s.tokens.Store(cfg.Tokens)
 	s.storeOK.Store(true)
 	m, err := newServerMetrics(cfg.Registerer, s)
@@ -153,7 +156,9 @@ func (s *Server) SetTokens(t *TokenSet) { s.tokens.Store(t) }
 // services (gRPC, gRPC-Web and Connect, JSON or binary), gRPC health and
 // reflection, and /readyz.
 func (s *Server) Handler() http.Handler {
-	opts := connect.WithInterceptors(s.interceptor())
+	// Messages are a key and a few fields: compressing them costs more
+	// CPU than the bytes it saves, whatever the client accepts.
+	opts := connect.WithHandlerOptions(connect.WithInterceptors(s.interceptor()), connect.WithCompressMinBytes(compressAbove))
 	mux := http.NewServeMux()
 	mux.Handle(turnstilev1connect.NewLocksHandler(&locks{s}, opts))
 	mux.Handle(turnstilev1connect.NewElectionsHandler(&elections{s}, opts))
@@ -166,6 +171,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	return wholeBody(mux)
 }
+
+// compressAbove is the size above which a response is compressed for a
+// client that accepts it: List's, in practice.
+const compressAbove = 16 << 10
 
 // maxRequest bounds a request's body: requests are a key and a few
 // fields.
@@ -211,6 +220,7 @@ func (s *Server) Holds() int64 { return s.holds.Load() }
 func (s *Server) Close() error {
 	s.Drain()
 	s.views.close()
+	s.closeOnce.Do(s.pool.close)
 	return nil
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+
+	v1 "github.com/turnstilelock/turnstile/service/gen/turnstile/v1"
 )
 
 // Domain is the domain of the service's ErrorInfo details.
@@ -47,4 +49,14 @@ func Reason(err error) string {
 		}
 	}
 	return ce.Meta().Get(Header)
+}
+
+// FromBatch is the error an op of a Batch would have ended its own call
+// with.
+func FromBatch(e *v1.BatchError) *connect.Error {
+	var code connect.Code
+	if err := code.UnmarshalText([]byte(e.GetCode())); err != nil {
+		code = connect.CodeUnknown
+	}
+	return New(code, e.GetReason(), errors.New(e.GetMessage()))
 }

@@ -138,33 +138,50 @@ func (b *Backend) lease(key, owner string) *v1.Lease {
 // owner.
 func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
 	req := &v1.AcquireRequest{Key: key, Kind: b.kind, Permits: b.permits, Ttl: durationpb.New(ttl), Owner: owner}
-	resp, err := call(ctx, b.c, func(in *instance) (*v1.AcquireResponse, error) {
-		r, err := in.locks.TryAcquire(ctx, connect.NewRequest(req))
-		if err != nil {
-			return nil, err
-		}
-		return r.Msg, nil
-	})
-	if err != nil {
-		if isReason(err, v1.ErrorReason_NOT_ACQUIRED) {
-			return 0, false, nil
-		}
-		return 0, false, asDriverError(err)
+	r, err := b.c.ops.do(ctx, &v1.BatchOp{Op: &v1.BatchOp_TryAcquire{TryAcquire: req}})
+	if err == nil {
+		err = opError(r)
 	}
-	return resp.GetLease().GetToken(), true, nil
+	switch {
+	case err == nil:
+		return r.GetAcquired().GetLease().GetToken(), true, nil
+	case isReason(err, v1.ErrorReason_NOT_ACQUIRED):
+		return 0, false, nil
+	}
+	return 0, false, asDriverError(err)
 }
 
 // Extend implements driver.Backend.
 func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
 	req := &v1.ExtendRequest{Lease: b.lease(key, owner), Ttl: durationpb.New(ttl)}
-	_, err := call(ctx, b.c, func(in *instance) (*v1.ExtendResponse, error) {
-		r, err := in.locks.Extend(ctx, connect.NewRequest(req))
-		if err != nil {
-			return nil, err
-		}
-		return r.Msg, nil
-	})
+	r, err := b.c.ops.do(ctx, &v1.BatchOp{Op: &v1.BatchOp_Extend{Extend: req}})
+	if err == nil {
+		err = opError(r)
+	}
 	return heldResult(err)
+}
+
+// ExtendMany implements driver.BatchExtender: the watchdog's renewals
+// that fall due together go in one Batch call (or a few, of at most 1024
+// each).
+func (b *Backend) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	out := make([]driver.ExtendResult, len(reqs))
+	for start := 0; start < len(reqs); start += maxOps {
+		chunk := reqs[start:min(len(reqs), start+maxOps)]
+		ops := make([]*v1.BatchOp, len(chunk))
+		for i, r := range chunk {
+			ops[i] = &v1.BatchOp{Op: &v1.BatchOp_Extend{Extend: &v1.ExtendRequest{Lease: b.lease(r.Key, r.Owner), Ttl: durationpb.New(r.TTL)}}}
+		}
+		results, err := b.c.batch(ctx, ops)
+		for i := range chunk {
+			if err != nil {
+				out[start+i].Err = asDriverError(err)
+				continue
+			}
+			out[start+i].OK, out[start+i].Err = heldResult(opError(results[i]))
+		}
+	}
+	return out
 }
 
 // Release implements driver.Backend.
@@ -179,13 +196,10 @@ func (b *Backend) ReleaseAloud(ctx context.Context, key, owner string) (bool, er
 
 func (b *Backend) release(ctx context.Context, key, owner string, notify bool) (bool, error) {
 	req := &v1.ReleaseRequest{Lease: b.lease(key, owner), Notify: notify}
-	_, err := call(ctx, b.c, func(in *instance) (*v1.ReleaseResponse, error) {
-		r, err := in.locks.Release(ctx, connect.NewRequest(req))
-		if err != nil {
-			return nil, err
-		}
-		return r.Msg, nil
-	})
+	r, err := b.c.ops.do(ctx, &v1.BatchOp{Op: &v1.BatchOp_Release{Release: req}})
+	if err == nil {
+		err = opError(r)
+	}
 	return heldResult(err)
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +50,8 @@ type conn struct {
 	current   atomic.Int64
 	http      *http.Client
 	name      string // "h1:7070,h2:7070"
+	ops       *batcher
+	closeOnce sync.Once
 }
 
 func newConn(cfg Config) *conn {
@@ -82,6 +85,7 @@ func newConn(cfg Config) *conn {
 			elections: turnstilev1connect.NewElectionsClient(c.http, scheme+h, opts...),
 		})
 	}
+	c.ops = newBatcher(c)
 	return c
 }
 
@@ -189,4 +193,9 @@ func (b bearer) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.
 	return next
 }
 
-func (c *conn) close() { c.http.CloseIdleConnections() }
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		c.ops.close()
+		c.http.CloseIdleConnections()
+	})
+}

@@ -12,6 +12,14 @@ import (
 	v1 "github.com/turnstilelock/turnstile/service/gen/turnstile/v1"
 )
 
+var (
+	// errClosedConn: the backend was closed.
+	errClosedConn = errors.New("turnstile service client closed")
+	// errBatchAnswer: an instance answered a batch with another number
+	// of results than it had ops (a bug, or not turnstile serve).
+	errBatchAnswer = errors.New("the instance answered a batch with a wrong number of results")
+)
+
 // isReason reports whether err is the service's answer with reason r.
 func isReason(err error, r v1.ErrorReason) bool {
 	return apierr.Reason(err) == r.String()

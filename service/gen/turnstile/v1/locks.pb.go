@@ -2074,6 +2074,371 @@ func (x *Event) GetKind() Kind {
 	return Kind_KIND_UNSPECIFIED
 }
 
+type BatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ops           []*BatchOp             `protobuf:"bytes,1,rep,name=ops,proto3" json:"ops,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchRequest) Reset() {
+	*x = BatchRequest{}
+	mi := &file_turnstile_v1_locks_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchRequest) ProtoMessage() {}
+
+func (x *BatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_turnstile_v1_locks_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchRequest.ProtoReflect.Descriptor instead.
+func (*BatchRequest) Descriptor() ([]byte, []int) {
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *BatchRequest) GetOps() []*BatchOp {
+	if x != nil {
+		return x.Ops
+	}
+	return nil
+}
+
+type BatchOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Op:
+	//
+	//	*BatchOp_TryAcquire
+	//	*BatchOp_Extend
+	//	*BatchOp_Release
+	Op            isBatchOp_Op `protobuf_oneof:"op"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchOp) Reset() {
+	*x = BatchOp{}
+	mi := &file_turnstile_v1_locks_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchOp) ProtoMessage() {}
+
+func (x *BatchOp) ProtoReflect() protoreflect.Message {
+	mi := &file_turnstile_v1_locks_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchOp.ProtoReflect.Descriptor instead.
+func (*BatchOp) Descriptor() ([]byte, []int) {
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *BatchOp) GetOp() isBatchOp_Op {
+	if x != nil {
+		return x.Op
+	}
+	return nil
+}
+
+func (x *BatchOp) GetTryAcquire() *AcquireRequest {
+	if x != nil {
+		if x, ok := x.Op.(*BatchOp_TryAcquire); ok {
+			return x.TryAcquire
+		}
+	}
+	return nil
+}
+
+func (x *BatchOp) GetExtend() *ExtendRequest {
+	if x != nil {
+		if x, ok := x.Op.(*BatchOp_Extend); ok {
+			return x.Extend
+		}
+	}
+	return nil
+}
+
+func (x *BatchOp) GetRelease() *ReleaseRequest {
+	if x != nil {
+		if x, ok := x.Op.(*BatchOp_Release); ok {
+			return x.Release
+		}
+	}
+	return nil
+}
+
+type isBatchOp_Op interface {
+	isBatchOp_Op()
+}
+
+type BatchOp_TryAcquire struct {
+	TryAcquire *AcquireRequest `protobuf:"bytes,1,opt,name=try_acquire,json=tryAcquire,proto3,oneof"`
+}
+
+type BatchOp_Extend struct {
+	Extend *ExtendRequest `protobuf:"bytes,2,opt,name=extend,proto3,oneof"`
+}
+
+type BatchOp_Release struct {
+	Release *ReleaseRequest `protobuf:"bytes,3,opt,name=release,proto3,oneof"`
+}
+
+func (*BatchOp_TryAcquire) isBatchOp_Op() {}
+
+func (*BatchOp_Extend) isBatchOp_Op() {}
+
+func (*BatchOp_Release) isBatchOp_Op() {}
+
+type BatchResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per op, in the order of the ops.
+	Results       []*BatchResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchResponse) Reset() {
+	*x = BatchResponse{}
+	mi := &file_turnstile_v1_locks_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchResponse) ProtoMessage() {}
+
+func (x *BatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_turnstile_v1_locks_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchResponse.ProtoReflect.Descriptor instead.
+func (*BatchResponse) Descriptor() ([]byte, []int) {
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *BatchResponse) GetResults() []*BatchResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+type BatchResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Result:
+	//
+	//	*BatchResult_Acquired
+	//	*BatchResult_Extended
+	//	*BatchResult_Released
+	//	*BatchResult_Error
+	Result        isBatchResult_Result `protobuf_oneof:"result"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchResult) Reset() {
+	*x = BatchResult{}
+	mi := &file_turnstile_v1_locks_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchResult) ProtoMessage() {}
+
+func (x *BatchResult) ProtoReflect() protoreflect.Message {
+	mi := &file_turnstile_v1_locks_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchResult.ProtoReflect.Descriptor instead.
+func (*BatchResult) Descriptor() ([]byte, []int) {
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *BatchResult) GetResult() isBatchResult_Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *BatchResult) GetAcquired() *AcquireResponse {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Acquired); ok {
+			return x.Acquired
+		}
+	}
+	return nil
+}
+
+func (x *BatchResult) GetExtended() *ExtendResponse {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Extended); ok {
+			return x.Extended
+		}
+	}
+	return nil
+}
+
+func (x *BatchResult) GetReleased() *ReleaseResponse {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Released); ok {
+			return x.Released
+		}
+	}
+	return nil
+}
+
+func (x *BatchResult) GetError() *BatchError {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isBatchResult_Result interface {
+	isBatchResult_Result()
+}
+
+type BatchResult_Acquired struct {
+	Acquired *AcquireResponse `protobuf:"bytes,1,opt,name=acquired,proto3,oneof"`
+}
+
+type BatchResult_Extended struct {
+	Extended *ExtendResponse `protobuf:"bytes,2,opt,name=extended,proto3,oneof"`
+}
+
+type BatchResult_Released struct {
+	Released *ReleaseResponse `protobuf:"bytes,3,opt,name=released,proto3,oneof"`
+}
+
+type BatchResult_Error struct {
+	Error *BatchError `protobuf:"bytes,4,opt,name=error,proto3,oneof"`
+}
+
+func (*BatchResult_Acquired) isBatchResult_Result() {}
+
+func (*BatchResult_Extended) isBatchResult_Result() {}
+
+func (*BatchResult_Released) isBatchResult_Result() {}
+
+func (*BatchResult_Error) isBatchResult_Result() {}
+
+// BatchError is an op's error: what the op's own call would have ended
+// with.
+type BatchError struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The status code, as Connect names it ("aborted", "failed_precondition").
+	Code string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	// One of the names of ErrorReason, or empty.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchError) Reset() {
+	*x = BatchError{}
+	mi := &file_turnstile_v1_locks_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchError) ProtoMessage() {}
+
+func (x *BatchError) ProtoReflect() protoreflect.Message {
+	mi := &file_turnstile_v1_locks_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchError.ProtoReflect.Descriptor instead.
+func (*BatchError) Descriptor() ([]byte, []int) {
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *BatchError) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *BatchError) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *BatchError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type InfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2082,7 +2447,7 @@ type InfoRequest struct {
 
 func (x *InfoRequest) Reset() {
 	*x = InfoRequest{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[26]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2094,7 +2459,7 @@ func (x *InfoRequest) String() string {
 func (*InfoRequest) ProtoMessage() {}
 
 func (x *InfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[26]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2107,7 +2472,7 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{26}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{31}
 }
 
 type InfoResponse struct {
@@ -2131,7 +2496,7 @@ type InfoResponse struct {
 
 func (x *InfoResponse) Reset() {
 	*x = InfoResponse{}
-	mi := &file_turnstile_v1_locks_proto_msgTypes[27]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2143,7 +2508,7 @@ func (x *InfoResponse) String() string {
 func (*InfoResponse) ProtoMessage() {}
 
 func (x *InfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_turnstile_v1_locks_proto_msgTypes[27]
+	mi := &file_turnstile_v1_locks_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2156,7 +2521,7 @@ func (x *InfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoResponse.ProtoReflect.Descriptor instead.
 func (*InfoResponse) Descriptor() ([]byte, []int) {
-	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{27}
+	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *InfoResponse) GetStore() string {
@@ -2326,7 +2691,28 @@ const file_turnstile_v1_locks_proto_rawDesc = "" +
 	"\x05token\x18\x04 \x01(\x04R\x05token\x12.\n" +
 	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x121\n" +
 	"\x06source\x18\x06 \x01(\x0e2\x19.turnstile.v1.EventSourceR\x06source\x12&\n" +
-	"\x04kind\x18\a \x01(\x0e2\x12.turnstile.v1.KindR\x04kind\"\r\n" +
+	"\x04kind\x18\a \x01(\x0e2\x12.turnstile.v1.KindR\x04kind\"7\n" +
+	"\fBatchRequest\x12'\n" +
+	"\x03ops\x18\x01 \x03(\v2\x15.turnstile.v1.BatchOpR\x03ops\"\xc1\x01\n" +
+	"\aBatchOp\x12?\n" +
+	"\vtry_acquire\x18\x01 \x01(\v2\x1c.turnstile.v1.AcquireRequestH\x00R\n" +
+	"tryAcquire\x125\n" +
+	"\x06extend\x18\x02 \x01(\v2\x1b.turnstile.v1.ExtendRequestH\x00R\x06extend\x128\n" +
+	"\arelease\x18\x03 \x01(\v2\x1c.turnstile.v1.ReleaseRequestH\x00R\areleaseB\x04\n" +
+	"\x02op\"D\n" +
+	"\rBatchResponse\x123\n" +
+	"\aresults\x18\x01 \x03(\v2\x19.turnstile.v1.BatchResultR\aresults\"\xff\x01\n" +
+	"\vBatchResult\x12;\n" +
+	"\bacquired\x18\x01 \x01(\v2\x1d.turnstile.v1.AcquireResponseH\x00R\bacquired\x12:\n" +
+	"\bextended\x18\x02 \x01(\v2\x1c.turnstile.v1.ExtendResponseH\x00R\bextended\x12;\n" +
+	"\breleased\x18\x03 \x01(\v2\x1d.turnstile.v1.ReleaseResponseH\x00R\breleased\x120\n" +
+	"\x05error\x18\x04 \x01(\v2\x18.turnstile.v1.BatchErrorH\x00R\x05errorB\b\n" +
+	"\x06result\"R\n" +
+	"\n" +
+	"BatchError\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\r\n" +
 	"\vInfoRequest\"\xbc\x02\n" +
 	"\fInfoResponse\x12\x14\n" +
 	"\x05store\x18\x01 \x01(\tR\x05store\x12(\n" +
@@ -2375,7 +2761,7 @@ const file_turnstile_v1_locks_proto_rawDesc = "" +
 	"\bNO_TOKEN\x10\f\x12\x14\n" +
 	"\x10STORE_PERMISSION\x10\r\x12\x15\n" +
 	"\x11STORE_UNAVAILABLE\x10\x0e\x12\f\n" +
-	"\bDRAINING\x10\x0f2\x8c\x06\n" +
+	"\bDRAINING\x10\x0f2\xce\x06\n" +
 	"\x05Locks\x12I\n" +
 	"\n" +
 	"TryAcquire\x12\x1c.turnstile.v1.AcquireRequest\x1a\x1d.turnstile.v1.AcquireResponse\x12F\n" +
@@ -2388,7 +2774,8 @@ const file_turnstile_v1_locks_proto_rawDesc = "" +
 	"\x04List\x12\x19.turnstile.v1.ListRequest\x1a\x1a.turnstile.v1.ListResponse\x12U\n" +
 	"\fForceRelease\x12!.turnstile.v1.ForceReleaseRequest\x1a\".turnstile.v1.ForceReleaseResponse\x12B\n" +
 	"\x05Watch\x12\x1a.turnstile.v1.WatchRequest\x1a\x1b.turnstile.v1.WatchResponse0\x01\x12=\n" +
-	"\x04Info\x12\x19.turnstile.v1.InfoRequest\x1a\x1a.turnstile.v1.InfoResponseBIZGgithub.com/turnstilelock/turnstile/service/gen/turnstile/v1;turnstilev1b\x06proto3"
+	"\x04Info\x12\x19.turnstile.v1.InfoRequest\x1a\x1a.turnstile.v1.InfoResponse\x12@\n" +
+	"\x05Batch\x12\x1a.turnstile.v1.BatchRequest\x1a\x1b.turnstile.v1.BatchResponseBIZGgithub.com/turnstilelock/turnstile/service/gen/turnstile/v1;turnstilev1b\x06proto3"
 
 var (
 	file_turnstile_v1_locks_proto_rawDescOnce sync.Once
@@ -2403,7 +2790,7 @@ func file_turnstile_v1_locks_proto_rawDescGZIP() []byte {
 }
 
 var file_turnstile_v1_locks_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_turnstile_v1_locks_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_turnstile_v1_locks_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_turnstile_v1_locks_proto_goTypes = []any{
 	(Kind)(0),                     // 0: turnstile.v1.Kind
 	(EventType)(0),                // 1: turnstile.v1.EventType
@@ -2435,30 +2822,35 @@ var file_turnstile_v1_locks_proto_goTypes = []any{
 	(*WatchResponse)(nil),         // 27: turnstile.v1.WatchResponse
 	(*Watching)(nil),              // 28: turnstile.v1.Watching
 	(*Event)(nil),                 // 29: turnstile.v1.Event
-	(*InfoRequest)(nil),           // 30: turnstile.v1.InfoRequest
-	(*InfoResponse)(nil),          // 31: turnstile.v1.InfoResponse
-	(*durationpb.Duration)(nil),   // 32: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
+	(*BatchRequest)(nil),          // 30: turnstile.v1.BatchRequest
+	(*BatchOp)(nil),               // 31: turnstile.v1.BatchOp
+	(*BatchResponse)(nil),         // 32: turnstile.v1.BatchResponse
+	(*BatchResult)(nil),           // 33: turnstile.v1.BatchResult
+	(*BatchError)(nil),            // 34: turnstile.v1.BatchError
+	(*InfoRequest)(nil),           // 35: turnstile.v1.InfoRequest
+	(*InfoResponse)(nil),          // 36: turnstile.v1.InfoResponse
+	(*durationpb.Duration)(nil),   // 37: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 38: google.protobuf.Timestamp
 }
 var file_turnstile_v1_locks_proto_depIdxs = []int32{
 	0,  // 0: turnstile.v1.Lease.kind:type_name -> turnstile.v1.Kind
 	0,  // 1: turnstile.v1.AcquireRequest.kind:type_name -> turnstile.v1.Kind
-	32, // 2: turnstile.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
-	32, // 3: turnstile.v1.AcquireRequest.wait:type_name -> google.protobuf.Duration
+	37, // 2: turnstile.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
+	37, // 3: turnstile.v1.AcquireRequest.wait:type_name -> google.protobuf.Duration
 	4,  // 4: turnstile.v1.AcquireResponse.lease:type_name -> turnstile.v1.Lease
-	32, // 5: turnstile.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
-	32, // 6: turnstile.v1.AcquireResponse.validity:type_name -> google.protobuf.Duration
+	37, // 5: turnstile.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
+	37, // 6: turnstile.v1.AcquireResponse.validity:type_name -> google.protobuf.Duration
 	9,  // 7: turnstile.v1.QueueResponse.position:type_name -> turnstile.v1.Position
 	6,  // 8: turnstile.v1.QueueResponse.granted:type_name -> turnstile.v1.AcquireResponse
 	8,  // 9: turnstile.v1.QueueResponse.waiting:type_name -> turnstile.v1.Waiting
 	4,  // 10: turnstile.v1.ExtendRequest.lease:type_name -> turnstile.v1.Lease
-	32, // 11: turnstile.v1.ExtendRequest.ttl:type_name -> google.protobuf.Duration
-	32, // 12: turnstile.v1.ExtendResponse.ttl:type_name -> google.protobuf.Duration
-	32, // 13: turnstile.v1.ExtendResponse.validity:type_name -> google.protobuf.Duration
+	37, // 11: turnstile.v1.ExtendRequest.ttl:type_name -> google.protobuf.Duration
+	37, // 12: turnstile.v1.ExtendResponse.ttl:type_name -> google.protobuf.Duration
+	37, // 13: turnstile.v1.ExtendResponse.validity:type_name -> google.protobuf.Duration
 	4,  // 14: turnstile.v1.ReleaseRequest.lease:type_name -> turnstile.v1.Lease
 	0,  // 15: turnstile.v1.HoldRequest.kind:type_name -> turnstile.v1.Kind
-	32, // 16: turnstile.v1.HoldRequest.ttl:type_name -> google.protobuf.Duration
-	32, // 17: turnstile.v1.HoldRequest.wait:type_name -> google.protobuf.Duration
+	37, // 16: turnstile.v1.HoldRequest.ttl:type_name -> google.protobuf.Duration
+	37, // 17: turnstile.v1.HoldRequest.wait:type_name -> google.protobuf.Duration
 	4,  // 18: turnstile.v1.HoldRequest.resume:type_name -> turnstile.v1.Lease
 	9,  // 19: turnstile.v1.HoldResponse.queued:type_name -> turnstile.v1.Position
 	6,  // 20: turnstile.v1.HoldResponse.granted:type_name -> turnstile.v1.AcquireResponse
@@ -2466,10 +2858,10 @@ var file_turnstile_v1_locks_proto_depIdxs = []int32{
 	17, // 22: turnstile.v1.HoldResponse.lost:type_name -> turnstile.v1.Ended
 	17, // 23: turnstile.v1.HoldResponse.draining:type_name -> turnstile.v1.Ended
 	8,  // 24: turnstile.v1.HoldResponse.waiting:type_name -> turnstile.v1.Waiting
-	32, // 25: turnstile.v1.Renewed.validity:type_name -> google.protobuf.Duration
+	37, // 25: turnstile.v1.Renewed.validity:type_name -> google.protobuf.Duration
 	4,  // 26: turnstile.v1.Ended.lease:type_name -> turnstile.v1.Lease
 	19, // 27: turnstile.v1.LockState.holders:type_name -> turnstile.v1.Holder
-	32, // 28: turnstile.v1.Holder.ttl:type_name -> google.protobuf.Duration
+	37, // 28: turnstile.v1.Holder.ttl:type_name -> google.protobuf.Duration
 	0,  // 29: turnstile.v1.StatusRequest.kind:type_name -> turnstile.v1.Kind
 	18, // 30: turnstile.v1.StatusResponse.state:type_name -> turnstile.v1.LockState
 	0,  // 31: turnstile.v1.ListRequest.kind:type_name -> turnstile.v1.Kind
@@ -2480,39 +2872,50 @@ var file_turnstile_v1_locks_proto_depIdxs = []int32{
 	28, // 36: turnstile.v1.WatchResponse.watching:type_name -> turnstile.v1.Watching
 	29, // 37: turnstile.v1.WatchResponse.event:type_name -> turnstile.v1.Event
 	1,  // 38: turnstile.v1.Event.type:type_name -> turnstile.v1.EventType
-	33, // 39: turnstile.v1.Event.time:type_name -> google.protobuf.Timestamp
+	38, // 39: turnstile.v1.Event.time:type_name -> google.protobuf.Timestamp
 	2,  // 40: turnstile.v1.Event.source:type_name -> turnstile.v1.EventSource
 	0,  // 41: turnstile.v1.Event.kind:type_name -> turnstile.v1.Kind
-	0,  // 42: turnstile.v1.InfoResponse.kinds:type_name -> turnstile.v1.Kind
-	32, // 43: turnstile.v1.InfoResponse.default_ttl:type_name -> google.protobuf.Duration
-	32, // 44: turnstile.v1.InfoResponse.max_wait:type_name -> google.protobuf.Duration
-	5,  // 45: turnstile.v1.Locks.TryAcquire:input_type -> turnstile.v1.AcquireRequest
-	5,  // 46: turnstile.v1.Locks.Acquire:input_type -> turnstile.v1.AcquireRequest
-	5,  // 47: turnstile.v1.Locks.Queue:input_type -> turnstile.v1.AcquireRequest
-	10, // 48: turnstile.v1.Locks.Extend:input_type -> turnstile.v1.ExtendRequest
-	12, // 49: turnstile.v1.Locks.Release:input_type -> turnstile.v1.ReleaseRequest
-	14, // 50: turnstile.v1.Locks.Hold:input_type -> turnstile.v1.HoldRequest
-	20, // 51: turnstile.v1.Locks.Status:input_type -> turnstile.v1.StatusRequest
-	22, // 52: turnstile.v1.Locks.List:input_type -> turnstile.v1.ListRequest
-	24, // 53: turnstile.v1.Locks.ForceRelease:input_type -> turnstile.v1.ForceReleaseRequest
-	26, // 54: turnstile.v1.Locks.Watch:input_type -> turnstile.v1.WatchRequest
-	30, // 55: turnstile.v1.Locks.Info:input_type -> turnstile.v1.InfoRequest
-	6,  // 56: turnstile.v1.Locks.TryAcquire:output_type -> turnstile.v1.AcquireResponse
-	6,  // 57: turnstile.v1.Locks.Acquire:output_type -> turnstile.v1.AcquireResponse
-	7,  // 58: turnstile.v1.Locks.Queue:output_type -> turnstile.v1.QueueResponse
-	11, // 59: turnstile.v1.Locks.Extend:output_type -> turnstile.v1.ExtendResponse
-	13, // 60: turnstile.v1.Locks.Release:output_type -> turnstile.v1.ReleaseResponse
-	15, // 61: turnstile.v1.Locks.Hold:output_type -> turnstile.v1.HoldResponse
-	21, // 62: turnstile.v1.Locks.Status:output_type -> turnstile.v1.StatusResponse
-	23, // 63: turnstile.v1.Locks.List:output_type -> turnstile.v1.ListResponse
-	25, // 64: turnstile.v1.Locks.ForceRelease:output_type -> turnstile.v1.ForceReleaseResponse
-	27, // 65: turnstile.v1.Locks.Watch:output_type -> turnstile.v1.WatchResponse
-	31, // 66: turnstile.v1.Locks.Info:output_type -> turnstile.v1.InfoResponse
-	56, // [56:67] is the sub-list for method output_type
-	45, // [45:56] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	31, // 42: turnstile.v1.BatchRequest.ops:type_name -> turnstile.v1.BatchOp
+	5,  // 43: turnstile.v1.BatchOp.try_acquire:type_name -> turnstile.v1.AcquireRequest
+	10, // 44: turnstile.v1.BatchOp.extend:type_name -> turnstile.v1.ExtendRequest
+	12, // 45: turnstile.v1.BatchOp.release:type_name -> turnstile.v1.ReleaseRequest
+	33, // 46: turnstile.v1.BatchResponse.results:type_name -> turnstile.v1.BatchResult
+	6,  // 47: turnstile.v1.BatchResult.acquired:type_name -> turnstile.v1.AcquireResponse
+	11, // 48: turnstile.v1.BatchResult.extended:type_name -> turnstile.v1.ExtendResponse
+	13, // 49: turnstile.v1.BatchResult.released:type_name -> turnstile.v1.ReleaseResponse
+	34, // 50: turnstile.v1.BatchResult.error:type_name -> turnstile.v1.BatchError
+	0,  // 51: turnstile.v1.InfoResponse.kinds:type_name -> turnstile.v1.Kind
+	37, // 52: turnstile.v1.InfoResponse.default_ttl:type_name -> google.protobuf.Duration
+	37, // 53: turnstile.v1.InfoResponse.max_wait:type_name -> google.protobuf.Duration
+	5,  // 54: turnstile.v1.Locks.TryAcquire:input_type -> turnstile.v1.AcquireRequest
+	5,  // 55: turnstile.v1.Locks.Acquire:input_type -> turnstile.v1.AcquireRequest
+	5,  // 56: turnstile.v1.Locks.Queue:input_type -> turnstile.v1.AcquireRequest
+	10, // 57: turnstile.v1.Locks.Extend:input_type -> turnstile.v1.ExtendRequest
+	12, // 58: turnstile.v1.Locks.Release:input_type -> turnstile.v1.ReleaseRequest
+	14, // 59: turnstile.v1.Locks.Hold:input_type -> turnstile.v1.HoldRequest
+	20, // 60: turnstile.v1.Locks.Status:input_type -> turnstile.v1.StatusRequest
+	22, // 61: turnstile.v1.Locks.List:input_type -> turnstile.v1.ListRequest
+	24, // 62: turnstile.v1.Locks.ForceRelease:input_type -> turnstile.v1.ForceReleaseRequest
+	26, // 63: turnstile.v1.Locks.Watch:input_type -> turnstile.v1.WatchRequest
+	35, // 64: turnstile.v1.Locks.Info:input_type -> turnstile.v1.InfoRequest
+	30, // 65: turnstile.v1.Locks.Batch:input_type -> turnstile.v1.BatchRequest
+	6,  // 66: turnstile.v1.Locks.TryAcquire:output_type -> turnstile.v1.AcquireResponse
+	6,  // 67: turnstile.v1.Locks.Acquire:output_type -> turnstile.v1.AcquireResponse
+	7,  // 68: turnstile.v1.Locks.Queue:output_type -> turnstile.v1.QueueResponse
+	11, // 69: turnstile.v1.Locks.Extend:output_type -> turnstile.v1.ExtendResponse
+	13, // 70: turnstile.v1.Locks.Release:output_type -> turnstile.v1.ReleaseResponse
+	15, // 71: turnstile.v1.Locks.Hold:output_type -> turnstile.v1.HoldResponse
+	21, // 72: turnstile.v1.Locks.Status:output_type -> turnstile.v1.StatusResponse
+	23, // 73: turnstile.v1.Locks.List:output_type -> turnstile.v1.ListResponse
+	25, // 74: turnstile.v1.Locks.ForceRelease:output_type -> turnstile.v1.ForceReleaseResponse
+	27, // 75: turnstile.v1.Locks.Watch:output_type -> turnstile.v1.WatchResponse
+	36, // 76: turnstile.v1.Locks.Info:output_type -> turnstile.v1.InfoResponse
+	32, // 77: turnstile.v1.Locks.Batch:output_type -> turnstile.v1.BatchResponse
+	66, // [66:78] is the sub-list for method output_type
+	54, // [54:66] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_turnstile_v1_locks_proto_init() }
@@ -2537,13 +2940,24 @@ func file_turnstile_v1_locks_proto_init() {
 		(*WatchResponse_Watching)(nil),
 		(*WatchResponse_Event)(nil),
 	}
+	file_turnstile_v1_locks_proto_msgTypes[27].OneofWrappers = []any{
+		(*BatchOp_TryAcquire)(nil),
+		(*BatchOp_Extend)(nil),
+		(*BatchOp_Release)(nil),
+	}
+	file_turnstile_v1_locks_proto_msgTypes[29].OneofWrappers = []any{
+		(*BatchResult_Acquired)(nil),
+		(*BatchResult_Extended)(nil),
+		(*BatchResult_Released)(nil),
+		(*BatchResult_Error)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_turnstile_v1_locks_proto_rawDesc), len(file_turnstile_v1_locks_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   28,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -69,6 +69,8 @@ const (
 	LocksWatchProcedure = "/turnstile.v1.Locks/Watch"
 	// LocksInfoProcedure is the fully-qualified name of the Locks's Info RPC.
 	LocksInfoProcedure = "/turnstile.v1.Locks/Info"
+	// LocksBatchProcedure is the fully-qualified name of the Locks's Batch RPC.
+	LocksBatchProcedure = "/turnstile.v1.Locks/Batch"
 )
 
 // LocksClient is a client for the turnstile.v1.Locks service.
@@ -116,6 +118,14 @@ type LocksClient interface {
 	Watch(context.Context, *connect.Request[v1.WatchRequest]) (*connect.ServerStreamForClient[v1.WatchResponse], error)
 	// Info describes the instance and its store.
 	Info(context.Context, *connect.Request[v1.InfoRequest]) (*connect.Response[v1.InfoResponse], error)
+	// Batch makes several TryAcquire, Extend and Release calls in one
+	// round trip: each op is made as its own call would be, all at once,
+	// and answered in order; an op's failure is its own (a BatchError).
+	// Each op counts against the token's rate. At most 1024 ops. The Go
+	// client sends its calls this way when many are on their way together,
+	// so that a busy client costs the instance a few round trips, not one
+	// per call.
+	Batch(context.Context, *connect.Request[v1.BatchRequest]) (*connect.Response[v1.BatchResponse], error)
 }
 
 // NewLocksClient constructs a client for the turnstile.v1.Locks service. By default, it uses the
@@ -195,6 +205,12 @@ func NewLocksClient(httpClient connect.HTTPClient, baseURL string, opts ...conne
 			connect.WithSchema(locksMethods.ByName("Info")),
 			connect.WithClientOptions(opts...),
 		),
+		batch: connect.NewClient[v1.BatchRequest, v1.BatchResponse](
+			httpClient,
+			baseURL+LocksBatchProcedure,
+			connect.WithSchema(locksMethods.ByName("Batch")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -211,6 +227,7 @@ type locksClient struct {
 	forceRelease *connect.Client[v1.ForceReleaseRequest, v1.ForceReleaseResponse]
 	watch        *connect.Client[v1.WatchRequest, v1.WatchResponse]
 	info         *connect.Client[v1.InfoRequest, v1.InfoResponse]
+	batch        *connect.Client[v1.BatchRequest, v1.BatchResponse]
 }
 
 // TryAcquire calls turnstile.v1.Locks.TryAcquire.
@@ -268,6 +285,11 @@ func (c *locksClient) Info(ctx context.Context, req *connect.Request[v1.InfoRequ
 	return c.info.CallUnary(ctx, req)
 }
 
+// Batch calls turnstile.v1.Locks.Batch.
+func (c *locksClient) Batch(ctx context.Context, req *connect.Request[v1.BatchRequest]) (*connect.Response[v1.BatchResponse], error) {
+	return c.batch.CallUnary(ctx, req)
+}
+
 // LocksHandler is an implementation of the turnstile.v1.Locks service.
 type LocksHandler interface {
 	// TryAcquire makes one attempt to take the lock. Another holder:
@@ -313,6 +335,14 @@ type LocksHandler interface {
 	Watch(context.Context, *connect.Request[v1.WatchRequest], *connect.ServerStream[v1.WatchResponse]) error
 	// Info describes the instance and its store.
 	Info(context.Context, *connect.Request[v1.InfoRequest]) (*connect.Response[v1.InfoResponse], error)
+	// Batch makes several TryAcquire, Extend and Release calls in one
+	// round trip: each op is made as its own call would be, all at once,
+	// and answered in order; an op's failure is its own (a BatchError).
+	// Each op counts against the token's rate. At most 1024 ops. The Go
+	// client sends its calls this way when many are on their way together,
+	// so that a busy client costs the instance a few round trips, not one
+	// per call.
+	Batch(context.Context, *connect.Request[v1.BatchRequest]) (*connect.Response[v1.BatchResponse], error)
 }
 
 // NewLocksHandler builds an HTTP handler from the service implementation. It returns the path on
@@ -388,6 +418,12 @@ func NewLocksHandler(svc LocksHandler, opts ...connect.HandlerOption) (string, h
 		connect.WithSchema(locksMethods.ByName("Info")),
 		connect.WithHandlerOptions(opts...),
 	)
+	locksBatchHandler := connect.NewUnaryHandler(
+		LocksBatchProcedure,
+		svc.Batch,
+		connect.WithSchema(locksMethods.ByName("Batch")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/turnstile.v1.Locks/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case LocksTryAcquireProcedure:
@@ -412,6 +448,8 @@ func NewLocksHandler(svc LocksHandler, opts ...connect.HandlerOption) (string, h
 			locksWatchHandler.ServeHTTP(w, r)
 		case LocksInfoProcedure:
 			locksInfoHandler.ServeHTTP(w, r)
+		case LocksBatchProcedure:
+			locksBatchHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -463,4 +501,8 @@ func (UnimplementedLocksHandler) Watch(context.Context, *connect.Request[v1.Watc
 
 func (UnimplementedLocksHandler) Info(context.Context, *connect.Request[v1.InfoRequest]) (*connect.Response[v1.InfoResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("turnstile.v1.Locks.Info is not implemented"))
+}
+
+func (UnimplementedLocksHandler) Batch(context.Context, *connect.Request[v1.BatchRequest]) (*connect.Response[v1.BatchResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("turnstile.v1.Locks.Batch is not implemented"))
 }
