@@ -75,4 +75,3 @@ func batchError(err error) *v1.BatchError {
 	ce := toConnect(err).(*connect.Error)
 	return &v1.BatchError{Code: ce.Code().String(), Reason: apierr.Reason(ce), Message: ce.Message()}
 }
-

@@ -1,16 +1,16 @@
 package service_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"bytes"
 	"math/rand/v2"
 	"os"
-	"strings"
-	"syscall"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 

@@ -103,9 +103,6 @@ func (p *serveProc) output() string {
 	return p.log.String()
 }
 
-// url is the instance as a turnstile:// URL.
-func (p *serveProc) url() string { return "turnstile://" + p.addr }
-
 // signal sends sig to the process.
 func (p *serveProc) signal(t testing.TB, sig syscall.Signal) {
 	t.Helper()
