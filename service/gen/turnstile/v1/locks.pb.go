@@ -660,8 +660,8 @@ func (*QueueResponse_Granted) isQueueResponse_Event() {}
 
 func (*QueueResponse_Waiting) isQueueResponse_Event() {}
 
-// Waiting is the first message of a stream that waits for a lock: the
-// call arrived and waits (a client learns it at once, not at the grant).
+// Waiting is the first message of a stream that has to wait for a lock:
+// the call arrived and waits (a client learns it then, not at the grant).
 type Waiting struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
