@@ -48,7 +48,7 @@ func TestServeRedis(t *testing.T) {
 	t.Run("Lock", func(t *testing.T) {
 		locktest.Run(t, locktest.Harness{
 			New:   plain,
-			URL:   "turnstile://"+p.addr,
+			URL:   "turnstile://" + p.addr,
 			Evict: func(t testing.TB, key string) { srv.MustDo(t, "DEL", redisLockKey(key)) },
 		})
 	})
@@ -91,7 +91,7 @@ func TestServeRedis(t *testing.T) {
 				}
 				return f
 			},
-			URL:  "turnstile://"+p.addr,
+			URL:  "turnstile://" + p.addr,
 			View: "service-fair",
 			Waiting: func(t testing.TB, key string) int {
 				n, err := strconv.Atoi(srv.MustDo(t, "ZCARD", redisLockKey(key)+":queue"))
@@ -121,7 +121,7 @@ func TestServeEtcd(t *testing.T) {
 	t.Run("Lock", func(t *testing.T) {
 		locktest.Run(t, locktest.Harness{
 			New: plain,
-			URL: "turnstile://"+p.addr,
+			URL: "turnstile://" + p.addr,
 			Evict: func(t testing.TB, key string) {
 				if _, err := raw.Client().Delete(ctxFor(t, 5*time.Second), raw.LockKey(key)); err != nil {
 					t.Fatalf("evict %q: %v", key, err)
@@ -134,7 +134,7 @@ func TestServeEtcd(t *testing.T) {
 	t.Run("Fair", func(t *testing.T) {
 		locktest.RunFair(t, locktest.Harness{
 			New: plain,
-			URL: "turnstile://"+p.addr,
+			URL: "turnstile://" + p.addr,
 			Waiting: func(t testing.TB, key string) int {
 				dir := etcd.DefaultPrefix + "queue/" + url.PathEscape(key) + "/"
 				r, err := raw.Client().Get(ctxFor(t, 5*time.Second), dir, clientv3.WithPrefix(), clientv3.WithCountOnly())
