@@ -52,36 +52,7 @@ func TestServeRedis(t *testing.T) {
 			Evict: func(t testing.TB, key string) { srv.MustDo(t, "DEL", redisLockKey(key)) },
 		})
 	})
-	t.Run("Reentrant", func(t *testing.T) {
-		locktest.RunReentrant(t, locktest.Harness{New: func(t testing.TB) driver.Backend {
-			b, err := plain(t).(driver.Reentranter).ReentrantView()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}})
-	})
-	t.Run("ReadWrite", func(t *testing.T) {
-		locktest.RunReadWrite(t, func(t testing.TB) (driver.Backend, driver.Backend) {
-			r, w, err := plain(t).(driver.ReadWriter).ReadWriteView()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r, w
-		})
-	})
-	t.Run("Semaphore", func(t *testing.T) {
-		locktest.RunSemaphore(t, locktest.Harness{
-			New: func(t testing.TB) driver.Backend {
-				s, err := plain(t).(driver.Semaphorer).SemaphoreView(3)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return s
-			},
-			Plain: plain,
-		}, 3)
-	})
+	runKinds(t, plain)
 	t.Run("Fair", func(t *testing.T) {
 		locktest.RunFair(t, locktest.Harness{
 			New: func(t testing.TB) driver.Backend {
@@ -131,6 +102,7 @@ func TestServeEtcd(t *testing.T) {
 			TTL: 2 * time.Second,
 		})
 	})
+	runKinds(t, plain)
 	t.Run("Fair", func(t *testing.T) {
 		locktest.RunFair(t, locktest.Harness{
 			New: plain,
@@ -144,5 +116,40 @@ func TestServeEtcd(t *testing.T) {
 				return int(r.Count)
 			},
 		})
+	})
+}
+
+// runKinds runs the reentrant, read-write and semaphore suites on the
+// views of the plain backend plain returns.
+func runKinds(t *testing.T, plain func(testing.TB) driver.Backend) {
+	t.Run("Reentrant", func(t *testing.T) {
+		locktest.RunReentrant(t, locktest.Harness{New: func(t testing.TB) driver.Backend {
+			b, err := plain(t).(driver.Reentranter).ReentrantView()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}})
+	})
+	t.Run("ReadWrite", func(t *testing.T) {
+		locktest.RunReadWrite(t, func(t testing.TB) (driver.Backend, driver.Backend) {
+			r, w, err := plain(t).(driver.ReadWriter).ReadWriteView()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r, w
+		})
+	})
+	t.Run("Semaphore", func(t *testing.T) {
+		locktest.RunSemaphore(t, locktest.Harness{
+			New: func(t testing.TB) driver.Backend {
+				s, err := plain(t).(driver.Semaphorer).SemaphoreView(3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			},
+			Plain: plain,
+		}, 3)
 	})
 }
