@@ -64,7 +64,7 @@ func checkOwner(owner string) error {
 }
 
 // extendKeys renews the lease that holds keys (all under one lease) if
-// owned holds, as Backend.Extend does for the plain lock: KeepAliveOnce,
+// owned holds, as Backend.Extend does for the plain lock: a renewal,
 // and when ttl needs more seconds than the lease was granted, a move of
 // every key to a new lease with the longer TTL. A move that meets a
 // concurrent change of one of the keys (the same owner's re-entry) looks
@@ -90,7 +90,7 @@ func (b *Backend) extendKeys(ctx context.Context, owned clientv3.Cmp, keys []str
 		if id == clientv3.NoLease {
 			return true, nil
 		}
-		ka, err := b.cli.KeepAliveOnce(ctx, id)
+		granted, err := b.ka.renew(ctx, id)
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			return false, nil
 		}
@@ -98,7 +98,7 @@ func (b *Backend) extendKeys(ctx context.Context, owned clientv3.Cmp, keys []str
 			return false, err
 		}
 		want := leaseSeconds(ttl)
-		if ka.TTL >= want {
+		if granted >= want {
 			return true, nil
 		}
 		lease, err := b.cli.Grant(ctx, want)

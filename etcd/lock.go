@@ -84,7 +84,7 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 	if id == clientv3.NoLease {
 		return true, nil // written without a lease by someone else: it never expires
 	}
-	ka, err := b.cli.KeepAliveOnce(ctx, id)
+	granted, err := b.ka.renew(ctx, id)
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		return false, nil
 	}
@@ -92,7 +92,7 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 		return false, err
 	}
 	want := leaseSeconds(ttl)
-	if ka.TTL >= want {
+	if granted >= want {
 		return true, nil
 	}
 

@@ -229,14 +229,14 @@ func (r *Reentrant) renew(ctx context.Context, key, owner string, lease int64, t
 	holder, count, _ := r.keys(key)
 	if lease != 0 {
 		// Renewing the lease the lock was just seen under spares a read.
-		ka, err := r.b.cli.KeepAliveOnce(ctx, clientv3.LeaseID(lease))
+		granted, err := r.b.ka.renew(ctx, clientv3.LeaseID(lease))
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			return false, nil
 		}
 		if err != nil {
 			return false, err
 		}
-		if ka.TTL >= leaseSeconds(ttl) {
+		if granted >= leaseSeconds(ttl) {
 			return true, nil
 		}
 	}

@@ -150,7 +150,7 @@ func TestFailoverRedisToPostgres(t *testing.T) {
 	f := &failover{key: "fallback:" + t.Name(), ttl: ttl}
 	b, err := fallback.New(dialRedis(t, srv), dialPostgres(t),
 		fallback.WithTripAfter(3), fallback.WithOpenTimeout(openTimeout), fallback.WithGrace(grace),
-		fallback.WithOnStateChange(f.onChange), fallback.WithLogger(slog.New(slog.NewTextHandler(tWriter{t}, nil))))
+		fallback.WithPair("failover-test"), fallback.WithOnStateChange(f.onChange), fallback.WithLogger(slog.New(slog.NewTextHandler(tWriter{t}, nil))))
 	if err != nil {
 		t.Fatalf("fallback.New: %v", err)
 	}

@@ -93,14 +93,15 @@ func (b *Backend) views(kind string, view func(driver.Backend) (driver.Backend, 
 	return out[primary], out[secondary], nil
 }
 
-// view is the pair of p and s behind b's breaker and switch.
+// view is the pair of p and s behind b's breaker and state.
 func (b *Backend) view(p, s driver.Backend) *Backend {
 	return &Backend{
-		stores: [2]driver.Backend{p, s},
-		names:  [2]string{driver.Name(p), driver.Name(s)},
-		cfg:    b.cfg,
-		cb:     b.cb,
-		sw:     b.sw,
+		stores:    [2]driver.Backend{p, s},
+		names:     [2]string{driver.Name(p), driver.Name(s)},
+		cfg:       b.cfg,
+		reg:       b.reg,
+		regPrefix: b.regPrefix,
+		pair:      b.pair,
 	}
 }
 

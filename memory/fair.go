@@ -180,9 +180,14 @@ func (f *Fair) Inspect(ctx context.Context, key string) (driver.LockState, error
 	return st, err
 }
 
-// List implements driver.Inspector: the plain lock's.
+// List implements driver.Inspector: the plain lock's, with each lock's
+// number of waiters.
 func (f *Fair) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
-	return f.b.List(ctx, prefix, limit)
+	states, more, err := f.b.List(ctx, prefix, limit)
+	for i := range states {
+		states[i].Waiters = f.Waiting(states[i].Key)
+	}
+	return states, more, err
 }
 
 // ForceRelease implements driver.ForceReleaser: the plain lock's, which

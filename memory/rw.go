@@ -21,10 +21,8 @@ import (
 // claim time must be longer than the longest pause between a waiting
 // writer's attempts (the Client's default Backoff pauses at most 1 s).
 //
-// The sides offer no Inspect or ForceRelease: the operator commands
-// (turnstile status, unlock) work across processes, which a memory store
-// is not shared with; the reentrant, semaphore and fair views have them
-// for tests of code that inspects.
+// Both sides show and remove the lock's holders (Inspect, List,
+// ForceRelease), as the other kinds' views do.
 type RWLock struct {
 	b     *Backend
 	claim time.Duration

@@ -128,9 +128,9 @@
 // holders' rows, and another number is refused while any is held. The
 // read-write lock prefers writers: a refused writer's claim row keeps new
 // readers out until it expires (ReadWrite). Waiters poll; there is no
-// fair view (the store keeps no queue). A view is a driver.Inspector of
-// its kind's holders; the Backend's Inspect, List and ForceRelease see
-// plain locks only, and no view force-releases.
+// fair view (the store keeps no queue). A view is a driver.Inspector and
+// driver.ForceReleaser of its kind's holders; the Backend's Inspect, List
+// and ForceRelease see plain locks only.
 //
 // TLS and least privilege. The TLS parameters every turnstile URL takes —
 // ca_file, cert_file, key_file, server_name — connect with TLS and the

@@ -109,9 +109,10 @@
 // The read-write lock prefers writers: a refused writer's claim row keeps
 // new readers out until it expires (ReadWrite). Releases send the plain
 // lock's notice. There is no fair view (the store keeps no queue). A
-// view is a driver.Inspector of its kind's holders (both sides of a
-// read-write lock show readers and writer); the Backend's Inspect, List
-// and ForceRelease see plain locks only, and no view force-releases.
+// view is a driver.Inspector and driver.ForceReleaser of its kind's
+// holders (both sides of a read-write lock show and remove readers and
+// writer alike); the Backend's Inspect, List and ForceRelease see plain
+// locks only.
 //
 // TLS and least privilege. The TLS parameters every turnstile URL takes —
 // ca_file, cert_file, key_file, server_name — turn on sslmode=verify-full

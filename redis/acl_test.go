@@ -246,8 +246,8 @@ func exerciseLocking(t *testing.T, ctx context.Context, srv *testserver.Redis, c
 		}
 	}
 	// A release with its notice in any case (an election's resignation).
-	if ok, err := b.ReleaseAloud(ctx, "job", l.Owner()); err != nil || !ok {
-		t.Fatalf("ReleaseAloud: ok=%v err=%v", ok, err)
+	if ok, _, err := b.ReleaseNotice(ctx, "job", l.Owner(), driver.NoticeAlways); err != nil || !ok {
+		t.Fatalf("ReleaseNotice: ok=%v err=%v", ok, err)
 	}
 
 	// Reentrant: entered twice, one token.

@@ -280,5 +280,6 @@ func (f *Fair) Release(ctx context.Context, key, owner string) (bool, error) {
 	if err := checkOwner(ctx, key, owner); err != nil {
 		return false, err
 	}
-	return f.b.release(ctx, key, owner, "always")
+	ok, _, err := f.b.release(ctx, key, owner, "always")
+	return ok, err
 }

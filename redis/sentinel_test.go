@@ -202,7 +202,7 @@ func TestSentinelFailoverIncident(t *testing.T) {
 		t.Fatalf("the second holder's write: %v", err)
 	}
 	err = guard.Set(ctx, "incident", t1, fence.DataKey("incident", "v"), "first, late")
-	if !errors.Is(err, turnstile.ErrStaleToken) {
+	if !errors.Is(err, fence.ErrStaleToken) {
 		t.Fatalf("the first holder's write after the second's: err = %v, want ErrStaleToken", err)
 	}
 	if v, err := guardSrv.Do("GET", fence.DataKey("incident", "v")); err != nil || v != "second" {

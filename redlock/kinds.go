@@ -142,7 +142,16 @@ func (v *reentrantView) renewed(key, owner string, until time.Time) {
 
 // Release implements driver.Backend.
 func (v *reentrantView) Release(ctx context.Context, key, owner string) (bool, error) {
-	ok, err := v.Backend.Release(ctx, key, owner)
+	ok, _, err := v.ReleaseNotice(ctx, key, owner, driver.NoticeIfTried)
+	return ok, err
+}
+
+// ReleaseNotice implements driver.NoticeReleaser: the Redlock's, counted
+// down in the view's memory as Release is. (Without it the embedded
+// Backend's would answer, and the owner's next acquisition would be
+// taken for a re-entry of a hold already ended, with its old token.)
+func (v *reentrantView) ReleaseNotice(ctx context.Context, key, owner string, n driver.Notice) (ok, tried bool, err error) {
+	ok, tried, err = v.Backend.ReleaseNotice(ctx, key, owner, n)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	id := holdID{key, owner}
@@ -151,7 +160,27 @@ func (v *reentrantView) Release(ctx context.Context, key, owner string) (bool, e
 			delete(v.held, id)
 		}
 	}
-	return ok, err
+	return ok, tried, err
+}
+
+// ForceRelease implements driver.ForceReleaser: the Redlock's, and the
+// view forgets every owner's hold of key, so that no later acquisition
+// returns a token from before the removal.
+func (v *reentrantView) ForceRelease(ctx context.Context, key string) (driver.LockState, error) {
+	v.forget(key)
+	st, err := v.Backend.ForceRelease(ctx, key)
+	v.forget(key)
+	return st, err
+}
+
+func (v *reentrantView) forget(key string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for id := range v.held {
+		if id.key == key {
+			delete(v.held, id)
+		}
+	}
 }
 
 // ReadWriteView implements driver.ReadWriter: Redlocks of the nodes'

@@ -209,3 +209,37 @@ func TestReadWriteRedis(t *testing.T) {
 		t.Fatalf("writer release: %v %v", ok, err)
 	}
 }
+
+// TestReentrantForceReleaseForgets: after an operator removes a reentrant
+// hold by force, the same owner's next acquisition is a new hold with a
+// token above the removal's floor, not a re-entry of the removed one.
+func TestReentrantForceReleaseForgets(t *testing.T) {
+	b, err := redlock.New([]driver.Backend{memory.New(), memory.New(), memory.New()}, redlock.WithNodeTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	re, err := turnstile.Reentrant(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	first, ok, err := re.Acquire(ctx, "k", "A", time.Minute)
+	if !ok || err != nil {
+		t.Fatalf("first acquisition = %v, %v", ok, err)
+	}
+	st, err := re.(driver.ForceReleaser).ForceRelease(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Token < first {
+		t.Fatalf("force release reported token %d, below the holder's %d", st.Token, first)
+	}
+	again, ok, err := re.Acquire(ctx, "k", "A", time.Minute)
+	if !ok || err != nil {
+		t.Fatalf("acquisition after the removal = %v, %v", ok, err)
+	}
+	if again <= st.Token {
+		t.Fatalf("token after the removal %d, not above the removed holder's %d: the view took it for a re-entry", again, st.Token)
+	}
+}

@@ -58,7 +58,7 @@ func TestLostQuorumIsNotARefusal(t *testing.T) {
 	wantQuorumError := func(what string, ok bool, err error) {
 		t.Helper()
 		var qe *redlock.QuorumError
-		if ok || !errors.As(err, &qe) || !errors.Is(err, turnstile.ErrNoQuorum) {
+		if ok || !errors.As(err, &qe) || !errors.Is(err, redlock.ErrNoQuorum) {
 			t.Fatalf("%s with 3 of 5 nodes killed and the key held on the 2 live ones: ok=%v err=%v; want a QuorumError", what, ok, err)
 		}
 		if qe.Yes != 0 || qe.No > 2 || qe.Failed+qe.Pending < 3 {
@@ -94,7 +94,7 @@ func TestLostQuorumIsNotARefusal(t *testing.T) {
 	}
 	defer c.Close()
 	for range 5 {
-		if _, err := c.TryAcquire(ctx, "held"); !errors.Is(err, turnstile.ErrNoQuorum) || errors.Is(err, turnstile.ErrNotAcquired) {
+		if _, err := c.TryAcquire(ctx, "held"); !errors.Is(err, redlock.ErrNoQuorum) || errors.Is(err, turnstile.ErrNotAcquired) {
 			t.Fatalf("TryAcquire with the quorum lost = %v; want ErrNoQuorum, not ErrNotAcquired", err)
 		}
 	}
@@ -228,7 +228,7 @@ func TestRefusalOrFailureTable(t *testing.T) {
 						t.Errorf("%s: ok=%v err=%v; want a plain no: the refusals alone rule a quorum out", name, ok, err)
 					}
 				default:
-					if ok || !errors.As(err, &qe) || !errors.Is(err, turnstile.ErrNoQuorum) {
+					if ok || !errors.As(err, &qe) || !errors.Is(err, redlock.ErrNoQuorum) {
 						t.Errorf("%s: ok=%v err=%v; want a QuorumError: failed nodes keep the quorum out of reach", name, ok, err)
 					} else if qe.Failed+qe.Pending < 1 {
 						t.Errorf("%s: %+v: a QuorumError without a failed or pending node", name, qe)
