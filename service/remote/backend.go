@@ -23,9 +23,10 @@
 //     key and, on a store that sends release notices, the store's. A
 //     notice may be lost, as the Notifier contract allows: the Client's
 //     backoff timer is the safety net;
-//   - driver.Inspector, driver.ForceReleaser, driver.AloudReleaser, as
-//     the store has them (an operation the store lacks gives
-//     ErrUnsupported).
+//   - driver.Inspector, driver.ForceReleaser, as the store has them (an
+//     operation the store lacks gives ErrUnsupported);
+//   - driver.NoticeReleaser: the store's own, or where it has none its
+//     Release, which tells every time.
 //
 // It does not offer driver.TokenRoom: a Client over it never hands a
 // lock to its own next waiter without the service.
@@ -51,7 +52,10 @@ func init() {
 	turnstile.Register("turnstiles", open)
 }
 
-func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
+// open is what turnstile.Open calls for a turnstile:// URL. The Client's
+// settings in the driver.OpenConfig need no agreement here: its TTL goes
+// with every call, and the store behind the service judges it there.
+func open(ctx context.Context, u *url.URL, _ driver.OpenConfig) (driver.Backend, error) {
 	cfg, err := ParseURL(u)
 	if err != nil {
 		return nil, err
@@ -186,21 +190,21 @@ func (b *Backend) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) [
 
 // Release implements driver.Backend.
 func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
-	return b.release(ctx, key, owner, false)
+	ok, _, err := b.ReleaseNotice(ctx, key, owner, driver.NoticeIfTried)
+	return ok, err
 }
 
-// ReleaseAloud implements driver.AloudReleaser.
-func (b *Backend) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
-	return b.release(ctx, key, owner, true)
-}
-
-func (b *Backend) release(ctx context.Context, key, owner string, notify bool) (bool, error) {
-	req := &v1.ReleaseRequest{Lease: b.lease(key, owner), Notify: notify}
+// ReleaseNotice implements driver.NoticeReleaser: the instance releases
+// through the store's own ReleaseNotice, and says whether someone else
+// had tried the lock.
+func (b *Backend) ReleaseNotice(ctx context.Context, key, owner string, n driver.Notice) (ok, tried bool, err error) {
+	req := &v1.ReleaseRequest{Lease: b.lease(key, owner), Notify: n == driver.NoticeAlways}
 	r, err := b.c.ops.do(ctx, &v1.BatchOp{Op: &v1.BatchOp_Release{Release: req}})
 	if err == nil {
 		err = opError(r)
 	}
-	return heldResult(err)
+	ok, err = heldResult(err)
+	return ok, ok && r.GetReleased().GetTried(), err
 }
 
 // heldResult reads an Extend's or Release's outcome as the driver's.

@@ -904,7 +904,11 @@ func (x *ReleaseRequest) GetNotify() bool {
 }
 
 type ReleaseResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Someone else had tried to take the lock while it was held, and so
+	// was told of the release. A store that cannot say tells every
+	// release, and says true.
+	Tried         bool `protobuf:"varint,1,opt,name=tried,proto3" json:"tried,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -937,6 +941,13 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
 	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ReleaseResponse) GetTried() bool {
+	if x != nil {
+		return x.Tried
+	}
+	return false
 }
 
 type HoldRequest struct {
@@ -2618,8 +2629,9 @@ const file_turnstile_v1_locks_proto_rawDesc = "" +
 	"\bvalidity\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\bvalidity\"S\n" +
 	"\x0eReleaseRequest\x12)\n" +
 	"\x05lease\x18\x01 \x01(\v2\x13.turnstile.v1.LeaseR\x05lease\x12\x16\n" +
-	"\x06notify\x18\x02 \x01(\bR\x06notify\"\x11\n" +
-	"\x0fReleaseResponse\"\x88\x02\n" +
+	"\x06notify\x18\x02 \x01(\bR\x06notify\"'\n" +
+	"\x0fReleaseResponse\x12\x14\n" +
+	"\x05tried\x18\x01 \x01(\bR\x05tried\"\x88\x02\n" +
 	"\vHoldRequest\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12&\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x12.turnstile.v1.KindR\x04kind\x12\x18\n" +
