@@ -257,8 +257,9 @@ func (h *locks) Info(ctx context.Context, _ *connect.Request[v1.InfoRequest]) (*
 	}
 	_, notices := s.cfg.Backend.(driver.Notifier)
 	_, queue := s.cfg.Backend.(driver.Queuer)
+	kinds, queued := s.views.kinds()
 	return connect.NewResponse(&v1.InfoResponse{
-		Store: driver.Name(s.cfg.Backend), Kinds: s.views.kinds(), StoreNotices: notices, StoreQueue: queue,
+		Store: driver.Name(s.cfg.Backend), Kinds: kinds, QueuedKinds: queued, StoreNotices: notices, StoreQueue: queue,
 		Version: s.cfg.Version, Instance: s.cfg.Instance,
 		DefaultTtl: durationpb.New(s.cfg.TTL), MaxWait: durationpb.New(s.cfg.MaxWait),
 	}), nil

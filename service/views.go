@@ -137,18 +137,19 @@ func (vs *views) make(k kindKey) (map[kindKey]driver.Backend, error) {
 }
 
 // kinds reports which kinds the store has (a semaphore: of 2 permits),
-// for Info.
-func (vs *views) kinds() []v1.Kind {
-	var out []v1.Kind
-	for _, k := range []kindKey{{kind: v1.Kind_KIND_LOCK}, {kind: v1.Kind_KIND_SHARED}, {kind: v1.Kind_KIND_SEMAPHORE, permits: 2}, {kind: v1.Kind_KIND_FAIR}, {kind: v1.Kind_KIND_REENTRANT}} {
-		if _, err := vs.get(k); err == nil {
-			out = append(out, k.kind)
-			if k.kind == v1.Kind_KIND_SHARED {
-				out = append(out, v1.Kind_KIND_EXCLUSIVE)
-			}
+// and which of them queue their waiters in the store, for Info.
+func (vs *views) kinds() (kinds, queued []v1.Kind) {
+	for _, k := range []kindKey{{kind: v1.Kind_KIND_LOCK}, {kind: v1.Kind_KIND_SHARED}, {kind: v1.Kind_KIND_EXCLUSIVE}, {kind: v1.Kind_KIND_SEMAPHORE, permits: 2}, {kind: v1.Kind_KIND_FAIR}, {kind: v1.Kind_KIND_REENTRANT}} {
+		v, err := vs.get(k)
+		if err != nil {
+			continue
+		}
+		kinds = append(kinds, k.kind)
+		if _, ok := v.store.(driver.Queuer); ok {
+			queued = append(queued, k.kind)
 		}
 	}
-	return out
+	return kinds, queued
 }
 
 // close closes every Client: the leases of Hold streams stop being

@@ -16,9 +16,11 @@
 //
 //   - the lock kinds the store has (Info), as views, as the store's
 //     backend offers them;
-//   - driver.Queuer where the store queues waiters itself (etcd,
-//     ZooKeeper, a fair view): the wait is the service's (Acquire), in
-//     the store's queue, with no polling;
+//   - driver.Queuer for each kind whose waiters the store queues itself
+//     (etcd's and ZooKeeper's kinds, a fair view; Info's queued_kinds):
+//     the wait is the service's (Acquire), in the store's queue, with no
+//     polling — which is also what lets a writer in past a stream of
+//     readers;
 //   - driver.Notifier through Watch: the instance's own events for the
 //     key and, on a store that sends release notices, the store's. A
 //     notice may be lost, as the Notifier contract allows: the Client's
@@ -104,10 +106,10 @@ func Dial(ctx context.Context, cfg Config) (driver.Backend, error) {
 	return view(&Backend{c: c, info: info, kind: v1.Kind_KIND_LOCK}), nil
 }
 
-// view returns b as its type: a QueuedBackend where its waiters queue in
-// the store.
+// view returns b as its type: a QueuedBackend where its kind's waiters
+// queue in the store, as Info says.
 func view(b *Backend) driver.Backend {
-	if b.kind == v1.Kind_KIND_FAIR || (b.info.StoreQueue && b.kind == v1.Kind_KIND_LOCK) {
+	if slices.Contains(b.info.QueuedKinds, b.kind) {
 		return &QueuedBackend{b}
 	}
 	return b
