@@ -10,8 +10,10 @@ cd "$(dirname "$0")/.."
 # Debian packages the tests start as real servers (each test package starts
 # its own server processes on free loopback ports), prometheus for
 # promtool, which checks and tests the alert rules in deploy/prometheus,
-# and faketime, whose library runs servers under a wrong wall clock.
-packages=(redis-server redis-sentinel etcd-server zookeeper postgresql mariadb-server prometheus faketime)
+# faketime, whose library runs servers under a wrong wall clock, and
+# protobuf-compiler, whose protoc checks that the service's generated code
+# is what its .proto files make (scripts/proto.sh).
+packages=(redis-server redis-sentinel etcd-server zookeeper postgresql mariadb-server prometheus faketime protobuf-compiler)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -10,5 +10,6 @@ import (
 	_ "github.com/turnstilelock/turnstile/postgres"
 	_ "github.com/turnstilelock/turnstile/redis"
 	_ "github.com/turnstilelock/turnstile/redlock"
+	_ "github.com/turnstilelock/turnstile/service/remote"
 	_ "github.com/turnstilelock/turnstile/zookeeper"
 )

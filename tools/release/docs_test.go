@@ -188,18 +188,18 @@ func TestDocsNameEveryModule(t *testing.T) {
 func TestDocProblemsSayWhatToAdd(t *testing.T) {
 	root := "../.."
 	d := readDocs(t, root)
-	got := docProblems(append(workDirs(t, root), "service"), d)
+	got := docProblems(append(workDirs(t, root), "newstore"), d)
 	_, layoutLine := section(d.readme, "Layout")
 	_, versionsLine := section(d.readme, "Versions")
 	_, modulesLine := section(d.design, "Modules")
 	want := []string{
-		fmt.Sprintf("README.md line %d, section Layout: add a row for the module in service/:\n\t| `service/` | what it holds (own module) |", layoutLine),
-		fmt.Sprintf("README.md line %d, section Versions: add `service` to the list of modules released together", versionsLine),
-		fmt.Sprintf("docs/design.md line %d, section Modules: add `service` to the bullet of the modules that are their own module", modulesLine),
-		"docs/releasing.md, first paragraph: add `service` to the list of modules released together",
+		fmt.Sprintf("README.md line %d, section Layout: add a row for the module in newstore/:\n\t| `newstore/` | what it holds (own module) |", layoutLine),
+		fmt.Sprintf("README.md line %d, section Versions: add `newstore` to the list of modules released together", versionsLine),
+		fmt.Sprintf("docs/design.md line %d, section Modules: add `newstore` to the bullet of the modules that are their own module", modulesLine),
+		"docs/releasing.md, first paragraph: add `newstore` to the list of modules released together",
 	}
 	if len(got) != len(want) {
-		t.Fatalf("docProblems with an undocumented module service:\n%s\nwant %d problems", strings.Join(got, "\n"), len(want))
+		t.Fatalf("docProblems with an undocumented module newstore:\n%s\nwant %d problems", strings.Join(got, "\n"), len(want))
 	}
 	for _, w := range want {
 		found := false
