@@ -26,7 +26,7 @@ func init() {
 	// The fair cases' child processes open the plain backend from the
 	// URL and wait through its fair view, as the parent does.
 	locktest.RegisterView("service-fair", func(b driver.Backend) (driver.Backend, error) {
-		return b.(driver.Fairer).FairView()
+		return b.(driver.Fairer).FairView(driver.KindConfig{})
 	})
 }
 
@@ -56,7 +56,7 @@ func TestServeRedis(t *testing.T) {
 	t.Run("Fair", func(t *testing.T) {
 		locktest.RunFair(t, locktest.Harness{
 			New: func(t testing.TB) driver.Backend {
-				f, err := plain(t).(driver.Fairer).FairView()
+				f, err := plain(t).(driver.Fairer).FairView(driver.KindConfig{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -124,7 +124,7 @@ func TestServeEtcd(t *testing.T) {
 func runKinds(t *testing.T, plain func(testing.TB) driver.Backend) {
 	t.Run("Reentrant", func(t *testing.T) {
 		locktest.RunReentrant(t, locktest.Harness{New: func(t testing.TB) driver.Backend {
-			b, err := plain(t).(driver.Reentranter).ReentrantView()
+			b, err := plain(t).(driver.Reentranter).ReentrantView(driver.KindConfig{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +133,7 @@ func runKinds(t *testing.T, plain func(testing.TB) driver.Backend) {
 	})
 	t.Run("ReadWrite", func(t *testing.T) {
 		locktest.RunReadWrite(t, func(t testing.TB) (driver.Backend, driver.Backend) {
-			r, w, err := plain(t).(driver.ReadWriter).ReadWriteView()
+			r, w, err := plain(t).(driver.ReadWriter).ReadWriteView(driver.KindConfig{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +143,7 @@ func runKinds(t *testing.T, plain func(testing.TB) driver.Backend) {
 	t.Run("Semaphore", func(t *testing.T) {
 		locktest.RunSemaphore(t, locktest.Harness{
 			New: func(t testing.TB) driver.Backend {
-				s, err := plain(t).(driver.Semaphorer).SemaphoreView(3)
+				s, err := plain(t).(driver.Semaphorer).SemaphoreView(driver.KindConfig{Permits: 3})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -16,15 +16,15 @@ import (
 // kindViews returns the views of a turnstile:// backend by name.
 func kindViews(t *testing.T, b driver.Backend) map[string]driver.Backend {
 	t.Helper()
-	r, w, err := b.(driver.ReadWriter).ReadWriteView()
+	r, w, err := b.(driver.ReadWriter).ReadWriteView(driver.KindConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	re, err := b.(driver.Reentranter).ReentrantView()
+	re, err := b.(driver.Reentranter).ReentrantView(driver.KindConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := b.(driver.Semaphorer).SemaphoreView(3)
+	s, err := b.(driver.Semaphorer).SemaphoreView(driver.KindConfig{Permits: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestQueuedKinds(t *testing.T) {
 			t.Errorf("memory's %s lock through the service: %T is a driver.Queuer, but the store keeps no queue", name, v)
 		}
 	}
-	f, err := b.(driver.Fairer).FairView()
+	f, err := b.(driver.Fairer).FairView(driver.KindConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

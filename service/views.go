@@ -10,9 +10,6 @@ import (
 	v1 "github.com/turnstilelock/turnstile/service/gen/turnstile/v1"
 )
 
-// maxPermits bounds a semaphore's number of permits in a request.
-const maxPermits = 1 << 16
-
 // maxSemaphores bounds how many numbers of permits the service keeps a
 // semaphore view and Client for: each Client has its own watchdog, and a
 // Client with leases cannot be closed.
@@ -60,8 +57,8 @@ func kindOf(kind v1.Kind, permits uint32) (kindKey, error) {
 	}
 	switch kind {
 	case v1.Kind_KIND_SEMAPHORE:
-		if permits < 1 || permits > maxPermits {
-			return kindKey{}, fmt.Errorf("%w: a semaphore needs permits in [1, %d], got %d", turnstile.ErrInvalidOption, maxPermits, permits)
+		if err := driver.CheckPermits(int(permits)); err != nil {
+			return kindKey{}, err
 		}
 		return kindKey{kind, int(permits)}, nil
 	case v1.Kind_KIND_LOCK, v1.Kind_KIND_SHARED, v1.Kind_KIND_EXCLUSIVE, v1.Kind_KIND_FAIR, v1.Kind_KIND_REENTRANT:

@@ -286,8 +286,25 @@ func (b *Backend) noKind(what string) error {
 	return fmt.Errorf("%w: %s has no %s", turnstile.ErrUnsupported, b.Name(), what)
 }
 
+// kindSettings checks the settings a view is made with. The waiting
+// mechanisms' settings (writer claim, waiter timeout, poll interval) are
+// the service's, the same for each of its clients, so a view that asks
+// for others is refused rather than made with settings it would not have.
+func kindSettings(cfg driver.KindConfig) error {
+	if err := cfg.Check(); err != nil {
+		return err
+	}
+	if cfg.WriterClaim != 0 || cfg.WaiterTimeout != 0 || cfg.PollInterval != 0 {
+		return fmt.Errorf("%w: through turnstile:// a lock kind's writer claim, waiter timeout and poll interval are the service's; leave them unset", turnstile.ErrInvalidOption)
+	}
+	return nil
+}
+
 // ReentrantView implements driver.Reentranter.
-func (b *Backend) ReentrantView() (driver.Backend, error) {
+func (b *Backend) ReentrantView(cfg driver.KindConfig) (driver.Backend, error) {
+	if err := kindSettings(cfg); err != nil {
+		return nil, err
+	}
 	if !b.has(v1.Kind_KIND_REENTRANT) {
 		return nil, b.noKind("reentrant lock")
 	}
@@ -295,18 +312,24 @@ func (b *Backend) ReentrantView() (driver.Backend, error) {
 }
 
 // SemaphoreView implements driver.Semaphorer.
-func (b *Backend) SemaphoreView(permits int) (driver.Backend, error) {
-	if permits < 1 || permits > 1<<16 {
-		return nil, fmt.Errorf("%w: a semaphore needs permits in [1, %d], got %d", turnstile.ErrInvalidOption, 1<<16, permits)
+func (b *Backend) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
+	if err := driver.CheckPermits(cfg.Permits); err != nil {
+		return nil, err
+	}
+	if err := kindSettings(cfg); err != nil {
+		return nil, err
 	}
 	if !b.has(v1.Kind_KIND_SEMAPHORE) {
 		return nil, b.noKind("semaphore")
 	}
-	return view(&Backend{c: b.c, info: b.info, kind: v1.Kind_KIND_SEMAPHORE, permits: uint32(permits)}), nil
+	return view(&Backend{c: b.c, info: b.info, kind: v1.Kind_KIND_SEMAPHORE, permits: uint32(cfg.Permits)}), nil
 }
 
 // ReadWriteView implements driver.ReadWriter.
-func (b *Backend) ReadWriteView() (read, write driver.Backend, err error) {
+func (b *Backend) ReadWriteView(cfg driver.KindConfig) (read, write driver.Backend, err error) {
+	if err := kindSettings(cfg); err != nil {
+		return nil, nil, err
+	}
 	if !b.has(v1.Kind_KIND_SHARED) {
 		return nil, nil, b.noKind("read-write lock")
 	}
@@ -315,9 +338,20 @@ func (b *Backend) ReadWriteView() (read, write driver.Backend, err error) {
 }
 
 // FairView implements driver.Fairer.
-func (b *Backend) FairView() (driver.Backend, error) {
+func (b *Backend) FairView(cfg driver.KindConfig) (driver.Backend, error) {
+	if err := kindSettings(cfg); err != nil {
+		return nil, err
+	}
 	if !b.has(v1.Kind_KIND_FAIR) {
 		return nil, b.noKind("fair lock")
 	}
 	return view(&Backend{c: b.c, info: b.info, kind: v1.Kind_KIND_FAIR}), nil
 }
+
+// The kinds a store behind the service may have.
+var (
+	_ driver.Reentranter = (*Backend)(nil)
+	_ driver.Semaphorer  = (*Backend)(nil)
+	_ driver.ReadWriter  = (*Backend)(nil)
+	_ driver.Fairer      = (*Backend)(nil)
+)
