@@ -247,8 +247,8 @@ const DefaultBusyRetries = 5
 // their place with WithQueuePosition.
 //
 // q is the queue: nil means the Client's own backend, which must then be
-// a driver.Queuer (etcd, ZooKeeper, the redis package's Fair view); a
-// plain Redis backend takes its Fair view (redis.Backend.Fair). Without
+// a driver.Queuer (etcd, ZooKeeper, a Redis backend's Fair view); a
+// plain Redis backend takes its Fair view (as turnstile.Fair gives it). Without
 // this option a backend that queues always queues, and others always
 // retry. threshold 0 means DefaultBusyRetries; it must lie in (0, 1e6].
 // The means are kept per key, in this process. It applies to the whole
