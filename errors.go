@@ -8,8 +8,12 @@ import (
 	"github.com/turnstilelock/turnstile/driver"
 )
 
-// Sentinel errors. Every error turnstile returns wraps one of these (or a
-// context error), so callers branch with errors.Is.
+// Sentinel errors. Every error turnstile returns wraps one of these or a
+// context error, so callers branch with errors.Is — except a store's own
+// failure (a connection refused, a timeout of its client), which comes in
+// a *LockError naming the operation, key and store, wrapping the store
+// client's error as it was. TestErrorsWrapSentinels walks the calls'
+// error paths.
 var (
 	// ErrNotAcquired: the lock is held by another owner and the attempt (or
 	// every retry the policy allowed) failed.
