@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/sqlkinds"
 )
 
 //go:embed sql/kinds_schema.sql
@@ -68,12 +68,8 @@ var (
 // missing, so an account that only takes plain locks needs no privilege
 // on it.
 type kindView struct {
-	b       *Backend
-	kind    string // the holders' kind: reentrant, semaphore, read or write
-	permits int
-	claim   time.Duration
-	shared  bool
-	label   string
+	b *Backend
+	sqlkinds.Spec
 }
 
 var (
@@ -87,7 +83,7 @@ var (
 // Every re-entry returns the token of the first acquisition and renews
 // the hold to at least its TTL.
 func (b *Backend) ReentrantView(driver.KindConfig) (driver.Backend, error) {
-	return &kindView{b: b, kind: "reentrant", label: "reentrant"}, nil
+	return &kindView{b, sqlkinds.Reentrant()}, nil
 }
 
 // SemaphoreView implements driver.Semaphorer: up to cfg.Permits owners
@@ -96,7 +92,7 @@ func (b *Backend) ReentrantView(driver.KindConfig) (driver.Backend, error) {
 // held, an acquisition with another number is refused
 // (turnstile.ErrInvalidOption).
 func (b *Backend) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
-	return &kindView{b: b, kind: "semaphore", permits: cfg.Permits, shared: cfg.Permits > 1, label: fmt.Sprintf("semaphore(%d)", cfg.Permits)}, nil
+	return &kindView{b, sqlkinds.Semaphore(cfg)}, nil
 }
 
 // ReadWriteView implements driver.ReadWriter: the two sides of a
@@ -107,38 +103,17 @@ func (b *Backend) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
 // attempt, so a writer that gave up blocks new readers for at most that
 // long. The read side is driver.Shared.
 func (b *Backend) ReadWriteView(cfg driver.KindConfig) (read, write driver.Backend, err error) {
-	claim := cfg.Claim()
-	return &kindView{b: b, kind: "read", claim: claim, shared: true, label: "read"},
-		&kindView{b: b, kind: "write", claim: claim, label: "write"}, nil
+	r, w := sqlkinds.ReadWrite(cfg)
+	return &kindView{b, r}, &kindView{b, w}, nil
 }
 
 // Name implements driver.Namer.
-func (v *kindView) Name() string { return v.b.Name() + " " + v.label }
+func (v *kindView) Name() string { return v.b.Name() + " " + v.Label }
 
 // Shared implements driver.Shared: semaphores of more than one permit and
 // the read side have several holders, so a Client lets its waiters
 // contend on their own.
-func (v *kindView) Shared() bool { return v.shared }
-
-func checkOwner(ctx context.Context, key, owner string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if key == "" || owner == "" {
-		return errors.New("mysql: empty key or owner")
-	}
-	return nil
-}
-
-func checkLease(ctx context.Context, key, owner string, ttl time.Duration) error {
-	if err := checkOwner(ctx, key, owner); err != nil {
-		return err
-	}
-	if ttl < time.Microsecond {
-		return fmt.Errorf("%w: TTL %v is under 1µs", turnstile.ErrInvalidOption, ttl)
-	}
-	return nil
-}
+func (v *kindView) Shared() bool { return v.Several }
 
 // errRefused ends a transaction that found the key taken; what it wrote
 // (a writer's claim) is committed.
@@ -164,7 +139,7 @@ func (v *kindView) tx(ctx context.Context, name, what string, fn func(ctx contex
 	// deadlock.
 	tx, err := c.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
-		return false, fmt.Errorf("%s: %s %s: %w", v.b.name, v.label, what, s.fail(err))
+		return false, fmt.Errorf("%s: %s %s: %w", v.b.name, v.Label, what, s.fail(err))
 	}
 	ferr := fn(ctx, tx)
 	if ferr != nil && !errors.Is(ferr, errRefused) {
@@ -173,10 +148,10 @@ func (v *kindView) tx(ctx context.Context, name, what string, fn func(ctx contex
 		if errors.As(ferr, &opt) {
 			return false, opt.error
 		}
-		return false, fmt.Errorf("%s: %s %s: %w", v.b.name, v.label, what, s.fail(ferr))
+		return false, fmt.Errorf("%s: %s %s: %w", v.b.name, v.Label, what, s.fail(ferr))
 	}
 	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("%s: %s %s: %w", v.b.name, v.label, what, s.fail(err))
+		return false, fmt.Errorf("%s: %s %s: %w", v.b.name, v.Label, what, s.fail(err))
 	}
 	return ferr == nil, nil
 }
@@ -186,7 +161,7 @@ func (v *kindView) tx(ctx context.Context, name, what string, fn func(ctx contex
 // it do not queue on its fence row ahead of the holders' own calls. Only
 // an acquisition that may succeed locks the fence row and decides again.
 func (v *kindView) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
-	if err := checkLease(ctx, key, owner, ttl); err != nil {
+	if err := sqlkinds.CheckLease(ctx, "mysql", key, owner, ttl, time.Microsecond); err != nil {
 		return 0, false, err
 	}
 	name := LockName(key)
@@ -218,7 +193,7 @@ func (v *kindView) Acquire(ctx context.Context, key, owner string, ttl time.Dura
 		} else if no {
 			return v.refuse(ctx, tx, name, owner)
 		}
-		if v.kind == "reentrant" {
+		if v.Kind == "reentrant" {
 			for _, h := range hs {
 				if h.kind == "reentrant" { // owner's: a re-entry
 					tok = h.token
@@ -228,7 +203,7 @@ func (v *kindView) Acquire(ctx context.Context, key, owner string, ttl time.Dura
 			}
 		}
 		for _, h := range hs {
-			if v.kind == "write" && h.kind == "claim" && h.owner == owner {
+			if v.Kind == "write" && h.kind == "claim" && h.owner == owner {
 				if _, err := tx.ExecContext(ctx, sqlKindsUnclaim, name, owner); err != nil {
 					return err
 				}
@@ -243,7 +218,7 @@ func (v *kindView) Acquire(ctx context.Context, key, owner string, ttl time.Dura
 			return err
 		}
 		tok = uint64(id)
-		_, err = tx.ExecContext(ctx, sqlKindsHold, name, v.kind, owner, v.permits, tok, ttl.Microseconds())
+		_, err = tx.ExecContext(ctx, sqlKindsHold, name, v.Kind, owner, v.Permits, tok, ttl.Microseconds())
 		return err
 	})
 	if err != nil || !ok {
@@ -270,15 +245,15 @@ func (v *kindView) look(ctx context.Context, key, name, owner string) (bool, err
 	}
 	hs, err := scanHolders(c.QueryContext(ctx, sqlKindsLive, name))
 	if err != nil {
-		return false, fmt.Errorf("%s: %s acquire: %w", v.b.name, v.label, s.fail(err))
+		return false, fmt.Errorf("%s: %s acquire: %w", v.b.name, v.Label, s.fail(err))
 	}
 	no, err := v.refused(key, owner, hs)
 	if err != nil || !no {
 		return !no, err
 	}
-	if v.kind == "write" {
-		if _, err := c.ExecContext(ctx, sqlKindsClaim, name, owner, v.claim.Microseconds()); err != nil {
-			return false, fmt.Errorf("%s: %s acquire: %w", v.b.name, v.label, s.fail(err))
+	if v.Kind == "write" {
+		if _, err := c.ExecContext(ctx, sqlKindsClaim, name, owner, v.Claim.Microseconds()); err != nil {
+			return false, fmt.Errorf("%s: %s acquire: %w", v.b.name, v.Label, s.fail(err))
 		}
 	}
 	return false, nil
@@ -287,8 +262,8 @@ func (v *kindView) look(ctx context.Context, key, name, owner string) (bool, err
 // refuse ends a refused acquisition: a writer's leaves its claim, which
 // keeps new readers out.
 func (v *kindView) refuse(ctx context.Context, tx *sql.Tx, name, owner string) error {
-	if v.kind == "write" {
-		if _, err := tx.ExecContext(ctx, sqlKindsClaim, name, owner, v.claim.Microseconds()); err != nil {
+	if v.Kind == "write" {
+		if _, err := tx.ExecContext(ctx, sqlKindsClaim, name, owner, v.Claim.Microseconds()); err != nil {
 			return err
 		}
 	}
@@ -297,13 +272,13 @@ func (v *kindView) refuse(ctx context.Context, tx *sql.Tx, name, owner string) e
 
 // Extend implements driver.Backend: it renews owner's hold.
 func (v *kindView) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
-	if err := checkLease(ctx, key, owner, ttl); err != nil {
+	if err := sqlkinds.CheckLease(ctx, "mysql", key, owner, ttl, time.Microsecond); err != nil {
 		return false, err
 	}
 	name := LockName(key)
 	held := false
 	err := v.conn(ctx, name, "extend", func(ctx context.Context, c *sql.Conn) error {
-		res, err := c.ExecContext(ctx, sqlKindsExtend, ttl.Microseconds(), ttl.Microseconds(), name, v.kind, owner)
+		res, err := c.ExecContext(ctx, sqlKindsExtend, ttl.Microseconds(), ttl.Microseconds(), name, v.Kind, owner)
 		if err != nil {
 			return err
 		}
@@ -323,7 +298,7 @@ func (v *kindView) Extend(ctx context.Context, key, owner string, ttl time.Durat
 // holds reports whether owner holds name in the view's kind.
 func (v *kindView) holds(ctx context.Context, c *sql.Conn, name, owner string) (bool, error) {
 	var depth int
-	err := c.QueryRowContext(ctx, sqlKindsDepth, name, v.kind, owner).Scan(&depth)
+	err := c.QueryRowContext(ctx, sqlKindsDepth, name, v.Kind, owner).Scan(&depth)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -335,14 +310,14 @@ func (v *kindView) holds(ctx context.Context, c *sql.Conn, name, owner string) (
 // need no transaction: a Backend runs the calls on one name one at a
 // time, and only the holder itself changes its row's count.
 func (v *kindView) Release(ctx context.Context, key, owner string) (bool, error) {
-	if err := checkOwner(ctx, key, owner); err != nil {
+	if err := sqlkinds.CheckOwner(ctx, "mysql", key, owner); err != nil {
 		return false, err
 	}
 	name := LockName(key)
 	held := false
 	err := v.conn(ctx, name, "release", func(ctx context.Context, c *sql.Conn) error {
-		if v.kind == "reentrant" {
-			res, err := c.ExecContext(ctx, sqlKindsLeave, name, v.kind, owner)
+		if v.Kind == "reentrant" {
+			res, err := c.ExecContext(ctx, sqlKindsLeave, name, v.Kind, owner)
 			if err != nil {
 				return err
 			}
@@ -351,7 +326,7 @@ func (v *kindView) Release(ctx context.Context, key, owner string) (bool, error)
 				return err
 			}
 		}
-		res, err := c.ExecContext(ctx, sqlKindsRelease, name, v.kind, owner)
+		res, err := c.ExecContext(ctx, sqlKindsRelease, name, v.Kind, owner)
 		if err != nil {
 			return err
 		}
@@ -377,7 +352,7 @@ func (v *kindView) conn(ctx context.Context, name, what string, fn func(ctx cont
 		return fmt.Errorf("%s: create table turnstile_holds: %w", v.b.name, s.fail(err))
 	}
 	if err := fn(ctx, c); err != nil {
-		return fmt.Errorf("%s: %s %s: %w", v.b.name, v.label, what, s.fail(err))
+		return fmt.Errorf("%s: %s %s: %w", v.b.name, v.Label, what, s.fail(err))
 	}
 	return nil
 }

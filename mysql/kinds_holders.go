@@ -47,27 +47,27 @@ func scanHolders(rows *sql.Rows, err error) ([]holder, error) {
 func (v *kindView) refused(key, owner string, hs []holder) (bool, error) {
 	mine := false // owner holds the key in this view's kind already
 	for _, h := range hs {
-		if h.kind == v.kind && h.owner == owner {
+		if h.kind == v.Kind && h.owner == owner {
 			mine = true
 		}
 	}
 	others := 0
 	for _, h := range hs {
 		switch {
-		case v.kind == "reentrant" && h.kind == "reentrant" && h.owner != owner:
+		case v.Kind == "reentrant" && h.kind == "reentrant" && h.owner != owner:
 			return true, nil
-		case v.kind == "semaphore" && h.kind == "semaphore":
-			if h.permits != v.permits {
-				return true, fmt.Errorf("%w: semaphore %q is held with %d permits, not %d", turnstile.ErrInvalidOption, key, h.permits, v.permits)
+		case v.Kind == "semaphore" && h.kind == "semaphore":
+			if h.permits != v.Permits {
+				return true, fmt.Errorf("%w: semaphore %q is held with %d permits, not %d", turnstile.ErrInvalidOption, key, h.permits, v.Permits)
 			}
 			if h.owner != owner {
 				others++
 			}
-		case v.kind == "read" && !mine && (h.kind == "write" || h.kind == "claim"):
+		case v.Kind == "read" && !mine && (h.kind == "write" || h.kind == "claim"):
 			return true, nil
-		case v.kind == "write" && (h.kind == "read" || h.kind == "write" && h.owner != owner):
+		case v.Kind == "write" && (h.kind == "read" || h.kind == "write" && h.owner != owner):
 			return true, nil
 		}
 	}
-	return v.kind == "semaphore" && others >= v.permits, nil
+	return v.Kind == "semaphore" && others >= v.Permits, nil
 }

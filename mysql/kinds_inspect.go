@@ -65,10 +65,10 @@ func noKinds(err error) bool {
 // kinds are the two holders' kinds that make up the view's lock: both
 // sides of a read-write lock, or the view's kind twice.
 func (v *kindView) kinds() (string, string) {
-	if v.kind == "read" || v.kind == "write" {
+	if v.Kind == "read" || v.Kind == "write" {
 		return "read", "write"
 	}
-	return v.kind, v.kind
+	return v.Kind, v.Kind
 }
 
 // Inspect implements driver.Inspector with one query: the key's live
@@ -174,7 +174,7 @@ func (v *kindView) read(ctx context.Context, name, what string, fn func(ctx cont
 		return err
 	}
 	if err := fn(ctx, c); err != nil && !noKinds(err) {
-		return fmt.Errorf("%s: %s %s: %w", v.b.name, v.label, what, s.fail(err))
+		return fmt.Errorf("%s: %s %s: %w", v.b.name, v.Label, what, s.fail(err))
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/sqlkinds"
 )
 
 //go:embed kinds.sql
@@ -45,12 +45,8 @@ var (
 // reentrant lock on one key do not exclude each other, but they share the
 // key's fencing tokens.
 type kindView struct {
-	b       *Backend
-	kind    string // the holders' kind: reentrant, semaphore, read or write
-	permits int
-	claim   time.Duration
-	shared  bool
-	label   string
+	b *Backend
+	sqlkinds.Spec
 }
 
 var (
@@ -65,7 +61,7 @@ var (
 // Every re-entry returns the token of the first acquisition and renews
 // the hold to at least its TTL.
 func (b *Backend) ReentrantView(driver.KindConfig) (driver.Backend, error) {
-	return &kindView{b: b, kind: "reentrant", label: "reentrant"}, nil
+	return &kindView{b, sqlkinds.Reentrant()}, nil
 }
 
 // SemaphoreView implements driver.Semaphorer: up to cfg.Permits owners
@@ -74,7 +70,7 @@ func (b *Backend) ReentrantView(driver.KindConfig) (driver.Backend, error) {
 // held, an acquisition with another number is refused
 // (turnstile.ErrInvalidOption).
 func (b *Backend) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
-	return &kindView{b: b, kind: "semaphore", permits: cfg.Permits, shared: cfg.Permits > 1, label: fmt.Sprintf("semaphore(%d)", cfg.Permits)}, nil
+	return &kindView{b, sqlkinds.Semaphore(cfg)}, nil
 }
 
 // ReadWriteView implements driver.ReadWriter: the two sides of a
@@ -85,43 +81,22 @@ func (b *Backend) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
 // attempt, so a writer that gave up blocks new readers for at most that
 // long. The read side is driver.Shared.
 func (b *Backend) ReadWriteView(cfg driver.KindConfig) (read, write driver.Backend, err error) {
-	claim := cfg.Claim()
-	return &kindView{b: b, kind: "read", claim: claim, shared: true, label: "read"},
-		&kindView{b: b, kind: "write", claim: claim, label: "write"}, nil
+	r, w := sqlkinds.ReadWrite(cfg)
+	return &kindView{b, r}, &kindView{b, w}, nil
 }
 
 // Name implements driver.Namer.
-func (v *kindView) Name() string { return v.b.Name() + " " + v.label }
+func (v *kindView) Name() string { return v.b.Name() + " " + v.Label }
 
 // Shared implements driver.Shared: semaphores of more than one permit and
 // the read side have several holders, so a Client lets its waiters
 // contend on their own.
-func (v *kindView) Shared() bool { return v.shared }
+func (v *kindView) Shared() bool { return v.Several }
 
 // Released implements driver.Notifier: the view's releases are notified
 // on the plain lock's channel.
 func (v *kindView) Released(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	return v.b.Released(ctx, key)
-}
-
-func checkLease(ctx context.Context, key, owner string, ttl time.Duration) error {
-	if err := checkOwner(ctx, key, owner); err != nil {
-		return err
-	}
-	if ttl < time.Millisecond {
-		return fmt.Errorf("%w: TTL %v is under 1ms", turnstile.ErrInvalidOption, ttl)
-	}
-	return nil
-}
-
-func checkOwner(ctx context.Context, key, owner string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if key == "" || owner == "" {
-		return errors.New("postgres: empty key or owner")
-	}
-	return nil
 }
 
 // do runs fn on the lock connection of key.
@@ -138,26 +113,26 @@ func (v *kindView) do(ctx context.Context, key, what string, fn func(ctx context
 	defer cancel()
 	if err := fn(qctx, conn); err != nil {
 		s.failed()
-		return fmt.Errorf("%s: %s %s: %w", v.b.name, v.label, what, permission(err))
+		return fmt.Errorf("%s: %s %s: %w", v.b.name, v.Label, what, permission(err))
 	}
 	return nil
 }
 
 // Acquire implements driver.Backend.
 func (v *kindView) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
-	if err := checkLease(ctx, key, owner, ttl); err != nil {
+	if err := sqlkinds.CheckLease(ctx, "postgres", key, owner, ttl, time.Millisecond); err != nil {
 		return 0, false, err
 	}
 	var tok *int64
 	var stored *int32
 	err := v.do(ctx, key, "acquire", func(ctx context.Context, q *pgx.Conn) error {
-		return q.QueryRow(ctx, holdAcquireSQL, key, v.kind, owner, ttl.Milliseconds(), v.permits, v.claim.Milliseconds()).Scan(&tok, &stored)
+		return q.QueryRow(ctx, holdAcquireSQL, key, v.Kind, owner, ttl.Milliseconds(), v.Permits, v.Claim.Milliseconds()).Scan(&tok, &stored)
 	})
 	if err != nil {
 		return 0, false, err
 	}
 	if stored != nil {
-		return 0, false, fmt.Errorf("%w: semaphore %q is held with %d permits, not %d", turnstile.ErrInvalidOption, key, *stored, v.permits)
+		return 0, false, fmt.Errorf("%w: semaphore %q is held with %d permits, not %d", turnstile.ErrInvalidOption, key, *stored, v.Permits)
 	}
 	if tok == nil {
 		return 0, false, nil
@@ -167,12 +142,12 @@ func (v *kindView) Acquire(ctx context.Context, key, owner string, ttl time.Dura
 
 // Extend implements driver.Backend: it renews owner's hold.
 func (v *kindView) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
-	if err := checkLease(ctx, key, owner, ttl); err != nil {
+	if err := sqlkinds.CheckLease(ctx, "postgres", key, owner, ttl, time.Millisecond); err != nil {
 		return false, err
 	}
 	var n int64
 	err := v.do(ctx, key, "extend", func(ctx context.Context, q *pgx.Conn) error {
-		tag, err := q.Exec(ctx, holdExtendSQL, key, v.kind, owner, ttl.Milliseconds())
+		tag, err := q.Exec(ctx, holdExtendSQL, key, v.Kind, owner, ttl.Milliseconds())
 		n = tag.RowsAffected()
 		return err
 	})
@@ -182,12 +157,12 @@ func (v *kindView) Extend(ctx context.Context, key, owner string, ttl time.Durat
 // Release implements driver.Backend: it takes back one acquisition of
 // owner's hold, and returns ok=false if owner holds none.
 func (v *kindView) Release(ctx context.Context, key, owner string) (bool, error) {
-	if err := checkOwner(ctx, key, owner); err != nil {
+	if err := sqlkinds.CheckOwner(ctx, "postgres", key, owner); err != nil {
 		return false, err
 	}
 	var held bool
 	err := v.do(ctx, key, "release", func(ctx context.Context, q *pgx.Conn) error {
-		return q.QueryRow(ctx, holdReleaseSQL, key, v.kind, owner).Scan(&held)
+		return q.QueryRow(ctx, holdReleaseSQL, key, v.Kind, owner).Scan(&held)
 	})
 	return held, err
 }

@@ -53,10 +53,10 @@ RETURNING owner, token, (extract(epoch FROM expires_at - clock_timestamp()) * 10
 // kinds are the holders' kinds that make up the view's lock: both sides
 // of a read-write lock.
 func (v *kindView) kinds() []string {
-	if v.kind == "read" || v.kind == "write" {
+	if v.Kind == "read" || v.Kind == "write" {
 		return []string{"read", "write"}
 	}
-	return []string{v.kind}
+	return []string{v.Kind}
 }
 
 // Inspect implements driver.Inspector with one query: the key's live
@@ -101,7 +101,7 @@ func (v *kindView) List(ctx context.Context, prefix string, limit int) ([]driver
 	states, err = readHolders(qctx, conn, kindsListSQL, prefix, v.kinds(), limit+1)
 	if err != nil {
 		s.failed()
-		return nil, false, fmt.Errorf("%s: %s list: %w", v.b.name, v.label, permission(err))
+		return nil, false, fmt.Errorf("%s: %s list: %w", v.b.name, v.Label, permission(err))
 	}
 	if len(states) > limit {
 		return states[:limit], true, nil
