@@ -201,7 +201,7 @@ func (b *Backend) ForceRelease(ctx context.Context, key string) (_ driver.LockSt
 	for attempt := 0; ; attempt++ {
 		st, paths, err := b.inspect(ctx, key)
 		if err == nil && len(paths) > 0 {
-			st.Token, err = b.forceDelete(ctx, key, paths)
+			st.Token, err = b.forceDelete(ctx, b.dir(key), paths)
 		}
 		if errors.Is(err, errRaced) && attempt < 10 {
 			continue
@@ -216,10 +216,10 @@ func (b *Backend) ForceRelease(ctx context.Context, key string) (_ driver.LockSt
 	}
 }
 
-// forceDelete deletes paths and touches key's directory in one multi-op,
-// returning the multi-op's zxid, or errRaced if a node was gone already.
-func (b *Backend) forceDelete(ctx context.Context, key string, paths []string) (uint64, error) {
-	dir := b.dir(key)
+// forceDelete deletes paths and writes dir, their directory, in one
+// multi-op, returning the multi-op's zxid, or errRaced if a node was gone
+// already.
+func (b *Backend) forceDelete(ctx context.Context, dir string, paths []string) (uint64, error) {
 	ops := make([]any, 0, len(paths)+1)
 	for _, p := range paths {
 		ops = append(ops, &zk.DeleteRequest{Path: p, Version: -1})

@@ -187,9 +187,9 @@ func (b *Backend) forceReleaseKind(ctx context.Context, key, kind string, by mem
 		if err == nil && len(nodes) > 0 {
 			paths := make([]string, len(nodes))
 			for i, m := range nodes {
-				paths[i] = m.name
+				paths[i] = dir + "/" + m.name
 			}
-			st.Token, err = b.forceDeleteIn(ctx, dir, paths)
+			st.Token, err = b.forceDelete(ctx, dir, paths)
 		}
 		if errors.Is(err, errRaced) && attempt < 10 {
 			continue
@@ -208,33 +208,6 @@ func (b *Backend) forceReleaseKind(ctx context.Context, key, kind string, by mem
 		}
 		return st, nil
 	}
-}
-
-// forceDeleteIn deletes the nodes names of dir and writes dir in one
-// multi-op, returning its zxid, or errRaced if a node was gone already.
-func (b *Backend) forceDeleteIn(ctx context.Context, dir string, names []string) (uint64, error) {
-	ops := make([]any, 0, len(names)+1)
-	for _, n := range names {
-		ops = append(ops, &zk.DeleteRequest{Path: dir + "/" + n, Version: -1})
-	}
-	ops = append(ops, &zk.SetDataRequest{Path: dir, Version: -1})
-	res, err := call(ctx, func() ([]zk.MultiResponse, error) { return b.conn.Multi(ops...) })
-	if err == nil && len(res) == len(ops) && res[len(ops)-1].Stat != nil {
-		return uint64(max(res[len(ops)-1].Stat.Mzxid, 0)), nil
-	}
-	if err == nil {
-		err = errors.New("unexpected reply to multi")
-	}
-	for _, r := range res {
-		if r.Error != nil {
-			err = r.Error
-			break
-		}
-	}
-	if errors.Is(err, zk.ErrNoNode) {
-		return 0, errRaced
-	}
-	return 0, fmt.Errorf("zookeeper: force release %s: %w", dir, err)
 }
 
 // Inspect implements driver.Inspector: the holder of key's reentrant
