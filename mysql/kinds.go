@@ -110,11 +110,6 @@ func (b *Backend) ReadWriteView(cfg driver.KindConfig) (read, write driver.Backe
 // Name implements driver.Namer.
 func (v *kindView) Name() string { return v.b.Name() + " " + v.Label }
 
-// Shared implements driver.Shared: semaphores of more than one permit and
-// the read side have several holders, so a Client lets its waiters
-// contend on their own.
-func (v *kindView) Shared() bool { return v.Several }
-
 // errRefused ends a transaction that found the key taken; what it wrote
 // (a writer's claim) is committed.
 var errRefused = errors.New("refused")

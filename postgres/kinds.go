@@ -88,11 +88,6 @@ func (b *Backend) ReadWriteView(cfg driver.KindConfig) (read, write driver.Backe
 // Name implements driver.Namer.
 func (v *kindView) Name() string { return v.b.Name() + " " + v.Label }
 
-// Shared implements driver.Shared: semaphores of more than one permit and
-// the read side have several holders, so a Client lets its waiters
-// contend on their own.
-func (v *kindView) Shared() bool { return v.Several }
-
 // Released implements driver.Notifier: the view's releases are notified
 // on the plain lock's channel.
 func (v *kindView) Released(ctx context.Context, key string) (<-chan struct{}, func(), error) {

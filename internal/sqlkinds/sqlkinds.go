@@ -23,6 +23,11 @@ type Spec struct {
 	Label   string        // the view's name after the store's
 }
 
+// Shared implements driver.Shared for the view that embeds s: semaphores
+// of more than one permit and the read side have several holders, so a
+// Client lets its waiters contend on their own.
+func (s Spec) Shared() bool { return s.Several }
+
 // Reentrant is the kind of driver.Reentranter's view.
 func Reentrant() Spec { return Spec{Kind: "reentrant", Label: "reentrant"} }
 
