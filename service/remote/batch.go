@@ -165,9 +165,11 @@ func (b *batcher) send(batch []*pendingOp) {
 func (c *conn) batch(ctx context.Context, ops []*v1.BatchOp) ([]*v1.BatchResult, error) {
 	req := &v1.BatchRequest{Ops: ops}
 	return call(ctx, c, func(in *instance) ([]*v1.BatchResult, error) {
-		r, err := in.locks.Batch(ctx, connect.NewRequest(req))
+		actx, cancel := c.attempt(ctx)
+		defer cancel()
+		r, err := in.locks.Batch(actx, connect.NewRequest(req))
 		if err != nil {
-			return nil, err
+			return nil, noAnswer(ctx, actx, in.addr, err)
 		}
 		if len(r.Msg.Results) != len(ops) {
 			return nil, errBatchAnswer

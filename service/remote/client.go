@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -25,7 +26,8 @@ import (
 //     at once;
 //   - it drains (UNAVAILABLE, reason DRAINING): it did nothing, and the
 //     call is made on the next instance at once;
-//   - the connection broke during the call: the outcome is unknown, and
+//   - the connection broke during the call, or a lock call had no answer
+//     within its attempt's time (attempt): the outcome is unknown, and
 //     the call returns the error, as a store's would (the Client
 //     retries acquisitions and renewals on its own); the instance is
 //     passed over for a while.
@@ -51,6 +53,7 @@ type conn struct {
 	http      *http.Client
 	name      string // "h1:7070,h2:7070"
 	ops       *batcher
+	callFor   time.Duration // Config.CallTimeout
 	closeOnce sync.Once
 }
 
@@ -73,7 +76,10 @@ func newConn(cfg Config) *conn {
 		protocols.SetHTTP2(true)
 	}
 	tr.Protocols = &protocols
-	c := &conn{http: &http.Client{Transport: tr}, name: strings.Join(cfg.Hosts, ",")}
+	c := &conn{http: &http.Client{Transport: tr}, name: strings.Join(cfg.Hosts, ","), callFor: cfg.CallTimeout}
+	if c.callFor <= 0 {
+		c.callFor = DefaultCallTimeout
+	}
 	opts := []connect.ClientOption{}
 	if cfg.Token != "" {
 		opts = append(opts, connect.WithInterceptors(bearer(cfg.Token)))
@@ -152,6 +158,31 @@ func call[T any](ctx context.Context, c *conn, f func(in *instance) (T, error)) 
 		return zero, err
 	}
 	return zero, errors.Join(errs...)
+}
+
+// minAttempt is the shortest attempt attempt gives an instance while the
+// call's deadline allows it.
+const minAttempt = 50 * time.Millisecond
+
+// attempt bounds one attempt of a lock call on one instance: at most
+// callFor, and at most half of what is left of ctx's deadline (but not
+// under minAttempt), so that the next instance has the rest.
+func (c *conn) attempt(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := c.callFor
+	if dl, ok := ctx.Deadline(); ok {
+		d = min(d, max(time.Until(dl)/2, minAttempt))
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// noAnswer turns the error of an attempt that ran out of its own time,
+// while the call's ctx had time left, into a broken connection's
+// (brokenConn): the instance is passed over, and the outcome is unknown.
+func noAnswer(ctx, actx context.Context, addr string, err error) error {
+	if err == nil || ctx.Err() != nil || !errors.Is(actx.Err(), context.DeadlineExceeded) {
+		return err
+	}
+	return connect.NewError(connect.CodeUnavailable, fmt.Errorf("no answer from %s in time: %w", addr, err))
 }
 
 // notSent reports whether err says the call never reached an instance,

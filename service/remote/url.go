@@ -19,9 +19,13 @@ const DefaultPort = "7070"
 // dial_timeout.
 const DefaultDialTimeout = 5 * time.Second
 
+// DefaultCallTimeout bounds one attempt of a call on one instance when a
+// URL sets no call_timeout.
+const DefaultCallTimeout = 2 * time.Second
+
 // urlForm is the form of the URLs turnstile.Open takes:
 //
-//	turnstile://[name:secret@]host[:port][,host[:port]...][?dial_timeout=5s]
+//	turnstile://[name:secret@]host[:port][,host[:port]...][?dial_timeout=5s&call_timeout=2s]
 //	turnstiles://[name:secret@]host[:port][,...][?ca_file=ca.pem&cert_file=c.pem&key_file=k.pem&server_name=locks.example.com]
 //
 // The hosts are instances of one service, over one store: every call
@@ -32,7 +36,12 @@ const DefaultDialTimeout = 5 * time.Second
 // the system's), with a client certificate if cert_file and key_file name
 // one. The user information is the bearer token of the instance's tokens
 // file: name:secret for the token NAME.SECRET; password_file keeps the
-// secret out of the URL.
+// secret out of the URL. call_timeout bounds how long a lock call
+// (acquire, extend, release, in their batches) waits for one instance's
+// answer — and at most half of what is left of the call's own deadline,
+// so that a second instance has the other half: an instance that does
+// not answer in time (cut off by the network, or its store) is passed
+// over like one whose connection broke.
 var urlForm = storeurl.Form{
 	Schemes: []string{"turnstile", "turnstiles"},
 	Shape:   "[name:secret@]host:port[,host:port...]",
@@ -49,6 +58,8 @@ type Config struct {
 	// Token is the bearer token NAME.SECRET, or "".
 	Token       string
 	DialTimeout time.Duration
+	// CallTimeout bounds one attempt of a lock call on one instance.
+	CallTimeout time.Duration
 }
 
 // ParseURL reads a turnstile:// or turnstiles:// URL. Its errors match
@@ -72,10 +83,11 @@ func ParseURL(u *url.URL) (Config, error) {
 		case r.Username != "":
 			cfg.Token = r.Username + "." + r.Password
 		}
-		cfg.DialTimeout = DefaultDialTimeout
+		cfg.DialTimeout, cfg.CallTimeout = DefaultDialTimeout, DefaultCallTimeout
 		var tl storeurl.TLS
 		if err := r.Params(tl.Params(map[string]storeurl.Param{
 			"dial_timeout": storeurl.Store(&cfg.DialTimeout, storeurl.PositiveDuration),
+			"call_timeout": storeurl.Store(&cfg.CallTimeout, storeurl.PositiveDuration),
 		})); err != nil {
 			return err
 		}

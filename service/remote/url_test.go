@@ -22,14 +22,14 @@ func parse(raw string) (remote.Config, error) {
 }
 
 func TestParseURL(t *testing.T) {
-	cfg, err := parse("turnstile://orders:s3cret@h1,h2:7071,10.0.0.3:7072?dial_timeout=2s")
+	cfg, err := parse("turnstile://orders:s3cret@h1,h2:7071,10.0.0.3:7072?dial_timeout=2s&call_timeout=700ms")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"h1:7070", "h2:7071", "10.0.0.3:7072"}; !slices.Equal(cfg.Hosts, want) {
 		t.Errorf("hosts %q, want %q", cfg.Hosts, want)
 	}
-	if cfg.Token != "orders.s3cret" || cfg.DialTimeout != 2*time.Second || cfg.TLS != nil {
+	if cfg.Token != "orders.s3cret" || cfg.DialTimeout != 2*time.Second || cfg.CallTimeout != 700*time.Millisecond || cfg.TLS != nil {
 		t.Errorf("config %+v", cfg)
 	}
 	for _, c := range []struct{ raw, want string }{
@@ -42,6 +42,7 @@ func TestParseURL(t *testing.T) {
 		{"turnstile://h1?ca_file=/x", "use turnstiles://"},
 		{"turnstiles://h1?ca_file=/does/not/exist", "ca_file"},
 		{"turnstile://h1?dial_timeout=soon", "dial_timeout"},
+		{"turnstile://h1?call_timeout=0s", "call_timeout"},
 		{"turnstile://h1#frag", "fragment"},
 	} {
 		_, err := parse(c.raw)
