@@ -51,10 +51,11 @@ type Client struct {
 	admissions lineSet[*admitWaiter, *admissionLine] // callers over a rate limit
 	busy       *busyMeter                            // WithQueueWhenBusy
 	shared     bool                                  // the backend's locks may have several holders
-	// aloud is the backend's release with the notice in any case, nil
-	// where its Release always sends one; tokenRoom is driver.TokenRoom's,
-	// or 0: no handoffs without the store (handoff.go).
-	aloud     driver.AloudReleaser
+	// notices is the backend's release that says when to send the
+	// release notice and whether someone else tried the lock, nil where
+	// its Release always sends one; tokenRoom is driver.TokenRoom's, or
+	// 0: no handoffs without the store (handoff.go).
+	notices   driver.NoticeReleaser
 	tokenRoom uint64
 	// trying holds the key hash of a caller making a first attempt, in a
 	// slot chosen by that hash, so that a caller for the same key lines up
@@ -92,7 +93,7 @@ func New(backend driver.Backend, opts ...Option) (*Client, error) {
 	if sh, ok := backend.(driver.Shared); ok {
 		c.shared = sh.Shared()
 	}
-	c.aloud, _ = backend.(driver.AloudReleaser)
+	c.notices, _ = backend.(driver.NoticeReleaser)
 	if tr, ok := backend.(driver.TokenRoom); ok && tr.TokenRoom() > 1 {
 		c.tokenRoom = tr.TokenRoom()
 	}
@@ -132,16 +133,21 @@ func (c *Client) Backend() driver.Backend { return c.backend }
 // errors.Is). The returned lease is renewed by the watchdog until it is
 // released or lost.
 func (c *Client) Acquire(ctx context.Context, key string, opts ...Option) (*Lease, error) {
-	return c.acquire(ctx, key, opts, true)
+	return c.acquire(ctx, key, opts, true, "")
 }
 
 // TryAcquire makes one attempt to take the lock on key. It returns an error
 // matching ErrNotAcquired if another owner holds it.
 func (c *Client) TryAcquire(ctx context.Context, key string, opts ...Option) (*Lease, error) {
-	return c.acquire(ctx, key, opts, false)
+	return c.acquire(ctx, key, opts, false, "")
 }
 
-func (c *Client) acquire(ctx context.Context, key string, opts []Option, wait bool) (*Lease, error) {
+// acquire takes key's lock with the Client's settings and opts; wait says
+// whether it waits (Acquire) or tries once (TryAcquire). leader, when
+// set, makes it a Campaign's: the leader's value takes the place of the
+// instance id in the owner id (each attempt still has an owner id of its
+// own), and the lease is an election's (config.election).
+func (c *Client) acquire(ctx context.Context, key string, opts []Option, wait bool, leader string) (*Lease, error) {
 	if c == nil {
 		return nil, ErrNilClient
 	}
@@ -152,11 +158,14 @@ func (c *Client) acquire(ctx context.Context, key string, opts []Option, wait bo
 		return nil, err
 	}
 	cfg := &c.cfg
-	if len(opts) > 0 {
+	if len(opts) > 0 || leader != "" {
 		own := c.cfg
 		own.perCall = true
 		if err := own.apply(opts); err != nil {
 			return nil, err
+		}
+		if leader != "" {
+			own.instanceID, own.election = leader, true
 		}
 		cfg = &own
 	}

@@ -291,7 +291,7 @@ func TestConstantBackoff(t *testing.T) {
 // still an invalid URL.
 func TestOpenHostListWithIPv6(t *testing.T) {
 	var got *url.URL
-	turnstile.Register("hostlist-test", func(_ context.Context, u *url.URL) (driver.Backend, error) {
+	turnstile.Register("hostlist-test", func(_ context.Context, u *url.URL, _ driver.OpenConfig) (driver.Backend, error) {
 		got = u
 		return memory.New(), nil
 	})

@@ -22,7 +22,7 @@ import (
 // that lease ends (leaseEnded), asked when the head goes to the store.
 //
 //	open ──won──▶ held ──ended──▶ open
-//	               └──ended, a run of handoffs over──▶ race ──asked──▶ open
+//	               └──released at a run's end, others told──▶ race ──asked──▶ open
 type lineState uint8
 
 const (
@@ -33,9 +33,12 @@ const (
 	// The head waits for it to end here: release notices from the store
 	// are for earlier releases.
 	lineHeld
-	// lineRace: that lease was released to the store at the end of a
-	// run of handoffs; the head asks after a random pause below
-	// noticeJitter, as waiters of other processes do on the notice.
+	// lineRace: that lease ended a run of handoffs without the store
+	// (handoff.go) and was released to it while waiters of other
+	// processes had tried the lock (driver.NoticeReleaser), and were
+	// told: the head asks after a random pause below noticeJitter, as
+	// they do on the notice, so that the lock does not stay with this
+	// Client time after time.
 	lineRace
 )
 
@@ -117,6 +120,7 @@ func (c *Client) waitInLine(ctx context.Context, k *contender) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
+	ln.lead(w)
 	sig := signals{line: ln, w: w}
 	// Attempt at once unless this call has just failed one — but look
 	// again after subscribing: a release between that attempt and the
@@ -158,6 +162,16 @@ func (k *contender) awaitTurn(ctx context.Context, w *waiter) (bool, error) {
 	case <-expired:
 		return true, k.fail(fmt.Errorf("%w (waited %v behind other waiters of this process)", ErrNotAcquired, budget))
 	}
+}
+
+// lead marks w, whose turn has come, as the head: promoted behind a
+// waiter that left, or first in a line it found empty.
+func (ln *line) lead(w *waiter) {
+	ln.mu.Lock()
+	if w.state == waiterQueued {
+		w.state = waiterAsking
+	}
+	ln.mu.Unlock()
 }
 
 // park makes the head a target for handoffs while it waits for a signal.
@@ -235,7 +249,8 @@ func (ln *line) leave(c *Client, w *waiter, won *Lease) {
 
 // leaseEnded wakes the line of l's key, if any: l was released to the
 // store, lost, or closed. race says the release ended a run of handoffs
-// (lineRace). It must run after l's context was cancelled.
+// and told waiters of other processes, who race for the lock (lineRace). It must run after l's
+// context was cancelled.
 func (c *Client) leaseEnded(l *Lease, race bool) {
 	ln, ok := c.lines.load(l.key)
 	if !ok {

@@ -155,7 +155,10 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 }
 
 // TryCampaign makes one attempt to lead the election. It returns an error
-// matching ErrNotAcquired when someone else leads.
+// matching ErrNotAcquired when someone else leads. value is as for
+// Campaign: empty announces the Client's instance id. (The command line
+// refuses an explicit empty --value instead, as a value lost from a shell
+// variable; omitting --value announces the instance id there too.)
 func (e *Election) TryCampaign(ctx context.Context, value string) (*Leadership, error) {
 	return e.campaign(ctx, value, false)
 }
@@ -173,16 +176,8 @@ func (e *Election) campaign(ctx context.Context, value string, wait bool) (*Lead
 	if err := checkLeaderValue(value); err != nil {
 		return nil, err
 	}
-	// The value takes the place of the instance id in the owner id, so
-	// that each attempt still has an owner id of its own.
-	// Its release (Resign) tells the observers, who try nothing.
-	opts := append(e.opts[:len(e.opts):len(e.opts)], func(c *config) error {
-		c.instanceID = value
-		c.aloud = true
-		return nil
-	})
 	for {
-		l, err := e.c.acquire(ctx, e.name, opts, wait)
+		l, err := e.c.acquire(ctx, e.name, e.opts, wait, value)
 		if err == nil && ctx.Err() != nil {
 			// Won as the caller gave up: step down, leave no leader
 			// behind that nobody will renew or resign.

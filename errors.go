@@ -54,13 +54,15 @@ var (
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("turnstile: client closed")
 
-	// ErrNoQuorum: a composite backend could not reach a quorum of its
-	// members.
-	ErrNoQuorum = errors.New("turnstile: no quorum")
-
 	// ErrRateLimited: the key is over its admission limit (WithAdmission)
 	// and the caller chose to be refused, or was not admitted in time.
 	ErrRateLimited = errors.New("turnstile: rate limited")
+
+	// ErrUnsupported: the Client's backend lacks the capability a call
+	// needs (Inspect and List need a driver.Inspector, ForceRelease a
+	// driver.ForceReleaser, a lock kind its driver interface). The error
+	// names the backend.
+	ErrUnsupported = errors.New("turnstile: not supported by the backend")
 
 	// ErrPermission: the store refused a command, a key or a node to the
 	// user turnstile connects as (a Redis ACL, etcd's role permissions, a
@@ -68,10 +70,6 @@ var (
 	// refused; docs/security.md lists what each store's user needs.
 	// Acquire does not retry it: it ends the wait at once.
 	ErrPermission = errors.New("turnstile: permission denied by the lock store")
-
-	// ErrStaleToken: protected storage refused a write carrying a fencing
-	// token not greater than the last one it accepted.
-	ErrStaleToken = errors.New("turnstile: stale fencing token")
 )
 
 // LockError reports the operation, key and backend of a failure. It wraps

@@ -3,17 +3,18 @@ package turnstile
 import (
 	"context"
 	"errors"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/turnstilelock/turnstile/internal/redact"
 	"github.com/turnstilelock/turnstile/memory"
 )
 
 // FuzzOpen: Open never panics, and a URL it cannot use is refused with
-// ErrInvalidURL (unparsable, or without a scheme) or ErrUnknownScheme (no
-// backend registered), naming what is wrong. Only mem:// is registered in
+// ErrInvalidURL (unparsable, without a scheme, or a mem:// URL with more
+// than its scheme) or ErrUnknownScheme (no backend registered), naming
+// what is wrong. Only mem:// is registered in
 // this package's tests, so nothing is dialled.
 func FuzzOpen(f *testing.F) {
 	for _, s := range []string{
@@ -27,11 +28,17 @@ func FuzzOpen(f *testing.F) {
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, raw string) {
 		c, err := Open(ctx, raw)
-		u, perr := url.Parse(raw)
+		u, perr := parseURL(raw) // url.Parse, with lists of IPv6 hosts
 		switch {
+		case redact.Ambiguous(raw):
+			// A user information with no clear end is refused before
+			// anything else is looked at.
+			if !errors.Is(err, ErrInvalidURL) || !errors.Is(err, redact.ErrAmbiguous) {
+				t.Fatalf("Open(%q) = %v; its user information is ambiguous, want ErrInvalidURL and redact.ErrAmbiguous", raw, err)
+			}
 		case perr != nil:
 			if !errors.Is(err, ErrInvalidURL) {
-				t.Fatalf("Open(%q) = %v; url.Parse refuses it (%v), want ErrInvalidURL", raw, err, perr)
+				t.Fatalf("Open(%q) = %v; it does not parse (%v), want ErrInvalidURL", raw, err, perr)
 			}
 		case u.Scheme == "":
 			if !errors.Is(err, ErrInvalidURL) || !strings.Contains(err.Error(), "no scheme") {
@@ -45,6 +52,10 @@ func FuzzOpen(f *testing.F) {
 			// ("user:secret@host"): Open may mask it then.
 			if !strings.ContainsAny(raw, "@") && !strings.Contains(err.Error(), strings.ToLower(u.Scheme)) {
 				t.Fatalf("Open(%q) = %v; want the error to name the scheme %q", raw, err, u.Scheme)
+			}
+		case u.User != nil || u.Host != "" || u.Path != "" || u.Opaque != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+			if !errors.Is(err, ErrInvalidURL) {
+				t.Fatalf("Open(%q) = %v; mem:// takes nothing after the scheme, want ErrInvalidURL", raw, err)
 			}
 		default:
 			if err != nil {

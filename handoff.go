@@ -3,6 +3,8 @@ package turnstile
 import (
 	"context"
 	"time"
+
+	"github.com/turnstilelock/turnstile/driver"
 )
 
 // Handing a lock to a waiter of the same Client without the store.
@@ -15,9 +17,10 @@ import (
 // lease takes that owner id, the token plus one and the rest of the TTL
 // of the last confirmed grant or renewal (its watchdog renews it from
 // there). A run of such handoffs gives T+1, …, T+R−1 after the store's
-// T; the lease holding T+R−1 releases to the store, and the head then
-// asks the store after a random pause, as the other processes' waiters
-// do on the release notice, so that they are not starved.
+// T; the lease holding T+R−1 releases to the store, and if other
+// processes tried the lock meanwhile (driver.NoticeReleaser says so) the
+// head asks the store after a random pause, as their waiters do on the
+// release notice, so that they are not starved.
 //
 // The owner id passes with the lock, so only a lease whose owner id is
 // nobody else's can give it (not WithOwner's, which the caller may use
@@ -85,14 +88,23 @@ func (c *Client) handOver(l *Lease, st releaseStart) bool {
 // handed over without the store by a lease with settings l and TTL ttl:
 // the same TTL, the same instance id, no fixed owner id, no election.
 func takesLocal(w, l *config, ttl time.Duration) bool {
-	return w.ttl == ttl && w.instanceID == l.instanceID && w.owner == "" && !w.aloud
+	return w.ttl == ttl && w.instanceID == l.instanceID && w.owner == "" && !w.election
 }
 
 // releaseInStore releases l's lock in the store: with the release notice
-// in any case for an election's lease, whose observers try nothing.
-func (c *Client) releaseInStore(ctx context.Context, l *Lease) (bool, error) {
-	if l.cfg.aloud && c.aloud != nil {
-		return c.aloud.ReleaseAloud(ctx, l.key, l.owner)
+// in any case for an election's lease, whose observers try nothing. tried
+// reports that a store that tells it (driver.NoticeReleaser) said someone
+// else had tried to take the lock meanwhile, and so was told: at the end
+// of a run of handoffs the line's next waiter then races them for it
+// (lineRace).
+func (c *Client) releaseInStore(ctx context.Context, l *Lease) (ok, tried bool, err error) {
+	if c.notices == nil {
+		ok, err = c.backend.Release(ctx, l.key, l.owner)
+		return ok, false, err
 	}
-	return c.backend.Release(ctx, l.key, l.owner)
+	n := driver.NoticeIfTried
+	if l.cfg.election {
+		n = driver.NoticeAlways
+	}
+	return c.notices.ReleaseNotice(ctx, l.key, l.owner, n)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/memory"
 )
 
@@ -230,15 +231,19 @@ func TestElectionNotHandedWithoutTheStore(t *testing.T) {
 }
 
 // aloudRoomy is a roomy backend that counts its releases with the notice
-// in any case (driver.AloudReleaser).
+// in any case (driver.NoticeReleaser).
 type aloudRoomy struct {
 	*roomy
 	aloud, plain atomic.Int64
 }
 
-func (a *aloudRoomy) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
+func (a *aloudRoomy) ReleaseNotice(ctx context.Context, key, owner string, n driver.Notice) (bool, bool, error) {
+	if n != driver.NoticeAlways {
+		return false, false, errors.New("an election's resignation released without its notice")
+	}
 	a.aloud.Add(1)
-	return a.roomy.Release(ctx, key, owner)
+	ok, err := a.roomy.Release(ctx, key, owner)
+	return ok, false, err
 }
 
 func (a *aloudRoomy) Release(ctx context.Context, key, owner string) (bool, error) {

@@ -2,7 +2,6 @@ package turnstile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/turnstilelock/turnstile/driver"
@@ -16,23 +15,6 @@ type LockState = driver.LockState
 
 // Holder is one owner of a lock, as LockState lists it.
 type Holder = driver.Holder
-
-// ErrUnsupported: the Client's backend lacks the capability a call needs
-// (Inspect and List need a driver.Inspector, ForceRelease a
-// driver.ForceReleaser). The error names the backend.
-var ErrUnsupported = errors.New("turnstile: not supported by the backend")
-
-// EventForceReleased: an operator removed a lock with ForceRelease,
-// whoever held it. Key and Owner are the removed holder's; Token is the
-// fence floor ForceRelease raised the key to: at least the removed
-// holder's token (also of a lease that a Client handed over without the
-// store, whose token may exceed the store's grant: driver.TokenRoom) and
-// below every later token, so that a consumer ordering a key's events by
-// token places it after the removed holder's and before the next
-// holder's. A lock with several holders (a semaphore, read locks) gives
-// one event per holder. The holder itself learns it at its next renewal
-// (EventLost).
-const EventForceReleased = EventLost + 1
 
 // DefaultListLimit is the number of states List returns when asked for
 // none in particular (the CLI's "turnstile ls" uses it).

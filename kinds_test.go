@@ -18,9 +18,35 @@ type semaphoreStore struct {
 	asked int
 }
 
-func (s *semaphoreStore) SemaphoreView(permits int) (driver.Backend, error) {
-	s.asked = permits
+func (s *semaphoreStore) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
+	s.asked = cfg.Permits
 	return plain{s.Backend}, nil
+}
+
+// kindStore offers every kind and keeps the settings it was asked with.
+type kindStore struct {
+	driver.Backend
+	asked []driver.KindConfig
+}
+
+func (s *kindStore) ReentrantView(cfg driver.KindConfig) (driver.Backend, error) {
+	s.asked = append(s.asked, cfg)
+	return s.Backend, nil
+}
+
+func (s *kindStore) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
+	s.asked = append(s.asked, cfg)
+	return s.Backend, nil
+}
+
+func (s *kindStore) ReadWriteView(cfg driver.KindConfig) (read, write driver.Backend, err error) {
+	s.asked = append(s.asked, cfg)
+	return s.Backend, s.Backend, nil
+}
+
+func (s *kindStore) FairView(cfg driver.KindConfig) (driver.Backend, error) {
+	s.asked = append(s.asked, cfg)
+	return s.Backend, nil
 }
 
 // queueStore queues waiters itself.
@@ -60,5 +86,75 @@ func TestKinds(t *testing.T) {
 	}
 	if _, err := turnstile.Reentrant(nil); !errors.Is(err, turnstile.ErrNilBackend) {
 		t.Errorf("Reentrant(nil) = %v, want ErrNilBackend", err)
+	}
+}
+
+// TestKindOptions: each kind's function hands its options to the store's
+// view as one KindConfig, checked once for every store: a setting out of
+// its range, a nil option and another kind's option are refused with
+// ErrInvalidOption before the store is asked; zero is the default.
+func TestKindOptions(t *testing.T) {
+	s := &kindStore{Backend: memory.New()}
+	if _, _, err := turnstile.ReadWrite(s, turnstile.WithWriterClaim(500*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := turnstile.Fair(s, turnstile.WithWaiterTimeout(time.Second), turnstile.WithPollInterval(20*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := turnstile.Semaphore(s, 7); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := turnstile.Reentrant(s); err != nil {
+		t.Fatal(err)
+	}
+	want := []driver.KindConfig{
+		{WriterClaim: 500 * time.Millisecond},
+		{WaiterTimeout: time.Second, PollInterval: 20 * time.Millisecond},
+		{Permits: 7},
+		{},
+	}
+	if len(s.asked) != len(want) {
+		t.Fatalf("the store was asked %d times, want %d: %+v", len(s.asked), len(want), s.asked)
+	}
+	for i, w := range want {
+		if s.asked[i] != w {
+			t.Errorf("view %d was asked with %+v, want %+v", i, s.asked[i], w)
+		}
+	}
+	if (driver.KindConfig{}).Claim() != driver.DefaultWriterClaim {
+		t.Errorf("the default writer claim is %v, want %v", (driver.KindConfig{}).Claim(), driver.DefaultWriterClaim)
+	}
+
+	s.asked = nil
+	bad := map[string]func() error{
+		"0 permits":        func() error { _, err := turnstile.Semaphore(s, 0); return err },
+		"-1 permits":       func() error { _, err := turnstile.Semaphore(s, -1); return err },
+		"too many permits": func() error { _, err := turnstile.Semaphore(s, driver.MaxPermits+1); return err },
+		"short claim": func() error {
+			_, _, err := turnstile.ReadWrite(s, turnstile.WithWriterClaim(time.Millisecond))
+			return err
+		},
+		"long claim":           func() error { _, _, err := turnstile.ReadWrite(s, turnstile.WithWriterClaim(2*time.Hour)); return err },
+		"negative claim":       func() error { _, _, err := turnstile.ReadWrite(s, turnstile.WithWriterClaim(-time.Second)); return err },
+		"short waiter timeout": func() error { _, err := turnstile.Fair(s, turnstile.WithWaiterTimeout(time.Millisecond)); return err },
+		"long waiter timeout":  func() error { _, err := turnstile.Fair(s, turnstile.WithWaiterTimeout(2*time.Hour)); return err },
+		"negative poll":        func() error { _, err := turnstile.Fair(s, turnstile.WithPollInterval(-time.Millisecond)); return err },
+		"long poll":            func() error { _, err := turnstile.Fair(s, turnstile.WithPollInterval(time.Hour)); return err },
+		"nil option":           func() error { _, err := turnstile.Reentrant(s, nil); return err },
+		"claim of a semaphore": func() error { _, err := turnstile.Semaphore(s, 2, turnstile.WithWriterClaim(time.Second)); return err },
+		"poll of a read-write": func() error { _, _, err := turnstile.ReadWrite(s, turnstile.WithPollInterval(time.Second)); return err },
+		"timeout of reentrant": func() error { _, err := turnstile.Reentrant(s, turnstile.WithWaiterTimeout(time.Second)); return err },
+		"claim of a fair lock": func() error { _, err := turnstile.Fair(s, turnstile.WithWriterClaim(time.Second)); return err },
+	}
+	for name, call := range bad {
+		if err := call(); !errors.Is(err, turnstile.ErrInvalidOption) {
+			t.Errorf("%s: %v, want ErrInvalidOption", name, err)
+		}
+	}
+	if len(s.asked) != 0 {
+		t.Errorf("the store was asked for views with refused settings: %+v", s.asked)
+	}
+	if _, err := turnstile.Semaphore(s, 2, turnstile.WithWriterClaim(time.Second)); err == nil || !strings.Contains(err.Error(), "WithWriterClaim") {
+		t.Errorf("another kind's option: %v, want an error naming it", err)
 	}
 }

@@ -104,8 +104,11 @@ func (l *Lease) Validity() time.Duration {
 
 // Extend renews the lease for ttl from now, and makes ttl the lease's TTL
 // for later renewals. If the lock is no longer held by this lease the
-// lease is lost and the error matches ErrNotHeld. After Client.Close the
-// error matches ErrClosed.
+// lease is lost and the error matches ErrNotHeld. After a store error a
+// ttl shorter than the lease's becomes its TTL all the same, and its
+// validity shrinks to ttl from the call: the request may have reached the
+// store, or still reach it, and cut the lock to ttl. After Client.Close
+// the error matches ErrClosed.
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := checkTTL(ttl); err != nil {
 		return err
@@ -137,6 +140,9 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	sent := now()
 	ok, err := l.c.backend.Extend(ctx, l.key, l.owner, ttl)
 	if err != nil {
+		// The store may have taken it: a shorter TTL may be the lock's
+		// now, or later, whenever the request arrives.
+		wd.extendUnknown(l, sent, ttl)
 		return l.c.wrap("extend", l.key, l.c.closedErr(err))
 	}
 	if !ok {
@@ -185,9 +191,11 @@ func (l *Lease) Release(ctx context.Context) error {
 		l.c.emit(l.cfg, Event{Type: EventReleased, Key: l.key, Owner: l.owner, Token: l.token})
 		return nil
 	}
-	ok, serr := l.c.releaseInStore(ctx, l)
+	ok, tried, serr := l.c.releaseInStore(ctx, l)
 	wd.endRelease(l, serr)
-	l.c.leaseEnded(l, serr == nil && l.c.endsRun(l))
+	// The end of a run of handoffs is when waiters of other processes
+	// get their turn: if they were told, the next waiter here races them.
+	l.c.leaseEnded(l, serr == nil && tried && l.c.endsRun(l))
 	switch {
 	case serr != nil:
 		err = l.c.wrap("release", l.key, l.c.closedErr(serr))

@@ -84,7 +84,7 @@ func (w *watchdog) beginRelease(l *Lease) (releaseStart, error) {
 		return st, ErrClosed
 	case leaseHeld:
 		st.report = true
-		st.mayHand = !l.inflight && l.cfg.owner == "" && !l.cfg.aloud
+		st.mayHand = !l.inflight && l.cfg.owner == "" && !l.cfg.election
 		st.sent = l.deadline.add(-(l.ttl - l.drift))
 		st.ttl = l.ttl
 		w.remove(l)

@@ -38,6 +38,17 @@ const (
 	// matches ErrLockLost (the store refused a renewal — Refused set — or
 	// the local deadline passed), or ErrClosed after Client.Close.
 	EventLost
+	// EventForceReleased: an operator removed a lock with ForceRelease,
+	// whoever held it. Key and Owner are the removed holder's; Token is the
+	// fence floor ForceRelease raised the key to: at least the removed
+	// holder's token (also of a lease that a Client handed over without the
+	// store, whose token may exceed the store's grant: driver.TokenRoom) and
+	// below every later token, so that a consumer ordering a key's events by
+	// token places it after the removed holder's and before the next
+	// holder's. A lock with several holders (a semaphore, read locks) gives
+	// one event per holder. The holder itself learns it at its next renewal
+	// (EventLost).
+	EventForceReleased
 )
 
 var eventNames = [...]string{

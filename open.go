@@ -8,35 +8,22 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/redact"
 	"github.com/turnstilelock/turnstile/memory"
 )
 
-// OpenFunc creates a backend from a URL. Backends register one per scheme.
-type OpenFunc func(ctx context.Context, u *url.URL) (driver.Backend, error)
-
-// OpenConfig is what Open tells a backend about the Client it opens the
-// store for, beside the URL: the settings a store must agree with.
-type OpenConfig struct {
-	// TTL is the Client's lease TTL: WithTTL's, else DefaultTTL. A store
-	// where something other than the lease bounds how long a crashed
-	// holder's lock lasts (ZooKeeper's session) derives that bound from
-	// it, so that --ttl means the same on every store.
-	TTL time.Duration
-}
-
-// OpenConfigFunc is an OpenFunc that is also given the Client's
-// settings. Backends register one with RegisterConfig.
-type OpenConfigFunc func(ctx context.Context, u *url.URL, cfg OpenConfig) (driver.Backend, error)
+// OpenFunc creates a backend from a URL, for a Client with the settings
+// cfg says. Backends register one per scheme.
+type OpenFunc func(ctx context.Context, u *url.URL, cfg driver.OpenConfig) (driver.Backend, error)
 
 var (
 	registryMu sync.RWMutex
-	registry   = map[string]OpenConfigFunc{
-		"mem": func(context.Context, *url.URL, OpenConfig) (driver.Backend, error) { return memory.New(), nil },
-	}
+	// mem:// is built in, so that Open("mem://") works in tests and
+	// examples with nothing imported; the memory package is part of this
+	// module and imports nothing but driver.
+	registry = map[string]OpenFunc{"mem": openMemory}
 )
 
 // Register makes a backend available to Open under scheme. Backend
@@ -44,35 +31,40 @@ var (
 //
 //	import _ "github.com/turnstilelock/turnstile/redis"
 //
-// Like sql.Register it panics if scheme is registered twice or open is nil:
-// both are programming errors found at start-up, not inputs.
+// Open passes the Client's settings a store must agree with
+// (driver.OpenConfig). Like sql.Register it panics if scheme is
+// registered twice or open is nil: both are programming errors found at
+// start-up, not inputs.
 func Register(scheme string, open OpenFunc) {
 	if open == nil {
 		panic("turnstile: Register open func is nil for scheme " + scheme)
 	}
-	register("Register", scheme, func(ctx context.Context, u *url.URL, _ OpenConfig) (driver.Backend, error) {
-		return open(ctx, u)
-	})
-}
-
-// RegisterConfig is Register for a backend that needs the Client's
-// settings to open its store: Open passes them in an OpenConfig. The
-// zookeeper package registers this way, to derive its session timeout
-// from the TTL.
-func RegisterConfig(scheme string, open OpenConfigFunc) {
-	if open == nil {
-		panic("turnstile: RegisterConfig open func is nil for scheme " + scheme)
-	}
-	register("RegisterConfig", scheme, open)
-}
-
-func register(name, scheme string, open OpenConfigFunc) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if _, dup := registry[scheme]; dup {
-		panic("turnstile: " + name + " called twice for scheme " + scheme)
+		panic("turnstile: Register called twice for scheme " + scheme)
 	}
 	registry[scheme] = open
+}
+
+// openMemory opens mem://, which takes nothing after the scheme.
+func openMemory(_ context.Context, u *url.URL, _ driver.OpenConfig) (driver.Backend, error) {
+	var part string
+	switch {
+	case u.User != nil:
+		part = "user information"
+	case u.Host != "":
+		part = "a host"
+	case u.Path != "" || u.Opaque != "":
+		part = "a path"
+	case u.RawQuery != "" || u.ForceQuery:
+		part = "query parameters"
+	case u.Fragment != "":
+		part = "a fragment"
+	default:
+		return memory.New(), nil
+	}
+	return nil, fmt.Errorf("%w: mem:// takes nothing after the scheme, and this URL has %s", ErrInvalidURL, part)
 }
 
 // Schemes returns the registered URL schemes, sorted.
@@ -107,6 +99,11 @@ func openURL(ctx context.Context, rawURL string, opts []Option) (*Client, error)
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalidOption)
 	}
+	// A password cut short by an unescaped '/', '?' or '#' would have its
+	// rest shown, and dialled, as a host or a path: refuse it unread.
+	if redact.Ambiguous(rawURL) {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidURL, redact.ErrAmbiguous)
+	}
 	// The options are checked before anything is dialled, and the
 	// backend learns the settings it must agree with.
 	cfg := defaultConfig()
@@ -123,7 +120,9 @@ func openURL(ctx context.Context, rawURL string, opts []Option) (*Client, error)
 		return nil, fmt.Errorf("%w: %q: %w", ErrInvalidURL, redact.URL(rawURL), err)
 	}
 	if u.Scheme == "" {
-		return nil, fmt.Errorf("%w: %q has no scheme (want one of %s)", ErrInvalidURL, redact.URL(rawURL), strings.Join(Schemes(), ", "))
+		// Without a scheme it may be no URL at all — a password given
+		// by mistake — so none of it is shown.
+		return nil, fmt.Errorf("%w: the %d bytes given have no scheme, so they are no backend URL (want one of %s://…)", ErrInvalidURL, len(rawURL), strings.Join(Schemes(), ", "))
 	}
 	registryMu.RLock()
 	open := registry[strings.ToLower(u.Scheme)]
@@ -131,7 +130,7 @@ func openURL(ctx context.Context, rawURL string, opts []Option) (*Client, error)
 	if open == nil {
 		return nil, fmt.Errorf("%w: %q (registered: %s; import the backend package to register it)", ErrUnknownScheme, u.Scheme, strings.Join(Schemes(), ", "))
 	}
-	b, err := open(ctx, u, OpenConfig{TTL: cfg.ttl})
+	b, err := open(ctx, u, driver.OpenConfig{TTL: cfg.ttl})
 	if err != nil {
 		return nil, fmt.Errorf("turnstile: open %s: %w", redact.URL(rawURL), err)
 	}

@@ -12,12 +12,12 @@ import (
 	"github.com/turnstilelock/turnstile/memory"
 )
 
-// TestOpenConfigTTL: a backend registered with RegisterConfig is told the
-// Client's TTL — WithTTL's, else DefaultTTL — and options that cannot
+// TestOpenConfigTTL: a backend opened from its URL is told the Client's
+// TTL — WithTTL's, else DefaultTTL — and options that cannot
 // work are refused before it is called.
 func TestOpenConfigTTL(t *testing.T) {
 	var got []time.Duration
-	turnstile.RegisterConfig("openconfig-test", func(_ context.Context, _ *url.URL, cfg turnstile.OpenConfig) (driver.Backend, error) {
+	turnstile.Register("openconfig-test", func(_ context.Context, _ *url.URL, cfg driver.OpenConfig) (driver.Backend, error) {
 		got = append(got, cfg.TTL)
 		return memory.New(), nil
 	})
@@ -41,15 +41,15 @@ func TestOpenConfigTTL(t *testing.T) {
 	}
 }
 
-// TestRegisterConfigTwice: a scheme taken by Register cannot be taken
-// again by RegisterConfig.
-func TestRegisterConfigTwice(t *testing.T) {
+// TestRegisterTwice: a scheme taken cannot be taken again (mem:// is
+// built in).
+func TestRegisterTwice(t *testing.T) {
 	defer func() {
 		if recover() == nil {
-			t.Fatal("RegisterConfig of the mem scheme did not panic")
+			t.Fatal("Register of the mem scheme did not panic")
 		}
 	}()
-	turnstile.RegisterConfig("mem", func(context.Context, *url.URL, turnstile.OpenConfig) (driver.Backend, error) {
+	turnstile.Register("mem", func(context.Context, *url.URL, driver.OpenConfig) (driver.Backend, error) {
 		return memory.New(), nil
 	})
 }

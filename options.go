@@ -56,10 +56,13 @@ type config struct {
 	busyAt      float64       // mean retries per acquisition above which to queue; 0: off
 	observers   []Observer
 	notify      bool // wait for release notices where the store sends them
-	// aloud: every release sends the store's notice, also where the store
-	// sends it only when someone failed to take the lock meanwhile (an
-	// election's lock: its observers wait for the notice, trying nothing).
-	aloud    bool
+	// election: the lock is an election's, held under an owner id that
+	// carries the leader's value. Its release sends the store's notice in
+	// any case, also where the store sends it only when someone failed to
+	// take the lock meanwhile (the observers wait for it, trying
+	// nothing), and it is never handed over without the store (the next
+	// leader is known by an owner id of its own). Set by Campaign only.
+	election bool
 	coalesce bool // waiters of one Client for one key queue locally
 	perCall  bool // the options being applied were given to one call
 }
@@ -244,8 +247,8 @@ const DefaultBusyRetries = 5
 // their place with WithQueuePosition.
 //
 // q is the queue: nil means the Client's own backend, which must then be
-// a driver.Queuer (etcd, ZooKeeper, the redis package's Fair view); a
-// plain Redis backend takes its Fair view (redis.Backend.Fair). Without
+// a driver.Queuer (etcd, ZooKeeper, a Redis backend's Fair view); a
+// plain Redis backend takes its Fair view (as turnstile.Fair gives it). Without
 // this option a backend that queues always queues, and others always
 // retry. threshold 0 means DefaultBusyRetries; it must lie in (0, 1e6].
 // The means are kept per key, in this process. It applies to the whole

@@ -158,9 +158,7 @@ func TestHerdCoalescedCostsFewAttempts(t *testing.T) {
 	if alone <= coalesced {
 		t.Errorf("waiters on their own made %.2f attempts per acquisition, not more than coalesced ones (%.2f)", alone, coalesced)
 	}
-	if s := n.subscribers(); s != 0 {
-		t.Errorf("%d subscriptions left after the herd", s)
-	}
+	n.unsubscribed(t)
 }
 
 // TestHerdNeverStalls: a herd repeated 200 times always finishes; a
@@ -312,8 +310,18 @@ func TestQueuedWaitersGiveUpAndCancel(t *testing.T) {
 		t.Fatalf("after the line emptied: %v", err)
 	}
 	_ = l.Release(ctx)
-	if s := n.subscribers(); s != 0 {
-		t.Errorf("%d subscriptions left", s)
+	n.unsubscribed(t)
+}
+
+// unsubscribed fails the test unless every subscription ends soon: a
+// line that empties unsubscribes in the background, its last waiter not
+// waiting for the round trip.
+func (n *notifying) unsubscribed(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); n.subscribers() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d subscriptions left 10 s after the waiting ended", n.subscribers())
+		}
 	}
 }
 

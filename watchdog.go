@@ -153,6 +153,37 @@ func (w *watchdog) extended(l *Lease, gen uint64, sent mono, ttl time.Duration) 
 	return true
 }
 
+// extendUnknown records an Extend to ttl, sent at sent, whose outcome is
+// unknown: the store may set the lock's expiry to ttl from whenever the
+// request reaches it. A longer ttl only makes the lock outlive what the
+// lease believes; a shorter one becomes the lease's TTL from now on — its
+// deadline counts from sent with it, and the watchdog renews with it — as
+// if the Extend had been confirmed, except that the deadline is never
+// moved later: later confirmed renewals then cannot be overtaken by the
+// request arriving late with the shorter TTL.
+func (w *watchdog) extendUnknown(l *Lease, sent mono, ttl time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if l.state != leaseHeld || ttl >= l.ttl || l.index < 0 {
+		return
+	}
+	l.ttl = ttl
+	l.drift = l.cfg.drift(ttl)
+	if l.renewEvery > 0 {
+		l.renewEvery = l.cfg.renewInterval(ttl)
+		if l.renewEvery >= ttl-l.drift {
+			l.renewEvery = max(ttl/3, time.Microsecond)
+		}
+	}
+	l.deadline = min(l.deadline, sent.add(ttl-l.drift))
+	l.due = min(l.due, l.deadline)
+	if l.renewEvery > 0 && !l.inflight {
+		l.due = min(l.due, sent.add(l.renewEvery))
+	}
+	heap.Fix(&w.h, l.index)
+	w.wakeLocked(l.index == 0)
+}
+
 // close ends every held lease with ErrClosed and stops the scheduler.
 func (w *watchdog) close() {
 	w.mu.Lock()

@@ -240,3 +240,17 @@ func TestCheckUnreplicated(t *testing.T) {
 		t.Fatalf("a fault that cut nothing: %d grants without a replica", v.Unreplicated)
 	}
 }
+
+// TestCheckKeysDoubleGrant: a double grant on one key of a multi-key run
+// is described in the verdict, named by its key, as a one-key run
+// describes it.
+func TestCheckKeysDoubleGrant(t *testing.T) {
+	h := history(
+		onKey(0, held(1, 16, 10, 20, 500, 0)), onKey(0, held(2, 32, 30, 40, 520, 0)),
+		onKey(1, held(1, 16, 10, 900, 500, 0)), onKey(1, held(2, 32, 300, 310, 800, 0)),
+	)
+	v := checkKeys(h, nil, []finals{{0, 0}, {0, 0}}, time.Second, int64(3*time.Second))
+	if v.DoubleGrants != 1 || !strings.HasPrefix(v.DoubleGrant, "key 1: worker 2 was granted token 32") {
+		t.Fatalf("a double grant on key 1: %d double grants, described %q", v.DoubleGrants, v.DoubleGrant)
+	}
+}

@@ -81,7 +81,7 @@ func TestWriteInto(t *testing.T) {
 	if err := os.WriteFile(path, []byte(before), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := report{Cells: []cell{{Store: "redis", Config: "one", Fault: "reset", Verdict: verdict{Sections: 5, Linearizable: "ok"}}}, Command: "go run ./chaos", Commit: "abc"}
+	r := report{Cells: []cell{{Store: "redis", Config: "one", Fault: "reset", Verdict: verdict{tally: tally{Sections: 5}, Linearizable: "ok"}}}, Command: "go run ./chaos", Commit: "abc"}
 	if err := r.writeInto(path); err != nil {
 		t.Fatal(err)
 	}

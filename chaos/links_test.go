@@ -73,17 +73,27 @@ func dial(t *testing.T, addr string, from string) net.Conn {
 	return c
 }
 
+// linkedEcho starts links (closed when the test ends) with one link, to
+// the member to at an echo server, whose connections classify tells
+// apart, and returns them, the link's address and what the echo server
+// reads first on each connection.
+func linkedEcho(t *testing.T, to string, classify classifier) (*links, string, chan []byte) {
+	t.Helper()
+	up, firsts := echoServer(t)
+	l := newLinks()
+	t.Cleanup(l.close)
+	addr, err := l.link(to, up, classify)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, addr, firsts
+}
+
 // A cut stalls a member's connection both ways, and new ones too, and
 // the heal lets what was held through in order; cutting another member
 // changes nothing.
 func TestLinksStallWhileCut(t *testing.T) {
-	up, _ := echoServer(t)
-	l := newLinks()
-	defer l.close()
-	addr, err := l.link("b", up, fromMember("a"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, addr, _ := linkedEcho(t, "b", fromMember("a"))
 	c := dial(t, addr, "")
 	if !roundTrip(t, c, "one", 10*time.Second) {
 		t.Fatal("no echo before the cut")
@@ -112,13 +122,7 @@ func TestLinksStallWhileCut(t *testing.T) {
 // Cutting the member a link leads to stalls the members' connections,
 // known by their source address, and not the clients'.
 func TestLinksBySource(t *testing.T) {
-	up, _ := echoServer(t)
-	l := newLinks()
-	defer l.close()
-	addr, err := l.link("primary", up, bySource(map[string]string{"127.0.0.2": "replica"}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, addr, _ := linkedEcho(t, "primary", bySource(map[string]string{"127.0.0.2": "replica"}))
 	client, replica := dial(t, addr, ""), dial(t, addr, "127.0.0.2")
 	heal := l.isolate("primary")
 	defer func() { _ = heal() }()
@@ -133,13 +137,7 @@ func TestLinksBySource(t *testing.T) {
 // byHeader knows a connection by a header of its first request, which it
 // forwards whole.
 func TestLinksByHeader(t *testing.T) {
-	up, firsts := echoServer(t)
-	l := newLinks()
-	defer l.close()
-	addr, err := l.link("b", up, byHeader("X-Server-From"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, addr, firsts := linkedEcho(t, "b", byHeader("X-Server-From"))
 	heal := l.isolate("a")
 	defer func() { _ = heal() }()
 	fromA, fromC := dial(t, addr, ""), dial(t, addr, "")
@@ -159,19 +157,13 @@ func TestLinksByHeader(t *testing.T) {
 // zkPeer rewrites the election address a ZooKeeper server sends to the
 // link the other way, and leaves other traffic alone.
 func TestZKPeerRewritesTheElectionAddress(t *testing.T) {
-	up, firsts := echoServer(t)
-	l := newLinks()
-	defer l.close()
 	reverse := func(from, to, upstream string) string {
 		if from == "2" && to == "1" && upstream == "127.0.0.1:3888" {
 			return "127.0.0.1:40000"
 		}
 		return ""
 	}
-	addr, err := l.link("2", up, zkPeer("1", "2", reverse))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, addr, firsts := linkedEcho(t, "2", zkPeer("1", "2", reverse))
 	hello := func(version int64, addr string) []byte {
 		b := binary.BigEndian.AppendUint64(nil, uint64(version))
 		b = binary.BigEndian.AppendUint64(b, 2)

@@ -332,7 +332,7 @@ func writeResult(err error) (res, text string) {
 	switch {
 	case err == nil:
 		return resOK, ""
-	case errors.Is(err, turnstile.ErrStaleToken):
+	case errors.Is(err, fence.ErrStaleToken):
 		return resStale, ""
 	default:
 		return resUnknown, err.Error()

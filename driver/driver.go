@@ -16,7 +16,8 @@
 //   - Notifier: release notices, so waiters need not poll.
 //   - Queuer: a first-come-first-served queue of waiters kept by the store.
 //   - TokenRoom: tokens that leave room for handoffs within a Client.
-//   - AloudReleaser: a release with its notice where Release may send none.
+//   - NoticeReleaser: a release that says when to send the release notice,
+//     and whether someone else was waiting to be told.
 //   - Fencer: raising a key's fencing token (Redlock's node recovery).
 //   - Shared: locks several owners may hold (semaphores, read locks).
 //   - Inspector: who holds a key, and which keys are held (operators).
@@ -143,25 +144,43 @@ type Shared interface {
 	Shared() bool
 }
 
-// AloudReleaser is implemented by backends whose Release sends the
+// Notice says when a release sends the store's release notice.
+type Notice uint8
+
+const (
+	// NoticeIfTried: only if someone else tried to take the lock while
+	// it was held — what Release does on a NoticeReleaser.
+	NoticeIfTried Notice = iota
+	// NoticeAlways: in any case. An election's resignation sends it so:
+	// its observers wait for the notice without trying the lock.
+	NoticeAlways
+)
+
+// NoticeReleaser is implemented by backends whose Release sends the
 // release notice only when someone else tried to take the lock while it
 // was held (Redis, and a Redlock or fallback pair over it): a waiter that
-// tries nothing — an election's observer — would not hear of the release.
-// The Client resigns an election's leadership with ReleaseAloud.
-type AloudReleaser interface {
-	// ReleaseAloud is Release with the notice sent in any case.
-	ReleaseAloud(ctx context.Context, key, owner string) (ok bool, err error)
+// tries nothing would not hear of the release. The Client resigns an
+// election with NoticeAlways; and when another owner tried the lock, the
+// next waiter of the releasing Client takes its turn in the race for it
+// like the other processes' waiters, after a random pause, instead of
+// asking at once.
+type NoticeReleaser interface {
+	// ReleaseNotice is Release that sends the release notice as n says,
+	// and reports whether someone else had tried to take the lock while
+	// it was held (and so was told).
+	ReleaseNotice(ctx context.Context, key, owner string, n Notice) (ok, tried bool, err error)
 }
 
-// ReleaseAloud releases key for owner on b with the release notice sent
-// in any case: b's ReleaseAloud where it is an AloudReleaser, its Release
-// (which then tells every time) otherwise. Composite backends (Redlock,
+// ReleaseNotice releases key for owner on b as n says: b's ReleaseNotice
+// where it is a NoticeReleaser; otherwise its Release, which tells the
+// waiters every time (tried is then true). Composite backends (Redlock,
 // a fallback pair) release their members with it.
-func ReleaseAloud(ctx context.Context, b Backend, key, owner string) (ok bool, err error) {
-	if ar, can := b.(AloudReleaser); can {
-		return ar.ReleaseAloud(ctx, key, owner)
+func ReleaseNotice(ctx context.Context, b Backend, key, owner string, n Notice) (ok, tried bool, err error) {
+	if nr, can := b.(NoticeReleaser); can {
+		return nr.ReleaseNotice(ctx, key, owner, n)
 	}
-	return b.Release(ctx, key, owner)
+	ok, err = b.Release(ctx, key, owner)
+	return ok, true, err
 }
 
 // TokenRoom is implemented by backends whose fencing tokens leave room
@@ -179,6 +198,18 @@ func ReleaseAloud(ctx context.Context, b Backend, key, owner string) (ok bool, e
 // room (a composite backend whose members do not all leave it).
 type TokenRoom interface {
 	TokenRoom() uint64
+}
+
+// OpenConfig is what turnstile.Open tells a backend it opens from a URL
+// about the Client that will use it: the settings a store must agree
+// with.
+type OpenConfig struct {
+	// TTL is the Client's lease TTL: turnstile.WithTTL's, else
+	// turnstile.DefaultTTL. A store where something other than the lease
+	// bounds how long a crashed holder's lock lasts (ZooKeeper's session)
+	// derives that bound from it, so that --ttl means the same on every
+	// store.
+	TTL time.Duration
 }
 
 // LockState is what a store knows about one key's lock.

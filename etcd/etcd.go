@@ -4,9 +4,14 @@
 // by default) whose value is the owner, attached to an etcd lease of its
 // own with the lock's TTL. The lease is what expires: when the holder dies,
 // stops renewing or is cut off, etcd deletes the key once the lease's TTL
-// has run out on the etcd leader. Extend renews the lease (KeepAliveOnce);
+// has run out on the etcd leader. Extend renews the lease (LeaseKeepAlive);
 // turnstile's watchdog calls it, so the watchdog is the keep-alive, and a
-// refused or failed renewal cancels Lease.Context().
+// refused or failed renewal cancels Lease.Context(). Every renewal of a
+// backend — holders' and waiters' — goes out on one stream it keeps
+// open, and its waiters' watches share another: with etcd's
+// authentication on, a client logs in whenever it opens a stream, and
+// each login costs etcd a bcrypt hash, so a burst of waiters costs no
+// logins of its own.
 //
 // Fencing token: the etcd revision of the write that granted the lock —
 // the key's create revision, or, when the same owner takes the lock again
@@ -31,11 +36,11 @@
 // TryAcquire does not queue and may take a free lock ahead of the queue.
 //
 // Lock kinds (turnstile.Reentrant, Semaphore, ReadWrite, Fair): Reentrant,
-// Semaphore and RWLock are views of a Backend that keep their keys under
-// <prefix>reentrant/, semaphore/ and rw/, each hold under a lease of its
-// own and each token a revision, as above; see each type. Backend itself
-// is the fair lock: its queue serves waiters in arrival order and reports
-// their places.
+// Semaphore, ReadLock and WriteLock are views of a Backend that keep
+// their keys under <prefix>reentrant/, semaphore/ and rw/, each hold
+// under a lease of its own and each token a revision, as above; see each
+// type. Backend itself is the fair lock: its queue serves waiters in
+// arrival order and reports their places.
 //
 // Inspection and forced release (driver.Inspector, driver.ForceReleaser,
 // behind turnstile status, ls and unlock --force). Inspect reads the lock
@@ -103,6 +108,8 @@ type Backend struct {
 	cli  *clientv3.Client
 	owns bool // Close closes cli
 	cfg  config
+	ka   *renewer // sends lease renewals on one stream
+	hold anchor   // keeps the waiters' watch stream open
 
 	bg       sync.WaitGroup // lease revocations that outlive their caller's context
 	stop     chan struct{}  // closed by Close: cancels them
@@ -111,7 +118,9 @@ type Backend struct {
 	beforeWatch func() // tests: runs before a waiter opens its watch
 }
 
-// New returns a backend over cli. Closing the backend leaves cli open.
+// New returns a backend over cli. Closing the backend leaves cli open;
+// close the backend (or cli) to end the streams it keeps open for its
+// renewals and watches.
 func New(cli *clientv3.Client, opts ...Option) (*Backend, error) {
 	if cli == nil {
 		return nil, errors.New("etcd: nil client")
@@ -120,7 +129,7 @@ func New(cli *clientv3.Client, opts ...Option) (*Backend, error) {
 	if err := cfg.apply(opts); err != nil {
 		return nil, err
 	}
-	return &Backend{cli: cli, cfg: cfg, stop: make(chan struct{})}, nil
+	return &Backend{cli: cli, cfg: cfg, ka: newRenewer(cli), stop: make(chan struct{})}, nil
 }
 
 // Dial connects a client of the backend's own with cfg and returns a
@@ -163,17 +172,20 @@ func Dial(ctx context.Context, cfg clientv3.Config, opts ...Option) (*Backend, e
 		}
 		return nil, err
 	}
-	return &Backend{cli: cli, owns: true, cfg: c, stop: make(chan struct{})}, nil
+	return &Backend{cli: cli, owns: true, cfg: c, ka: newRenewer(cli), stop: make(chan struct{})}, nil
 }
 
 // Client returns the etcd client the backend uses.
 func (b *Backend) Client() *clientv3.Client { return b.cli }
 
-// Close cancels the lease revocations still under way and closes the
-// client if Dial made it.
+// Close cancels the lease revocations still under way, closes the
+// streams the backend keeps open (lease renewals, the waiters' watches),
+// and closes the client if Dial made it.
 func (b *Backend) Close() error {
 	b.stopOnce.Do(func() { close(b.stop) })
 	b.bg.Wait()
+	b.ka.close()
+	b.hold.close()
 	if !b.owns {
 		return nil
 	}

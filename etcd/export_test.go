@@ -12,3 +12,9 @@ func (b *Backend) RevokeLease(ctx context.Context, id clientv3.LeaseID) { b.revo
 // BeforeWatch makes every waiter of b run f before it opens a watch: the
 // moment between a waiter's look at the store and its watch.
 func (b *Backend) BeforeWatch(f func()) { b.beforeWatch = f }
+
+// RenewLease renews id as Extend and the waiters do, and returns its TTL
+// in seconds.
+func (b *Backend) RenewLease(ctx context.Context, id clientv3.LeaseID) (int64, error) {
+	return b.ka.renew(ctx, id)
+}

@@ -1,13 +1,10 @@
 package etcd
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net/url"
-	"time"
+	"strconv"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/turnstilelock/turnstile"
@@ -33,17 +30,23 @@ var (
 	_ driver.ReadWriter  = (*Backend)(nil)
 )
 
-// ReentrantView implements driver.Reentranter: b.Reentrant().
-func (b *Backend) ReentrantView() (driver.Backend, error) { return b.Reentrant(), nil }
+// ReentrantView implements driver.Reentranter: a *Reentrant.
+func (b *Backend) ReentrantView(driver.KindConfig) (driver.Backend, error) {
+	return &Reentrant{b: b}, nil
+}
 
-// SemaphoreView implements driver.Semaphorer: b.Semaphore(permits).
-func (b *Backend) SemaphoreView(permits int) (driver.Backend, error) { return b.Semaphore(permits) }
+// SemaphoreView implements driver.Semaphorer: a *Semaphore of
+// cfg.Permits permits.
+func (b *Backend) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
+	return &Semaphore{b: b, permits: cfg.Permits, num: strconv.Itoa(cfg.Permits)}, nil
+}
 
-// ReadWriteView implements driver.ReadWriter: the two sides of
-// b.ReadWrite().
-func (b *Backend) ReadWriteView() (read, write driver.Backend, err error) {
-	rw := b.ReadWrite()
-	return rw.Read(), rw.Write(), nil
+// ReadWriteView implements driver.ReadWriter: a *ReadLock and a
+// *WriteLock. Waiting writers queue in order and need no claim:
+// cfg.WriterClaim has no effect.
+func (b *Backend) ReadWriteView(driver.KindConfig) (read, write driver.Backend, err error) {
+	rw := &rwLock{b: b}
+	return &ReadLock{rw: rw}, &WriteLock{rw: rw}, nil
 }
 
 // kindDir is the directory of key's state of one lock kind. The key is
@@ -61,124 +64,6 @@ func checkOwner(owner string) error {
 		return fmt.Errorf("%w: etcd: empty owner", turnstile.ErrInvalidOption)
 	}
 	return nil
-}
-
-// extendKeys renews the lease that holds keys (all under one lease) if
-// owned holds, as Backend.Extend does for the plain lock: KeepAliveOnce,
-// and when ttl needs more seconds than the lease was granted, a move of
-// every key to a new lease with the longer TTL. A move that meets a
-// concurrent change of one of the keys (the same owner's re-entry) looks
-// again.
-func (b *Backend) extendKeys(ctx context.Context, owned clientv3.Cmp, keys []string, ttl time.Duration) (bool, error) {
-	for range 8 {
-		gets := make([]clientv3.Op, len(keys))
-		for i, k := range keys {
-			gets[i] = clientv3.OpGet(k)
-		}
-		resp, err := b.cli.Txn(ctx).If(owned).Then(gets...).Commit()
-		if err != nil {
-			return false, err
-		}
-		if !resp.Succeeded {
-			return false, nil
-		}
-		first := resp.Responses[0].GetResponseRange().GetKvs()
-		if len(first) == 0 {
-			return false, nil
-		}
-		id := clientv3.LeaseID(first[0].Lease)
-		if id == clientv3.NoLease {
-			return true, nil
-		}
-		ka, err := b.cli.KeepAliveOnce(ctx, id)
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		want := leaseSeconds(ttl)
-		if ka.TTL >= want {
-			return true, nil
-		}
-		lease, err := b.cli.Grant(ctx, want)
-		if err != nil {
-			return false, err
-		}
-		cmps := []clientv3.Cmp{owned, clientv3.Compare(clientv3.LeaseValue(keys[0]), "=", id)}
-		puts := make([]clientv3.Op, 0, len(keys))
-		for i, k := range keys {
-			rkvs := resp.Responses[i].GetResponseRange().GetKvs()
-			if len(rkvs) == 0 {
-				b.revoke(ctx, lease.ID)
-				return false, nil
-			}
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", rkvs[0].ModRevision))
-			puts = append(puts, clientv3.OpPut(k, string(rkvs[0].Value), clientv3.WithLease(lease.ID)))
-		}
-		moved, err := b.cli.Txn(ctx).If(cmps...).Then(puts...).Commit()
-		if err != nil {
-			b.revoke(ctx, lease.ID)
-			return false, err
-		}
-		if moved.Succeeded {
-			b.revoke(ctx, id)
-			return true, nil
-		}
-		b.revoke(ctx, lease.ID)
-	}
-	return false, fmt.Errorf("etcd: renew %s: the keys kept changing", keys[0])
-}
-
-// releaseKeys deletes keys in one transaction if every comparison of
-// owned holds, then revokes the lease the first was under (best effort:
-// it holds nothing now). It returns whether it deleted the first key.
-func (b *Backend) releaseKeys(ctx context.Context, keys []string, owned ...clientv3.Cmp) (bool, error) {
-	dels := make([]clientv3.Op, len(keys))
-	for i, k := range keys {
-		dels[i] = clientv3.OpDelete(k, clientv3.WithPrevKV())
-	}
-	resp, err := b.cli.Txn(ctx).If(owned...).Then(dels...).Commit()
-	if err != nil || !resp.Succeeded {
-		return false, err
-	}
-	prev := resp.Responses[0].GetResponseDeleteRange().GetPrevKvs()
-	if len(prev) == 0 {
-		return false, nil
-	}
-	if id := clientv3.LeaseID(prev[0].Lease); id != clientv3.NoLease {
-		b.revoke(ctx, id)
-	}
-	return true, nil
-}
-
-// releaseLease ends the hold that key is, if owned holds, as
-// Backend.Release ends the plain lock: it reads the key's lease and
-// revokes it, which deletes the key; one write to etcd's log. Each such
-// lease belongs to one grant of one hold, so revoking it can never end a
-// hold taken meanwhile.
-func (b *Backend) releaseLease(ctx context.Context, key string, owned clientv3.Cmp) (bool, error) {
-	resp, err := b.cli.Txn(ctx).If(owned).Then(clientv3.OpGet(key)).Commit()
-	if err != nil || !resp.Succeeded {
-		return false, err
-	}
-	kvs := resp.Responses[0].GetResponseRange().GetKvs()
-	if len(kvs) == 0 {
-		return false, nil
-	}
-	id := clientv3.LeaseID(kvs[0].Lease)
-	if id == clientv3.NoLease {
-		// Written without a lease by someone else: delete it if it is
-		// still the same write.
-		return b.releaseKeys(ctx, []string{key}, clientv3.Compare(clientv3.ModRevision(key), "=", kvs[0].ModRevision))
-	}
-	if _, err := b.cli.Revoke(ctx, id); err != nil {
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			return false, nil // expired between the read and the revoke
-		}
-		return false, err
-	}
-	return true, nil
 }
 
 // empty compares true when no key lies under dir.

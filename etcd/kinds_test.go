@@ -70,14 +70,8 @@ func TestKindsPermitsStored(t *testing.T) {
 	srv := testserver.StartEtcd(t)
 	b := dial(t, srv)
 	ctx := ctxFor(t, 30*time.Second)
-	three, err := b.Semaphore(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	two, err := b.Semaphore(2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	three := locktest.View[*etcd.Semaphore](t)(turnstile.Semaphore(b, 3))
+	two := locktest.View[*etcd.Semaphore](t)(turnstile.Semaphore(b, 2))
 	const key = "kinds-permits"
 	if _, ok, err := three.Acquire(ctx, key, "a", 5*time.Second); err != nil || !ok {
 		t.Fatalf("permit of 3: %v, %v", ok, err)
@@ -103,7 +97,7 @@ func TestKindsPermitsStored(t *testing.T) {
 	if _, ok, err := two.Acquire(ctx, key, "d", 5*time.Second); err != nil || ok {
 		t.Fatalf("third permit of 2 = %v, %v; want refused", ok, err)
 	}
-	for _, n := range []int{0, -1, etcd.MaxPermits + 1} {
+	for _, n := range []int{0, -1, driver.MaxPermits + 1} {
 		if _, err := turnstile.Semaphore(b, n); !errors.Is(err, turnstile.ErrInvalidOption) {
 			t.Fatalf("Semaphore(%d): %v, want ErrInvalidOption", n, err)
 		}
@@ -117,12 +111,9 @@ func TestKindsTokensShareOneFence(t *testing.T) {
 	srv := testserver.StartEtcd(t)
 	b := dial(t, srv)
 	ctx := ctxFor(t, 30*time.Second)
-	sem, err := b.Semaphore(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rw := b.ReadWrite()
-	views := []driver.Backend{b, b.Reentrant(), sem, rw.Read(), rw.Write()}
+	sem := locktest.View[*etcd.Semaphore](t)(turnstile.Semaphore(b, 2))
+	read, write := locktest.Sides[*etcd.ReadLock, *etcd.WriteLock](t)(turnstile.ReadWrite(b))
+	views := []driver.Backend{b, locktest.View[*etcd.Reentrant](t)(turnstile.Reentrant(b)), sem, read, write}
 	const key = "kinds-fence"
 	var last uint64
 	for round := range 3 {

@@ -2,10 +2,8 @@ package etcd
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -64,99 +62,24 @@ func (b *Backend) take(ctx context.Context, lk, owner string, id clientv3.LeaseI
 
 // Extend implements driver.Backend. It checks that owner holds key, then
 // renews the key's lease. When ttl needs more seconds than the lease was
-// granted, the key moves to a new lease with the longer TTL.
+// granted, the key moves to a new lease with the longer TTL (extendKeys,
+// as for the lock kinds' keys).
 func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Duration) (_ bool, err error) {
 	defer func() { err = permission(err, "renew the lock "+b.LockKey(key)) }()
 	lk := b.LockKey(key)
-	isOwner := clientv3.Compare(clientv3.Value(lk), "=", owner)
-	resp, err := b.cli.Txn(ctx).If(isOwner).Then(clientv3.OpGet(lk)).Commit()
-	if err != nil {
-		return false, err
-	}
-	if !resp.Succeeded {
-		return false, nil
-	}
-	kvs := resp.Responses[0].GetResponseRange().GetKvs()
-	if len(kvs) == 0 {
-		return false, nil
-	}
-	id := clientv3.LeaseID(kvs[0].Lease)
-	if id == clientv3.NoLease {
-		return true, nil // written without a lease by someone else: it never expires
-	}
-	ka, err := b.cli.KeepAliveOnce(ctx, id)
-	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	want := leaseSeconds(ttl)
-	if ka.TTL >= want {
-		return true, nil
-	}
-
-	lease, err := b.cli.Grant(ctx, want)
-	if err != nil {
-		return false, err
-	}
-	moved, err := b.cli.Txn(ctx).
-		If(isOwner, clientv3.Compare(clientv3.LeaseValue(lk), "=", id)).
-		Then(clientv3.OpPut(lk, owner, clientv3.WithLease(lease.ID))).
-		Commit()
-	if err != nil || !moved.Succeeded {
-		b.revoke(ctx, lease.ID)
-		if err != nil {
-			return false, err
-		}
-		return false, nil
-	}
-	b.revoke(ctx, id)
-	return true, nil
+	return b.extendKeys(ctx, clientv3.Compare(clientv3.Value(lk), "=", owner), []string{lk}, ttl)
 }
 
 // Release implements driver.Backend: it reads the lock key's lease if
-// owner holds the key, then revokes that lease, which deletes the key.
-// Each lease belongs to one grant of one lock, so revoking it can never
-// remove a lock someone else took meanwhile; and the read costs no write
-// to etcd's log, the revoke one.
+// owner holds the key, then revokes that lease, which deletes the key
+// (releaseLease, as for the lock kinds' holds). Each lease belongs to one
+// grant of one lock, so revoking it can never remove a lock someone else
+// took meanwhile; and the read costs no write to etcd's log, the revoke
+// one.
 func (b *Backend) Release(ctx context.Context, key, owner string) (_ bool, err error) {
 	defer func() { err = permission(err, "release the lock "+b.LockKey(key)) }()
 	lk := b.LockKey(key)
-	resp, err := b.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.Value(lk), "=", owner)).
-		Then(clientv3.OpGet(lk)).
-		Commit()
-	if err != nil {
-		return false, err
-	}
-	if !resp.Succeeded {
-		return false, nil
-	}
-	kvs := resp.Responses[0].GetResponseRange().GetKvs()
-	if len(kvs) == 0 {
-		return false, nil
-	}
-	id := clientv3.LeaseID(kvs[0].Lease)
-	if id == clientv3.NoLease {
-		// Written without a lease by someone else: delete it if it is
-		// still the same write.
-		del, err := b.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(lk), "=", kvs[0].ModRevision)).
-			Then(clientv3.OpDelete(lk)).
-			Commit()
-		if err != nil {
-			return false, err
-		}
-		return del.Succeeded, nil
-	}
-	if _, err := b.cli.Revoke(ctx, id); err != nil {
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			return false, nil // expired between the read and the revoke
-		}
-		return false, err
-	}
-	return true, nil
+	return b.releaseLease(ctx, lk, clientv3.Compare(clientv3.Value(lk), "=", owner))
 }
 
 // revoke drops a lease that no longer holds a lock, even when ctx is

@@ -14,12 +14,13 @@ import (
 	"github.com/turnstilelock/turnstile/driver"
 )
 
-// Reentrant is a view of a Backend whose locks the same owner may take
-// again while it holds them, without waiting for itself. Each
-// acquisition counts: the owner must release as many times as it
-// acquired, and only the last release frees the lock. Owner identity is
-// explicit — give the Client turnstile.WithOwner(id) for the calls that
-// may nest; without it every lease has a fresh owner and nothing nests.
+// Reentrant is the view of a Backend that turnstile.Reentrant returns:
+// locks the same owner may take again while it holds them, without
+// waiting for itself. Each acquisition counts: the owner must release as
+// many times as it acquired, and only the last release frees the lock.
+// Owner identity is explicit — give the Client turnstile.WithOwner(id)
+// for the calls that may nest; without it every lease has a fresh owner
+// and nothing nests.
 //
 // The lock on key K is two etcd keys under one lease,
 // <prefix>reentrant/<escaped K>/holder (the owner) and …/count (its
@@ -44,9 +45,6 @@ var (
 	_ driver.Queuer  = (*Reentrant)(nil)
 	_ driver.Namer   = (*Reentrant)(nil)
 )
-
-// Reentrant returns the reentrant view of b.
-func (b *Backend) Reentrant() *Reentrant { return &Reentrant{b: b} }
 
 // Name implements driver.Namer.
 func (r *Reentrant) Name() string { return r.b.Name() + " reentrant" }
@@ -229,14 +227,14 @@ func (r *Reentrant) renew(ctx context.Context, key, owner string, lease int64, t
 	holder, count, _ := r.keys(key)
 	if lease != 0 {
 		// Renewing the lease the lock was just seen under spares a read.
-		ka, err := r.b.cli.KeepAliveOnce(ctx, clientv3.LeaseID(lease))
+		granted, err := r.b.ka.renew(ctx, clientv3.LeaseID(lease))
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			return false, nil
 		}
 		if err != nil {
 			return false, err
 		}
-		if ka.TTL >= leaseSeconds(ttl) {
+		if granted >= leaseSeconds(ttl) {
 			return true, nil
 		}
 	}

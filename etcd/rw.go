@@ -10,10 +10,12 @@ import (
 	"github.com/turnstilelock/turnstile/driver"
 )
 
-// RWLock is a read-write lock on a Backend, after etcd's own
-// recipes.RWMutex: any number of readers hold a key together, or one
-// writer holds it alone. Read and Write return its two sides, each a
-// driver.Backend for a Client of its own.
+// ReadLock is the read side of a Backend's read-write lock, after etcd's
+// own recipes.RWMutex, whose two sides turnstile.ReadWrite returns
+// (ReadLock and WriteLock), each a driver.Backend for a Client of its
+// own: any number of readers hold a key together, or one writer holds it
+// alone. Its writers queue in order, so turnstile.WithWriterClaim has no
+// effect here.
 //
 // Keys for key K, under <prefix>rw/<escaped K>/: readers/<owner>, one
 // per reader, each under its lease; writer, the writer's owner under its
@@ -36,19 +38,12 @@ import (
 //
 // The read side is driver.Shared: a Client's waiting readers wait on
 // their own rather than in its local line, so they enter together.
-type RWLock struct {
+type ReadLock struct{ rw *rwLock }
+
+// rwLock is a read-write lock of a Backend, shared by its two sides.
+type rwLock struct {
 	b *Backend
 }
-
-// ReadWrite returns the read-write view of b.
-func (b *Backend) ReadWrite() *RWLock { return &RWLock{b: b} }
-
-// Read returns the read side: leases that share the key with other
-// readers.
-func (rw *RWLock) Read() *ReadLock { return &ReadLock{rw: rw} }
-
-// Write returns the write side: leases that hold the key alone.
-func (rw *RWLock) Write() *WriteLock { return &WriteLock{rw: rw} }
 
 // rwKeys are the etcd keys of one read-write lock.
 type rwKeys struct {
@@ -61,13 +56,10 @@ func (k rwKeys) notReader(key string) bool { return !strings.HasPrefix(key, k.re
 // notQueued reports whether key is not a waiting writer's.
 func (k rwKeys) notQueued(key string) bool { return !strings.HasPrefix(key, k.queue) }
 
-func (rw *RWLock) keys(key string) rwKeys {
+func (rw *rwLock) keys(key string) rwKeys {
 	dir := rw.b.kindDir("rw", key)
 	return rwKeys{dir: dir, readers: dir + "readers/", writer: dir + "writer", queue: dir + "queue/"}
 }
-
-// ReadLock is the read side of an RWLock.
-type ReadLock struct{ rw *RWLock }
 
 var (
 	_ driver.Backend = (*ReadLock)(nil)
@@ -170,8 +162,8 @@ func (r *ReadLock) Release(ctx context.Context, key, owner string) (_ bool, err 
 	return r.rw.b.releaseLease(ctx, mine, clientv3.Compare(clientv3.CreateRevision(mine), ">", 0))
 }
 
-// WriteLock is the write side of an RWLock.
-type WriteLock struct{ rw *RWLock }
+// WriteLock is the write side of the read-write lock ReadLock describes.
+type WriteLock struct{ rw *rwLock }
 
 var (
 	_ driver.Backend = (*WriteLock)(nil)

@@ -3,7 +3,6 @@ package etcd
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -12,13 +11,10 @@ import (
 	"github.com/turnstilelock/turnstile/driver"
 )
 
-// MaxPermits is the most permits a Semaphore hands out per key.
-const MaxPermits = 10000
-
-// Semaphore is a view of a Backend that lets up to a fixed number of
-// owners hold each key at once: each lease is one permit. Permits expire
-// like locks, so the Client's watchdog renews them, and a crashed
-// holder's permit comes back after its TTL.
+// Semaphore is the view of a Backend that turnstile.Semaphore returns: up
+// to a fixed number of owners hold each key at once, each lease one
+// permit. Permits expire like locks, so the Client's watchdog renews
+// them, and a crashed holder's permit comes back after its TTL.
 //
 // The permits of key K are the keys <prefix>semaphore/<escaped K>/holders/<owner>,
 // each under a lease of its own, each holding the number of permits it
@@ -53,15 +49,6 @@ var (
 	_ driver.Namer   = (*Semaphore)(nil)
 	_ driver.Shared  = (*Semaphore)(nil)
 )
-
-// Semaphore returns the view of b that hands out permits permits per key.
-// permits must lie in [1, MaxPermits].
-func (b *Backend) Semaphore(permits int) (*Semaphore, error) {
-	if permits < 1 || permits > MaxPermits {
-		return nil, fmt.Errorf("%w: etcd: %d permits is outside [1, %d]", turnstile.ErrInvalidOption, permits, MaxPermits)
-	}
-	return &Semaphore{b: b, permits: permits, num: strconv.Itoa(permits)}, nil
-}
 
 // Permits returns how many owners may hold a key at once.
 func (s *Semaphore) Permits() int { return s.permits }

@@ -124,6 +124,7 @@ func (w *waiter) waitFor(ctx context.Context, key string, prefix bool, rev int64
 	if w.b.beforeWatch != nil {
 		w.b.beforeWatch()
 	}
+	w.b.hold.hold(w.b)
 	wch := w.b.cli.Watch(wctx, key, opts...)
 	for {
 		if err := w.keepAlive(ctx); err != nil {
@@ -204,7 +205,7 @@ func (w *waiter) keepAlive(ctx context.Context) error {
 	if time.Since(w.renewed) < w.renew {
 		return nil
 	}
-	if _, err := w.b.cli.KeepAliveOnce(ctx, w.id); err != nil {
+	if _, err := w.b.ka.renew(ctx, w.id); err != nil {
 		return err
 	}
 	w.renewed = time.Now()

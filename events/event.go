@@ -44,6 +44,13 @@ var (
 
 	// ErrClosed: the publisher was closed.
 	ErrClosed = errors.New("turnstile/events: publisher closed")
+
+	// ErrTooLarge: the broker (or the producer, before sending) refused
+	// an event as larger than a record may be: the topic's
+	// max.message.bytes, the broker's message.max.bytes or the producer's
+	// batch limit. Sending it again fails again; package outbox's Relay
+	// moves such an event aside (see its package doc).
+	ErrTooLarge = errors.New("turnstile/events: event too large for the broker")
 )
 
 // Event is the versioned JSON value of one Kafka record; the record's key

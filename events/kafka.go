@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/turnstilelock/turnstile"
@@ -193,7 +194,8 @@ func (k *Kafka) record(ev Event) (*kgo.Record, error) {
 
 // Publish sends evs, in order, and returns once the brokers acknowledged
 // all of them, or with the first error (an invalid event is refused
-// before anything is sent). Events of one key keep their order in the
+// before anything is sent); an error that matches ErrTooLarge when a
+// record was refused as too large. Events of one key keep their order in the
 // topic. Publish is safe for concurrent use. When ctx ends, events not yet
 // sent fail at once; an event already sent to a broker is waited for
 // (at most the produce request timeout, 10 s by default), since
@@ -217,18 +219,58 @@ func (k *Kafka) Publish(ctx context.Context, evs ...Event) error {
 		return ErrClosed
 	}
 	res := k.cl.ProduceSync(ctx, recs...)
+	// The results come in the order the broker answered, not that of
+	// recs.
+	index := make(map[*kgo.Record]int, len(recs))
+	for i, r := range recs {
+		index[r] = i
+	}
 	var ok uint64
+	acked := make([]bool, len(recs))
 	for _, r := range res {
-		if r.Err == nil {
+		if i, known := index[r.Record]; known && r.Err == nil {
 			ok++
+			acked[i] = true
 		}
 	}
 	k.published.Add(ok)
 	if err := res.FirstErr(); err != nil {
-		if errors.Is(err, kgo.ErrClientClosed) {
+		switch {
+		case errors.Is(err, kgo.ErrClientClosed):
 			err = fmt.Errorf("%w: %w", ErrClosed, err)
+		case tooLarge(res) != nil:
+			// Whatever else failed, this one will fail again: say so.
+			err = fmt.Errorf("%w: %w", ErrTooLarge, tooLarge(res))
 		}
-		return fmt.Errorf("turnstile/events: publish %d events to %s (%d acknowledged): %w", len(evs), k.topic, ok, k.conns.cause(err))
+		return &PublishError{Acked: acked, err: fmt.Errorf("turnstile/events: publish %d events to %s (%d acknowledged): %w", len(evs), k.topic, ok, k.conns.cause(err))}
+	}
+	return nil
+}
+
+// PublishError is the error of a Publish of which some events failed:
+// it says which the broker acknowledged, so that a caller that sends the
+// others again need not send those twice.
+type PublishError struct {
+	// Acked[i] reports whether the broker acknowledged the i-th event
+	// given to Publish.
+	Acked []bool
+	err   error
+}
+
+func (e *PublishError) Error() string { return e.err.Error() }
+
+// Unwrap returns why the events failed.
+func (e *PublishError) Unwrap() error { return e.err }
+
+// tooLarge is the error of the first record of res refused as too large,
+// or nil. A broker refuses a whole batch of records as too large, so the
+// other records of a refused batch fail with it, and only a record sent
+// alone tells which one is too large.
+func tooLarge(res kgo.ProduceResults) error {
+	for _, r := range res {
+		if errors.Is(r.Err, kerr.MessageTooLarge) || errors.Is(r.Err, kerr.RecordListTooLarge) {
+			return r.Err
+		}
 	}
 	return nil
 }

@@ -4,22 +4,25 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"time"
 
 	"github.com/sony/gobreaker/v2"
+
+	"github.com/turnstilelock/turnstile"
 )
 
-// State is the state of the breaker in front of the primary store.
+// State is the state of this process's breaker in front of the primary
+// store: its view of the primary's health. Which store serves is the
+// pair's state (Serving), which every process of the pair shares.
 type State int
 
 // Breaker states.
 const (
-	// StateClosed: the primary is healthy and serves every call.
+	// StateClosed: the primary answers this process.
 	StateClosed State = iota
-	// StateHalfOpen: the primary is being probed; the secondary still
-	// serves acquisitions.
+	// StateHalfOpen: the primary is being probed.
 	StateHalfOpen
-	// StateOpen: the primary failed; the secondary serves acquisitions.
+	// StateOpen: the primary failed this process's calls; they do not
+	// reach it until the open timeout has passed.
 	StateOpen
 )
 
@@ -60,15 +63,6 @@ func (s store) String() string {
 	return "secondary"
 }
 
-// target is the store that serves acquisitions in breaker state s: the
-// secondary keeps serving while the primary is only being probed.
-func target(s State) store {
-	if s == StateClosed {
-		return primary
-	}
-	return secondary
-}
-
 // callerDoneError marks an error that came with the caller's own context
 // ending: it says nothing about the store, so the breaker ignores it.
 type callerDoneError struct{ err error }
@@ -76,13 +70,29 @@ type callerDoneError struct{ err error }
 func (e *callerDoneError) Error() string { return e.err.Error() }
 func (e *callerDoneError) Unwrap() error { return e.err }
 
+// notAFailure reports whether err, from the primary, is a refusal of
+// what was asked rather than a failure of the store: a semaphore's
+// number of permits other than the one its holders hold, or a lock kind
+// the store does not have.
+func notAFailure(err error) bool {
+	return errors.Is(err, turnstile.ErrInvalidOption) || errors.Is(err, turnstile.ErrUnsupported)
+}
+
+// newBreaker returns a closed breaker for b's primary. It opens after
+// tripAfter consecutive failures, or at the first failure to reach a
+// primary that has not answered this process yet (a member opened from a
+// URL that refused the connection): a fresh process must not wait for
+// several calls to fail before the pair can switch.
 func newBreaker(b *Backend) *gobreaker.CircuitBreaker[bool] {
 	trip := b.cfg.tripAfter
+	p := b.pair
 	return gobreaker.NewCircuitBreaker[bool](gobreaker.Settings{
 		Name:        "fallback " + b.names[primary],
 		MaxRequests: 1,
 		Timeout:     b.cfg.openTimeout,
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= trip },
+		ReadyToTrip: func(c gobreaker.Counts) bool {
+			return c.ConsecutiveFailures >= trip || (!p.answered.Load() && p.unreached.Load())
+		},
 		IsExcluded: func(err error) bool {
 			var d *callerDoneError
 			return errors.As(err, &d)
@@ -93,50 +103,17 @@ func newBreaker(b *Backend) *gobreaker.CircuitBreaker[bool] {
 	})
 }
 
-// stateChanged runs under the breaker's lock. When the store that serves
-// acquisitions changes, it starts a new epoch: leases of earlier epochs can
-// no longer be extended, and the new store grants nothing until grace has
-// passed, by which time every lock the old store granted has expired.
+// stateChanged logs a change of the breaker's state and reports it. It
+// may run under the breaker's lock: the pair's phase follows on the next
+// call (route).
 func (b *Backend) stateChanged(from, to State) {
-	now := time.Now()
-	b.sw.mu.Lock()
-	switched := target(from) != target(to)
-	if switched {
-		b.sw.epoch++
-		b.sw.target = target(to)
-		b.sw.gateUntil = now.Add(b.cfg.grace)
-	}
-	serving := b.sw.target
-	b.sw.mu.Unlock()
-
 	level := slog.LevelInfo
 	if to == StateOpen {
 		level = slog.LevelWarn
 	}
-	attrs := []slog.Attr{
-		slog.String("from", from.String()), slog.String("to", to.String()),
-		slog.String("serving", b.names[serving]),
-	}
-	if switched {
-		attrs = append(attrs, slog.Duration("grace", b.cfg.grace))
-	}
-	b.cfg.logger.LogAttrs(context.Background(), level, "turnstile fallback: breaker state changed", attrs...)
+	b.cfg.logger.LogAttrs(context.Background(), level, "turnstile fallback: breaker state changed",
+		slog.String("from", from.String()), slog.String("to", to.String()), slog.String("primary", b.names[primary]))
 	if b.cfg.onChange != nil {
 		b.cfg.onChange(from, to)
 	}
-}
-
-// route returns the store that serves acquisitions now, the current epoch,
-// and whether that store must still refuse new locks (grace not over).
-func (b *Backend) route() (s store, epoch uint64, gated bool) {
-	b.sw.mu.Lock()
-	defer b.sw.mu.Unlock()
-	return b.sw.target, b.sw.epoch, time.Now().Before(b.sw.gateUntil)
-}
-
-// currentEpoch returns the epoch and the store serving it.
-func (b *Backend) currentEpoch() (uint64, store) {
-	b.sw.mu.Lock()
-	defer b.sw.mu.Unlock()
-	return b.sw.epoch, b.sw.target
 }

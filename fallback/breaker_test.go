@@ -102,10 +102,15 @@ func TestBreakerTransitions(t *testing.T) {
 	}
 
 	p.down.Store(true)
-	for i := range unitTripAft {
+	for i := range unitTripAft - 1 {
 		if _, _, err := b.Acquire(ctx, "k", "b", unitTTL); !errors.Is(err, errDown) {
 			t.Fatalf("Acquire %d on dead primary: err = %v, want errDown", i, err)
 		}
+	}
+	// The failure that opens the breaker starts the switch: that call
+	// answers "not acquired", as every call does during the grace.
+	if _, ok, err := b.Acquire(ctx, "k", "b", unitTTL); ok || err != nil {
+		t.Fatalf("Acquire that opens the breaker = %v, %v; want false, nil", ok, err)
 	}
 	if got := b.State(); got != fallback.StateOpen {
 		t.Fatalf("State after %d failures = %v, want open", unitTripAft, got)

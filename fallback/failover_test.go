@@ -142,7 +142,7 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 func TestFailoverRedisToPostgres(t *testing.T) {
 	const (
 		ttl         = time.Second
-		grace       = 1200 * time.Millisecond
+		grace       = 2 * time.Second
 		openTimeout = 500 * time.Millisecond
 		workers     = 8
 	)
@@ -150,7 +150,7 @@ func TestFailoverRedisToPostgres(t *testing.T) {
 	f := &failover{key: "fallback:" + t.Name(), ttl: ttl}
 	b, err := fallback.New(dialRedis(t, srv), dialPostgres(t),
 		fallback.WithTripAfter(3), fallback.WithOpenTimeout(openTimeout), fallback.WithGrace(grace),
-		fallback.WithOnStateChange(f.onChange), fallback.WithLogger(slog.New(slog.NewTextHandler(tWriter{t}, nil))))
+		fallback.WithPair("failover-test"), fallback.WithOnStateChange(f.onChange), fallback.WithLogger(slog.New(slog.NewTextHandler(tWriter{t}, nil))))
 	if err != nil {
 		t.Fatalf("fallback.New: %v", err)
 	}

@@ -3,10 +3,14 @@ package fallback
 import (
 	"errors"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/internal/redact/redacttest"
 )
 
 // FuzzParseURL: the fallback:// parser never panics, refuses what it
@@ -19,6 +23,7 @@ func FuzzParseURL(f *testing.F) {
 		"fallback://?primary=redis%3A%2F%2F%3Apw%40h&secondary=mem%3A%2F%2F&grace=40s&trip_after=3&open_timeout=2s",
 		"fallback://?primary=redis://:pw@h&secondary=redis://:pw@h",
 		"fallback://h?primary=x", "fallback://?primary=fallback://?primary=a", "fallback://?primary=a&primary=b",
+		"fallback://?primary=redis://h:1&secondary=postgres://u@h/db&pair=orders-eu.1", "fallback://?primary=a:b&secondary=c:d&pair=bad/name",
 		"fallback://?primary=redis://:p%2540ss@h&secondary=nope", "fallback:?x", "fallback://?grace=1ns",
 	} {
 		f.Add(s)
@@ -58,6 +63,78 @@ func FuzzParseURL(f *testing.F) {
 		cfg := defaultConfig()
 		if err := cfg.apply(c.opts); err != nil {
 			t.Fatalf("parseURL(%q) read options that New refuses: %v", raw, err)
+		}
+	})
+}
+
+// FuzzParseSwitch: reading a switch lock of the register never panics,
+// and what it accepts is a switch lock as switchOwner writes it: a
+// number without leading zeros after the prefix, a direction, a
+// 16-digit hex id and a grace of 1 ms to 24 h, which it reads back.
+func FuzzParseSwitch(f *testing.F) {
+	f.Add("turnstile:fallback/7", switchOwner(dirFailover, 31*time.Second))
+	f.Add("turnstile:fallback/12", switchOwner(dirFailback, time.Millisecond))
+	f.Add("turnstile:fallback/07", "turnstile-fallback failover 0123456789abcdef grace=31000ms")
+	f.Add("turnstile:fallback/1", "turnstile-fallback failover 0123456789abcdeg grace=31000ms")
+	f.Add("turnstile:fallback/18446744073709551616", "turnstile-fallback failback 0123456789abcdef grace=1ms")
+	f.Add("turnstile:fallback/1", "turnstile-fallback failover 0123456789abcdef grace=-5ms")
+	f.Add("turnstile:fallback/1", "app/1234")
+	f.Fuzz(func(t *testing.T, key, owner string) {
+		n, dir, grace, err := parseSwitch("turnstile:fallback/", key, owner)
+		if err != nil {
+			if !errors.Is(err, errForeign) {
+				t.Fatalf("parseSwitch(%q, %q) = %v, want errForeign", key, owner, err)
+			}
+			return
+		}
+		if n == 0 || (dir != dirFailover && dir != dirFailback) || grace < time.Millisecond || grace > 24*time.Hour || grace%time.Millisecond != 0 {
+			t.Fatalf("parseSwitch(%q, %q) accepted %d %q %v", key, owner, n, dir, grace)
+		}
+		if want := "turnstile:fallback/" + strconv.FormatUint(n, 10); key != want {
+			t.Fatalf("parseSwitch(%q) read number %d, whose key is %q", key, n, want)
+		}
+		again := switchOwner(dir, grace)
+		if _, d, g, err := parseSwitch("turnstile:fallback/", key, again); err != nil || d != dir || g != grace {
+			t.Fatalf("switchOwner(%q, %v) = %q reads back as %q %v %v", dir, grace, again, d, g, err)
+		}
+	})
+}
+
+// FuzzInnerURLRedacts: inner URLs with a secret of several runs and
+// separators ('@', '/', '?' and '#' among them, unencoded) in every place
+// a URL holds one, as primary or secondary, written as they are or
+// percent-encoded: no error of the parser shows a run of the secret, and
+// every error wraps ErrInvalidURL.
+func FuzzInnerURLRedacts(f *testing.F) {
+	at := slices.Index(redacttest.Separators, "@")
+	for i := range redacttest.Separators {
+		f.Add([]byte("hunter2"), []byte("corp2024"), redacttest.SepsIndex(at, i))
+	}
+	f.Fuzz(func(t *testing.T, x, y []byte, sepIdx uint8) {
+		secret, never := redacttest.Secret(x, y, redacttest.Seps(sepIdx, x)...)
+		for _, scheme := range []string{"redis", "redis+sentinel", "postgres"} {
+			for _, inner := range redacttest.URLs(scheme, "127.0.0.1:1", secret) {
+				for _, raw := range []string{
+					"fallback://?primary=" + url.QueryEscape(inner) + "&secondary=mem://",
+					"fallback://?primary=mem://&secondary=" + inner,
+					"fallback://?primary=" + inner + "&secondary=mem://",
+				} {
+					u, err := url.Parse(raw)
+					if err != nil {
+						continue // Open refuses it before any backend sees it
+					}
+					_, err = parseURL(u)
+					if err == nil {
+						continue
+					}
+					if leak := redacttest.ErrorLeak(err, never); leak != "" {
+						t.Fatalf("parseURL(%q): error %q shows %q", raw, err, leak)
+					}
+					if !errors.Is(err, turnstile.ErrInvalidURL) {
+						t.Fatalf("parseURL(%q) = %v; want ErrInvalidURL", raw, err)
+					}
+				}
+			}
 		}
 	})
 }

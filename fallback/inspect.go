@@ -3,6 +3,8 @@ package fallback
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
@@ -33,7 +35,8 @@ func (b *Backend) Inspect(ctx context.Context, key string) (driver.LockState, er
 
 // List implements driver.Inspector by listing the locks of the store that
 // serves acquisitions now, as Inspect asks it; that store's List says
-// how it scans.
+// how it scans. The lock that keeps the pair's state in the secondary is
+// left out: it is no lock of the Client's.
 func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
 	s, in, err := b.inspector(ctx)
 	if err != nil {
@@ -45,15 +48,22 @@ func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.
 		states, more, err = in.List(ctx, prefix, limit)
 		return err
 	})
+	if s == secondary {
+		states = slices.DeleteFunc(states, func(st driver.LockState) bool { return strings.HasPrefix(st.Key, b.regPrefix) })
+	}
 	return states, more, err
 }
 
 // ForceRelease implements driver.ForceReleaser by removing the lock in
 // the store that serves acquisitions now, which raises its fence first. A
 // lock the other store granted before the last switch is left to expire
-// there: no acquisition reaches that store until the breaker switches
-// back, after the grace, by which time the lock has expired.
+// there: no acquisition reaches that store until the pair switches back,
+// after the grace, by which time the lock has expired. The key of the
+// pair's state is refused (turnstile.ErrInvalidKey).
 func (b *Backend) ForceRelease(ctx context.Context, key string) (driver.LockState, error) {
+	if strings.HasPrefix(key, b.regPrefix) {
+		return driver.LockState{}, fmt.Errorf("%w: %q keeps the fallback pair's state, not a lock: removing it could let both stores grant a key", turnstile.ErrInvalidKey, key)
+	}
 	s, err := b.operatorCall(ctx)
 	if err != nil {
 		return driver.LockState{}, err
@@ -85,7 +95,8 @@ func (b *Backend) inspector(ctx context.Context) (store, driver.Inspector, error
 }
 
 // operatorCall checks ctx and returns the store that serves acquisitions
-// now.
+// now, or will once the grace of a switch has run, after reading the
+// pair's state if this process has not lately.
 func (b *Backend) operatorCall(ctx context.Context) (store, error) {
 	if ctx == nil {
 		return primary, fmt.Errorf("%w: nil context", turnstile.ErrInvalidOption)
@@ -93,6 +104,9 @@ func (b *Backend) operatorCall(ctx context.Context) (store, error) {
 	if err := ctx.Err(); err != nil {
 		return primary, err
 	}
-	s, _, _ := b.route()
-	return s, nil
+	d, err := b.route(ctx, 0, false)
+	if err != nil {
+		return primary, err
+	}
+	return d.store, nil
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // The lock kinds of a fallback pair are pairs of the two stores' views of
-// that kind, behind the pair's own breaker and switch: a view's calls to
+// that kind, made with the same settings (driver.KindConfig), behind the pair's own breaker and switch: a view's calls to
 // the primary count for and against the one breaker, and a switch of
 // stores switches the plain lock and every view together, with one
 // grace. What keeps a key from having two holders across a switch holds
@@ -41,8 +41,8 @@ var ErrFair = fmt.Errorf("%w: fallback has no fair lock: each store keeps its ow
 // reentrant views. Re-entries go to the store that serves acquisitions,
 // as every acquisition does; a re-entry during the grace after a switch
 // waits like any acquisition.
-func (b *Backend) ReentrantView() (driver.Backend, error) {
-	p, s, err := b.views("reentrant lock", func(st driver.Backend) (driver.Backend, error) { return turnstile.Reentrant(st) })
+func (b *Backend) ReentrantView(cfg driver.KindConfig) (driver.Backend, error) {
+	p, s, err := b.views("reentrant lock", func(st driver.Backend) (driver.Backend, error) { return reentrant(st, cfg) })
 	if err != nil {
 		return nil, err
 	}
@@ -50,9 +50,9 @@ func (b *Backend) ReentrantView() (driver.Backend, error) {
 }
 
 // SemaphoreView implements driver.Semaphorer: the pair of the stores'
-// semaphores of permits permits. It is driver.Shared.
-func (b *Backend) SemaphoreView(permits int) (driver.Backend, error) {
-	p, s, err := b.views("semaphore", func(st driver.Backend) (driver.Backend, error) { return turnstile.Semaphore(st, permits) })
+// semaphores of cfg.Permits permits. It is driver.Shared.
+func (b *Backend) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
+	p, s, err := b.views("semaphore", func(st driver.Backend) (driver.Backend, error) { return semaphore(st, cfg) })
 	if err != nil {
 		return nil, err
 	}
@@ -61,11 +61,12 @@ func (b *Backend) SemaphoreView(permits int) (driver.Backend, error) {
 
 // ReadWriteView implements driver.ReadWriter: the pairs of the stores'
 // read sides and of their write sides, switching together. The read
-// side is driver.Shared.
-func (b *Backend) ReadWriteView() (read, write driver.Backend, err error) {
+// side is driver.Shared. Waiting writers' claims last cfg.WriterClaim
+// on both stores.
+func (b *Backend) ReadWriteView(cfg driver.KindConfig) (read, write driver.Backend, err error) {
 	var rs, ws [2]driver.Backend
 	for i, st := range b.stores {
-		r, w, err := turnstile.ReadWrite(st)
+		r, w, err := readWrite(st, cfg)
 		if err != nil {
 			return nil, nil, fmt.Errorf("fallback: read-write lock on the %s %s: %w", store(i), b.names[i], err)
 		}
@@ -75,7 +76,23 @@ func (b *Backend) ReadWriteView() (read, write driver.Backend, err error) {
 }
 
 // FairView implements driver.Fairer: it returns ErrFair.
-func (b *Backend) FairView() (driver.Backend, error) { return nil, ErrFair }
+func (b *Backend) FairView(driver.KindConfig) (driver.Backend, error) { return nil, ErrFair }
+
+// A store's view of a kind is made through turnstile's function of the
+// kind, as callers make theirs, with the pair's view's settings: so a
+// store without the kind is refused as it would be on its own.
+
+func reentrant(st driver.Backend, _ driver.KindConfig) (driver.Backend, error) {
+	return turnstile.Reentrant(st) // the kind has no settings yet
+}
+
+func semaphore(st driver.Backend, cfg driver.KindConfig) (driver.Backend, error) {
+	return turnstile.Semaphore(st, cfg.Permits)
+}
+
+func readWrite(st driver.Backend, cfg driver.KindConfig) (read, write driver.Backend, err error) {
+	return turnstile.ReadWrite(st, turnstile.WithWriterClaim(cfg.WriterClaim))
+}
 
 // views returns the two stores' views that kind returns.
 func (b *Backend) views(kind string, view func(driver.Backend) (driver.Backend, error)) (p, s driver.Backend, err error) {
@@ -93,14 +110,15 @@ func (b *Backend) views(kind string, view func(driver.Backend) (driver.Backend, 
 	return out[primary], out[secondary], nil
 }
 
-// view is the pair of p and s behind b's breaker and switch.
+// view is the pair of p and s behind b's breaker and state.
 func (b *Backend) view(p, s driver.Backend) *Backend {
 	return &Backend{
-		stores: [2]driver.Backend{p, s},
-		names:  [2]string{driver.Name(p), driver.Name(s)},
-		cfg:    b.cfg,
-		cb:     b.cb,
-		sw:     b.sw,
+		stores:    [2]driver.Backend{p, s},
+		names:     [2]string{driver.Name(p), driver.Name(s)},
+		cfg:       b.cfg,
+		reg:       b.reg,
+		regPrefix: b.regPrefix,
+		pair:      b.pair,
 	}
 }
 

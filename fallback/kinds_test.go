@@ -3,6 +3,7 @@ package fallback_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -65,8 +66,8 @@ type kindsStore struct {
 	down atomic.Bool
 }
 
-func (k *kindsStore) SemaphoreView(permits int) (driver.Backend, error) {
-	s, err := k.Backend.Semaphore(permits)
+func (k *kindsStore) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
+	s, err := k.Backend.SemaphoreView(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -117,9 +118,12 @@ func TestSemaphoreSwitch(t *testing.T) {
 		}
 	}
 	prim.down.Store(true)
-	for range unitTripAft {
-		if _, _, err := sem.Acquire(ctx, "k", "c", unitTTL); err == nil {
-			t.Fatal("an acquisition succeeded on a primary that is down")
+	for i := range unitTripAft {
+		// The failure that opens the breaker starts the switch: that
+		// call answers "not acquired".
+		_, ok, err := sem.Acquire(ctx, "k", "c", unitTTL)
+		if ok || (err == nil) != (i == unitTripAft-1) {
+			t.Fatalf("acquisition %d on a primary that is down: %v %v", i, ok, err)
 		}
 	}
 	if b.State() != fallback.StateOpen {
@@ -156,7 +160,7 @@ func TestSemaphoreSwitch(t *testing.T) {
 	if since := time.Since(switched); since < unitGrace/2 {
 		t.Fatalf("the secondary granted a permit %v after the switch, within the grace %v", since, unitGrace)
 	}
-	ps, _ := prim.Backend.Semaphore(2)
+	ps := locktest.View[*memory.Semaphore](t)(turnstile.Semaphore(prim.Backend, 2))
 	if st, err := ps.Inspect(ctx, "k"); err != nil || st.Held {
 		t.Fatalf("the primary's permits are still held when the secondary grants one: %+v %v", st, err)
 	}
@@ -192,6 +196,44 @@ func TestKindsRefused(t *testing.T) {
 
 // plainOnly is a store with the plain lock alone.
 type plainOnly struct{ driver.Backend }
+
+// TestKindsSettings: both stores' views are made with the pair's view's
+// settings.
+func TestKindsSettings(t *testing.T) {
+	p, s := &askedStore{Backend: memory.New()}, &askedStore{Backend: memory.New()}
+	b, err := fallback.New(p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := turnstile.ReadWrite(b, turnstile.WithWriterClaim(750*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := turnstile.Semaphore(b, 4); err != nil {
+		t.Fatal(err)
+	}
+	want := []driver.KindConfig{{WriterClaim: 750 * time.Millisecond}, {Permits: 4}}
+	for name, st := range map[string]*askedStore{"primary": p, "secondary": s} {
+		if !slices.Equal(st.asked, want) {
+			t.Errorf("the %s's views were made with %+v, want %+v", name, st.asked, want)
+		}
+	}
+}
+
+// askedStore is a store that keeps the settings of its views.
+type askedStore struct {
+	*memory.Backend
+	asked []driver.KindConfig
+}
+
+func (s *askedStore) ReadWriteView(cfg driver.KindConfig) (read, write driver.Backend, err error) {
+	s.asked = append(s.asked, cfg)
+	return s.Backend.ReadWriteView(cfg)
+}
+
+func (s *askedStore) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
+	s.asked = append(s.asked, cfg)
+	return s.Backend.SemaphoreView(cfg)
+}
 
 // TestOtherPermitsDoNotTrip: a semaphore refused for its number of
 // permits is the caller's mistake, not the primary's failure: the

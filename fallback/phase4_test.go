@@ -49,7 +49,7 @@ func TestPhase4(t *testing.T) {
 	}
 	primary := "redlock://" + strings.Join(hosts, ",") + "?quarantine=0&node_timeout=500ms"
 	u := "fallback://?primary=" + url.QueryEscape(primary) + "&secondary=" + url.QueryEscape(pg.URL()) +
-		"&grace=" + grace.String() + "&open_timeout=1m"
+		"&grace=" + grace.String() + "&open_timeout=1m&pair=phase4"
 	warmUp(t, primary)
 
 	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, events.Topic))

@@ -60,7 +60,7 @@ func lostQuorumKeepsBreakerOpen(t *testing.T, nodes int) {
 	rec := &transitions{}
 	b, err := fallback.New(primary, dialPostgres(t),
 		fallback.WithTripAfter(2), fallback.WithOpenTimeout(openTimeout), fallback.WithGrace(ttl+time.Second),
-		fallback.WithOnStateChange(rec.record))
+		fallback.WithPair("quorum-"+strconv.Itoa(nodes)), fallback.WithOnStateChange(rec.record))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package fallback
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -9,14 +8,13 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile"
-	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/redact"
 	"github.com/turnstilelock/turnstile/internal/storeurl"
 )
 
 // urlForm is the form of the URLs that turnstile.Open takes:
 //
-//	fallback://?primary=URL&secondary=URL[&grace=31s&trip_after=5&open_timeout=5s]
+//	fallback://?primary=URL&secondary=URL[&grace=31s&trip_after=5&open_timeout=5s&pair=NAME]
 //
 // primary and secondary are the URLs of the two stores, each one query
 // value: percent-encode it as url.QueryEscape does, or at least its '%',
@@ -31,14 +29,23 @@ import (
 // inner URL.
 //
 // grace is WithGrace, trip_after WithTripAfter, open_timeout
-// WithOpenTimeout. Without grace, the grace is DefaultGrace or, for a
-// Client TTL (turnstile.WithTTL) too long for it, the TTL plus its drift
-// allowance rounded up to a second; a grace shorter than the TTL is
-// refused.
+// WithOpenTimeout, pair WithPair. Without grace, the grace is
+// DefaultGrace or, for a Client TTL (turnstile.WithTTL) too long for it,
+// the shortest whole number of seconds whose MaxTTL covers the TTL; a
+// grace too short for the TTL is refused. Every process of a pair must
+// use the same grace: with Clients of several TTLs, give it.
+//
+// Opening succeeds when either store can be reached: a store that
+// refuses the connection or does not answer (within a second of the
+// other store having connected) is connected by a later call, at most
+// once a second (see the package documentation for what a process that
+// never reached the primary does). Any other error of a store — a bad
+// URL, refused credentials or TLS, an unknown host — fails Open, and so
+// does neither store answering: the error then names both.
 var urlForm = storeurl.Form{Schemes: []string{"fallback"}, Shape: "?primary=URL&secondary=URL", Users: storeurl.UserRefused, Invalid: turnstile.ErrInvalidURL}
 
 func init() {
-	turnstile.RegisterConfig("fallback", open)
+	turnstile.Register("fallback", open)
 }
 
 // urlConfig is what a fallback:// URL says.
@@ -47,6 +54,7 @@ type urlConfig struct {
 	opts               []Option
 	graceSet           bool
 	grace              time.Duration
+	pair               string
 }
 
 // parseURL reads u, or says what is wrong with it without showing any of
@@ -62,8 +70,12 @@ func parseURL(u *url.URL) (c urlConfig, err error) {
 			"grace":        storeurl.Store(&c.grace, storeurl.DurationIn(time.Millisecond, 24*time.Hour, "31s")),
 			"trip_after":   storeurl.Append(&c.opts, storeurl.IntIn(1, 1<<20), WithTripAfter),
 			"open_timeout": storeurl.Append(&c.opts, storeurl.DurationIn(time.Millisecond, time.Hour, "5s"), WithOpenTimeout),
+			"pair":         storeurl.Store(&c.pair, pairName),
 		}); err != nil {
 			return err
+		}
+		if c.pair != "" {
+			c.opts = append(c.opts, WithPair(c.pair))
 		}
 		c.graceSet = u.Query().Has("grace")
 		for _, in := range []struct{ name, raw string }{{"primary", c.primary}, {"secondary", c.secondary}} {
@@ -84,6 +96,10 @@ func checkInner(name, raw string) error {
 	if raw == "" {
 		return fmt.Errorf("no %s: want fallback://?primary=URL&secondary=URL", name)
 	}
+	// Before the inner URL is shown or opened: see redact.Ambiguous.
+	if redact.Ambiguous(raw) {
+		return fmt.Errorf("%s: %w", name, redact.ErrAmbiguous)
+	}
 	scheme, _, ok := strings.Cut(raw, ":")
 	if !ok || scheme == "" {
 		return fmt.Errorf("%s %s has no scheme (percent-encode an inner URL with '&', '+', '%%' or '#' in it)", name, redact.URL(raw))
@@ -94,58 +110,16 @@ func checkInner(name, raw string) error {
 	return nil
 }
 
+// pairName reads the pair= parameter.
+func pairName(v string) (string, error) { return v, checkPairName(v) }
+
 // graceFor is the grace a Client with lease TTL ttl needs: DefaultGrace,
-// or the TTL with its drift allowance (1 % + 2 ms, as turnstile's
-// default) rounded up to a second when that is longer.
+// or the shortest whole number of seconds whose MaxTTL is at least ttl
+// when that is longer.
 func graceFor(ttl time.Duration) time.Duration {
-	need := (ttl + ttl/100 + 2*time.Millisecond + time.Second - 1).Truncate(time.Second)
-	return max(DefaultGrace, need)
-}
-
-// urlBackend is a Backend opened from a URL: it owns the two stores, and
-// Close closes them.
-type urlBackend struct {
-	*Backend
-	clients [2]*turnstile.Client
-}
-
-// Close closes both stores.
-func (b *urlBackend) Close() error {
-	return errors.Join(b.clients[primary].Close(), b.clients[secondary].Close())
-}
-
-// open is what turnstile.Open calls for a fallback:// URL: it opens both
-// inner URLs for a Client with the same TTL.
-func open(ctx context.Context, u *url.URL, oc turnstile.OpenConfig) (driver.Backend, error) {
-	c, err := parseURL(u)
-	if err != nil {
-		return nil, err
+	g := max(DefaultGrace, (ttl*50/49 + time.Second - 1).Truncate(time.Second))
+	for MaxTTL(g) < ttl {
+		g += time.Second
 	}
-	grace := graceFor(oc.TTL)
-	if c.graceSet {
-		if oc.TTL > c.grace {
-			return nil, fmt.Errorf("%w: the lease TTL %v is longer than grace=%v in the URL: a lock could outlive a switch of stores; use a TTL of at most %v, or raise grace (or leave it out: it then covers the TTL)",
-				turnstile.ErrInvalidTTL, oc.TTL, c.grace, c.grace)
-		}
-		grace = c.grace
-	}
-	var clients [2]*turnstile.Client
-	for i, in := range []struct{ name, raw string }{{"primary", c.primary}, {"secondary", c.secondary}} {
-		cl, err := turnstile.Open(ctx, in.raw, turnstile.WithTTL(oc.TTL))
-		if err != nil {
-			for _, o := range clients[:i] {
-				_ = o.Close()
-			}
-			// err names the inner URL, with its password masked.
-			return nil, fmt.Errorf("fallback %s: %w", in.name, err)
-		}
-		clients[i] = cl
-	}
-	b, err := New(clients[primary].Backend(), clients[secondary].Backend(), append(c.opts, WithGrace(grace))...)
-	if err != nil {
-		_ = clients[primary].Close()
-		_ = clients[secondary].Close()
-		return nil, err
-	}
-	return &urlBackend{Backend: b, clients: clients}, nil
+	return g
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/fence"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 )
@@ -58,7 +57,7 @@ func TestRedisCluster(t *testing.T) {
 	if !errors.Is(err, fence.ErrCrossSlot) || !strings.Contains(err.Error(), "CROSSSLOT") {
 		t.Fatalf("single-node client, key in another slot: %v, want ErrCrossSlot from Redis's CROSSSLOT", err)
 	}
-	if errors.Is(err, turnstile.ErrStaleToken) {
+	if errors.Is(err, fence.ErrStaleToken) {
 		t.Fatal("a CROSSSLOT error counts as a stale token")
 	}
 	if last, err := g.Last(ctx, r); err != nil || last != 2 {

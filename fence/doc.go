@@ -20,7 +20,7 @@
 //	})
 //
 // A refused write returns a *StaleTokenError, for which
-// errors.Is(err, turnstile.ErrStaleToken) holds.
+// errors.Is(err, fence.ErrStaleToken) holds.
 //
 // # PostgreSQL
 //

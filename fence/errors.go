@@ -3,14 +3,17 @@ package fence
 import (
 	"errors"
 	"fmt"
-
-	"github.com/turnstilelock/turnstile"
 )
 
-// Sentinel errors of this package, besides turnstile.ErrStaleToken (a
-// refused write), turnstile.ErrInvalidKey (an empty or too long resource
-// or data key) and turnstile.ErrInvalidOption (any other bad argument).
+// Sentinel errors of this package, besides turnstile.ErrInvalidKey (an
+// empty or too long resource or data key) and turnstile.ErrInvalidOption
+// (any other bad argument).
 var (
+	// ErrStaleToken: the storage refused a write carrying a fencing token
+	// not greater than the last one it accepted (or, with AllowSameToken,
+	// smaller than it). Every *StaleTokenError matches it.
+	ErrStaleToken = errors.New("turnstile/fence: stale fencing token")
+
 	// ErrInvalidToken: the token is 0, which no lease carries, or, for
 	// PostgreSQL, above math.MaxInt64, which a bigint column cannot hold.
 	ErrInvalidToken = errors.New("turnstile/fence: invalid fencing token")
@@ -34,6 +37,6 @@ func (e *StaleTokenError) Error() string {
 	return fmt.Sprintf("turnstile: stale fencing token %d for %q: storage already accepted %d", e.Token, e.Resource, e.Last)
 }
 
-// Unwrap returns turnstile.ErrStaleToken, so that
-// errors.Is(err, turnstile.ErrStaleToken) holds.
-func (e *StaleTokenError) Unwrap() error { return turnstile.ErrStaleToken }
+// Unwrap returns ErrStaleToken, so that errors.Is(err, ErrStaleToken)
+// holds.
+func (e *StaleTokenError) Unwrap() error { return ErrStaleToken }

@@ -49,7 +49,7 @@ func Example() {
 
 	err = sell(leaseA.Token()) // A wakes up and writes
 	fmt.Println("A sells:", err)
-	fmt.Println(errors.Is(err, turnstile.ErrStaleToken), "stock:", stock)
+	fmt.Println(errors.Is(err, fence.ErrStaleToken), "stock:", stock)
 	// Output:
 	// B sells: <nil>
 	// A sells: turnstile: stale fencing token 1 for "inventory:12345": storage already accepted 2
@@ -92,7 +92,7 @@ func ExamplePostgres_Check() {
 			return err
 		})
 	})
-	if errors.Is(err, turnstile.ErrStaleToken) {
+	if errors.Is(err, fence.ErrStaleToken) {
 		fmt.Println("lost the lock; a newer holder has written:", err)
 	}
 }
@@ -126,7 +126,7 @@ func ExampleRedis_IncrBy() {
 		left = n
 		return err
 	})
-	if errors.Is(err, turnstile.ErrStaleToken) {
+	if errors.Is(err, fence.ErrStaleToken) {
 		fmt.Println("lost the lock; a newer holder has written:", err)
 		return
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/rueidis"
 
-	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/fence"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 )
@@ -55,11 +54,11 @@ func rueidisClient(t testing.TB) (rueidis.Client, *testserver.Redis) {
 }
 
 // wantStale fails the test unless err is a *StaleTokenError for resource
-// with both tokens, matching turnstile.ErrStaleToken.
+// with both tokens, matching fence.ErrStaleToken.
 func wantStale(t testing.TB, err error, resource string, token, last uint64) {
 	t.Helper()
-	if !errors.Is(err, turnstile.ErrStaleToken) {
-		t.Fatalf("err = %v, want turnstile.ErrStaleToken", err)
+	if !errors.Is(err, fence.ErrStaleToken) {
+		t.Fatalf("err = %v, want fence.ErrStaleToken", err)
 	}
 	var se *fence.StaleTokenError
 	if !errors.As(err, &se) {

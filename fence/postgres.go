@@ -94,7 +94,7 @@ func migrate(ctx context.Context, db Querier, schema, table string) error {
 // Check records token as the last one written to resource, inside tx, if
 // it is fresh: greater than the last token accepted for resource (or
 // equal, with AllowSameToken). Otherwise it returns a *StaleTokenError
-// (errors.Is(err, turnstile.ErrStaleToken)) and aborts tx, so that a
+// (errors.Is(err, ErrStaleToken)) and aborts tx, so that a
 // COMMIT rolls back and the business writes made in tx — before or after
 // Check — are never stored. Roll tx back on any error.
 //

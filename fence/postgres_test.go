@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/fence"
 )
 
@@ -287,7 +286,7 @@ func TestPostgresRandomWriters(t *testing.T) {
 		switch {
 		case err == nil:
 			sold++
-		case !errors.Is(err, turnstile.ErrStaleToken):
+		case !errors.Is(err, fence.ErrStaleToken):
 			t.Fatalf("writer: %v", err)
 		}
 	}

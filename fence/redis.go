@@ -81,7 +81,7 @@ func (r *Redis) DataKey(resource, name string) string {
 
 // Set sets key to value if token is fresh for resource: greater than the
 // last token accepted for it (or equal, with AllowSameToken). Otherwise it
-// returns a *StaleTokenError (errors.Is(err, turnstile.ErrStaleToken)) and
+// returns a *StaleTokenError (errors.Is(err, ErrStaleToken)) and
 // writes nothing. On Redis Cluster key must hash to resource's slot (use
 // DataKey), or Set returns ErrCrossSlot.
 func (r *Redis) Set(ctx context.Context, resource string, token uint64, key, value string) error {

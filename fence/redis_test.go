@@ -154,7 +154,7 @@ func TestRedisConcurrentWriters(t *testing.T) {
 			// must be refused, as must every token below an accepted one.
 			if errs[i] = g.Set(ctx, r, tok, key, strconv.FormatUint(tok, 10)); errs[i] == nil {
 				_, err := g.IncrBy(ctx, r, tok, count, 1)
-				if !errors.Is(err, turnstile.ErrStaleToken) {
+				if !errors.Is(err, fence.ErrStaleToken) {
 					errs[i] = errors.Join(errors.New("same token accepted twice"), err)
 				}
 			}
@@ -162,7 +162,7 @@ func TestRedisConcurrentWriters(t *testing.T) {
 	}
 	wg.Wait()
 	for _, err := range errs {
-		if err != nil && !errors.Is(err, turnstile.ErrStaleToken) {
+		if err != nil && !errors.Is(err, fence.ErrStaleToken) {
 			t.Fatal(err)
 		}
 	}
@@ -186,7 +186,7 @@ func TestRedisFailedWriteRecordsNothing(t *testing.T) {
 	const r = "failing"
 	key := fence.DataKey(r, "text")
 	srv.MustDo(t, "SET", key, "not a number")
-	if _, err := g.IncrBy(ctx, r, 5, key, 1); err == nil || errors.Is(err, turnstile.ErrStaleToken) {
+	if _, err := g.IncrBy(ctx, r, 5, key, 1); err == nil || errors.Is(err, fence.ErrStaleToken) {
 		t.Fatalf("IncrBy on text: %v, want Redis's error", err)
 	}
 	if last, err := g.Last(ctx, r); err != nil || last != 0 {
@@ -205,7 +205,7 @@ func TestRedisGarbledGuardKey(t *testing.T) {
 	for _, v := range []string{"abc", "012", "-5", "123456789012345678901"} {
 		srv.MustDo(t, "SET", fence.GuardKey(r), v)
 		err := g.Set(ctx, r, 1<<62, fence.DataKey(r, "v"), "x")
-		if err == nil || errors.Is(err, turnstile.ErrStaleToken) || !strings.Contains(err.Error(), "holds no token") {
+		if err == nil || errors.Is(err, fence.ErrStaleToken) || !strings.Contains(err.Error(), "holds no token") {
 			t.Fatalf("guard key %q: Set = %v, want an error saying it holds no token", v, err)
 		}
 		if _, err := g.Last(ctx, r); err == nil {

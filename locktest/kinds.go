@@ -30,7 +30,7 @@ var (
 //
 //	func init() {
 //		locktest.RegisterView("redis-fair", func(b driver.Backend) (driver.Backend, error) {
-//			return b.(*redis.Backend).Fair()
+//			return turnstile.Fair(b, turnstile.WithPollInterval(20*time.Millisecond))
 //		})
 //	}
 func RegisterView(name string, view func(driver.Backend) (driver.Backend, error)) {
@@ -90,4 +90,31 @@ func kindClient(t *testing.T, b driver.Backend, opts ...turnstile.Option) *turns
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// View returns a function that fails t on a kind function's error and
+// returns the view as the store's own type T, for tests that use what T
+// adds to a driver.Backend:
+//
+//	sem := locktest.View[*redis.Semaphore](t)(turnstile.Semaphore(b, 3))
+func View[T any](t testing.TB) func(driver.Backend, error) T {
+	return func(b driver.Backend, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, ok := b.(T)
+		if !ok {
+			t.Fatalf("locktest: the view is a %T, not a %T", b, v)
+		}
+		return v
+	}
+}
+
+// Sides is View for the two sides turnstile.ReadWrite returns.
+func Sides[R, W any](t testing.TB) func(driver.Backend, driver.Backend, error) (R, W) {
+	return func(read, write driver.Backend, err error) (R, W) {
+		t.Helper()
+		return View[R](t)(read, err), View[W](t)(write, nil)
+	}
 }

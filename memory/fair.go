@@ -8,19 +8,22 @@ import (
 	"github.com/turnstilelock/turnstile/driver"
 )
 
-// fairPoll is how often the first waiter looks at the lock when no
-// release through the Fair view woke it: plain releases and expiries send
-// no notice.
-const fairPoll = 5 * time.Millisecond
+// defaultFairPoll is how often the first waiter looks at the lock when
+// no release through the Fair view woke it (plain releases and expiries
+// send no notice), unless turnstile.WithPollInterval says otherwise.
+const defaultFairPoll = 5 * time.Millisecond
 
-// Fair is a view of a Backend that hands each key's lock to its waiters
-// in the order they came: a driver.Queuer, so a Client over it waits in
+// Fair is the view of a Backend that turnstile.Fair returns: it hands
+// each key's lock to its waiters in the order they came: a driver.Queuer, so a Client over it waits in
 // the queue instead of retrying. The lock is the plain lock itself — the
 // same entry, owner and token — so fair and plain callers exclude each
 // other; plain callers do not queue, though, and may take the lock ahead
 // of the queue when it is free. Acquire (TryAcquire) takes the lock only
 // when nobody waits.
-type Fair struct{ b *Backend }
+type Fair struct {
+	b    *Backend
+	poll time.Duration
+}
 
 var (
 	_ driver.Backend       = (*Fair)(nil)
@@ -38,9 +41,6 @@ type fairQueue struct {
 	waiters []string
 	changed chan struct{}
 }
-
-// Fair returns the fair view of b.
-func (b *Backend) Fair() *Fair { return &Fair{b: b} }
 
 // Name implements driver.Namer.
 func (f *Fair) Name() string { return "memory fair" }
@@ -102,7 +102,7 @@ func (f *Fair) AcquireWait(ctx context.Context, key, owner string, ttl time.Dura
 	k.mu.Unlock()
 	defer f.leave(key, owner)
 
-	timer := time.NewTimer(fairPoll)
+	timer := time.NewTimer(f.poll)
 	defer timer.Stop()
 	reported := 0
 	for {
@@ -121,7 +121,7 @@ func (f *Fair) AcquireWait(ctx context.Context, key, owner string, ttl time.Dura
 			report(pos)
 		}
 		reported = pos
-		timer.Reset(fairPoll)
+		timer.Reset(f.poll)
 		select {
 		case <-ctx.Done():
 			return 0, ctx.Err()
@@ -180,9 +180,14 @@ func (f *Fair) Inspect(ctx context.Context, key string) (driver.LockState, error
 	return st, err
 }
 
-// List implements driver.Inspector: the plain lock's.
+// List implements driver.Inspector: the plain lock's, with each lock's
+// number of waiters.
 func (f *Fair) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
-	return f.b.List(ctx, prefix, limit)
+	states, more, err := f.b.List(ctx, prefix, limit)
+	for i := range states {
+		states[i].Waiters = f.Waiting(states[i].Key)
+	}
+	return states, more, err
 }
 
 // ForceRelease implements driver.ForceReleaser: the plain lock's, which

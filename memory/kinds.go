@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -29,13 +30,6 @@ var (
 	_ driver.ReadWriter  = (*Backend)(nil)
 	_ driver.Fairer      = (*Backend)(nil)
 )
-
-// MaxPermits is the most permits a Semaphore hands out per key.
-const MaxPermits = 10000
-
-// DefaultWriterClaim is how long a waiting writer keeps new readers out
-// after its last attempt (see ReadWrite).
-const DefaultWriterClaim = 2 * time.Second
 
 // kinds holds the lock kinds' state of one Backend.
 type kinds struct {
@@ -97,24 +91,30 @@ func extendMany(ctx context.Context, reqs []driver.ExtendRequest, extend func(co
 	return res
 }
 
-// ReentrantView implements driver.Reentranter: b.Reentrant().
-func (b *Backend) ReentrantView() (driver.Backend, error) { return b.Reentrant(), nil }
-
-// SemaphoreView implements driver.Semaphorer: b.Semaphore(permits).
-func (b *Backend) SemaphoreView(permits int) (driver.Backend, error) { return b.Semaphore(permits) }
-
-// ReadWriteView implements driver.ReadWriter: the two sides of
-// b.ReadWrite(DefaultWriterClaim).
-func (b *Backend) ReadWriteView() (read, write driver.Backend, err error) {
-	rw, err := b.ReadWrite(DefaultWriterClaim)
-	if err != nil {
-		return nil, nil, err
-	}
-	return rw.Read(), rw.Write(), nil
+// ReentrantView implements driver.Reentranter: a *Reentrant.
+func (b *Backend) ReentrantView(driver.KindConfig) (driver.Backend, error) {
+	return &Reentrant{b: b}, nil
 }
 
-// FairView implements driver.Fairer: b.Fair().
-func (b *Backend) FairView() (driver.Backend, error) { return b.Fair(), nil }
+// SemaphoreView implements driver.Semaphorer: a *Semaphore of
+// cfg.Permits permits.
+func (b *Backend) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
+	return &Semaphore{b: b, permits: cfg.Permits}, nil
+}
+
+// ReadWriteView implements driver.ReadWriter: a *ReadLock and a
+// *WriteLock whose waiting writers claim the lock for cfg.Claim().
+func (b *Backend) ReadWriteView(cfg driver.KindConfig) (read, write driver.Backend, err error) {
+	rw := &rwLock{b: b, claim: cfg.Claim()}
+	return &ReadLock{rw}, &WriteLock{rw}, nil
+}
+
+// FairView implements driver.Fairer: a *Fair whose first waiter looks
+// again every cfg.PollInterval (5 ms by default). Its waiters live as
+// long as their process, so cfg.WaiterTimeout has no effect.
+func (b *Backend) FairView(cfg driver.KindConfig) (driver.Backend, error) {
+	return &Fair{b: b, poll: cmp.Or(cfg.PollInterval, defaultFairPoll)}, nil
+}
 
 // sortStates orders List's results by key.
 func sortStates(s []driver.LockState) {
@@ -160,8 +160,3 @@ func (e *PermitsError) Error() string {
 
 // Unwrap makes a PermitsError match turnstile.ErrInvalidOption.
 func (e *PermitsError) Unwrap() error { return driver.ErrInvalidOption }
-
-// optionError is the refusal of a Semaphore's number of permits outside
-// [1, MaxPermits] or of a negative writer claim; it matches
-// turnstile.ErrInvalidOption.
-func optionError(msg string) error { return fmt.Errorf("%w: %s", driver.ErrInvalidOption, msg) }

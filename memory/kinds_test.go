@@ -24,11 +24,11 @@ func TestKinds(t *testing.T) {
 	})
 	t.Run("ReadWrite", func(t *testing.T) {
 		locktest.RunReadWrite(t, func(t testing.TB) (driver.Backend, driver.Backend) {
-			rw, err := store.ReadWrite(500 * time.Millisecond)
+			r, w, err := turnstile.ReadWrite(store, turnstile.WithWriterClaim(500*time.Millisecond))
 			if err != nil {
 				t.Fatal(err)
 			}
-			return rw.Read(), rw.Write()
+			return r, w
 		})
 	})
 	t.Run("Semaphore", func(t *testing.T) {
@@ -58,30 +58,14 @@ func view(t testing.TB) func(driver.Backend, error) driver.Backend {
 	}
 }
 
-// TestKindViewsRefuseBadOptions: a semaphore's number and a writer
-// claim out of range match turnstile.ErrInvalidOption.
-func TestKindViewsRefuseBadOptions(t *testing.T) {
-	b := memory.New()
-	for _, n := range []int{-1, 0, memory.MaxPermits + 1} {
-		if _, err := b.Semaphore(n); !errors.Is(err, turnstile.ErrInvalidOption) {
-			t.Errorf("Semaphore(%d) = %v, want ErrInvalidOption", n, err)
-		}
-	}
-	for _, d := range []time.Duration{0, time.Millisecond, 2 * time.Hour} {
-		if _, err := b.ReadWrite(d); !errors.Is(err, turnstile.ErrInvalidOption) {
-			t.Errorf("ReadWrite(%v) = %v, want ErrInvalidOption", d, err)
-		}
-	}
-}
-
 // TestSemaphoreNumberForgotten: the stored number goes with the last
 // permit, whether released or expired, and the refusal names both
 // numbers and matches turnstile.ErrInvalidOption.
 func TestSemaphoreNumberForgotten(t *testing.T) {
 	ctx := context.Background()
 	b := memory.New()
-	two, _ := b.Semaphore(2)
-	five, _ := b.Semaphore(5)
+	two := view(t)(turnstile.Semaphore(b, 2)).(*memory.Semaphore)
+	five := view(t)(turnstile.Semaphore(b, 5)).(*memory.Semaphore)
 	if _, ok, err := two.Acquire(ctx, "k", "a", 50*time.Millisecond); !ok || err != nil {
 		t.Fatalf("permit: %v %v", ok, err)
 	}
@@ -113,5 +97,41 @@ func TestSemaphoreNumberForgotten(t *testing.T) {
 	}
 	if _, ok, err := two.Acquire(ctx, "k", "c", time.Minute); !ok || err != nil {
 		t.Fatalf("a view with 2 after a forced release: %v %v", ok, err)
+	}
+}
+
+// TestFairPollInterval: the fair view's first waiter looks again every
+// turnstile.WithPollInterval, the only way it learns of a plain lock's
+// expiry: with a poll of a minute it is still waiting a second after the
+// expiry, with the default it takes the lock.
+func TestFairPollInterval(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opts  []turnstile.KindOption
+		takes bool
+	}{
+		{"minute", []turnstile.KindOption{turnstile.WithPollInterval(time.Minute)}, false},
+		{"default", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := memory.New()
+			fair := view(t)(turnstile.Fair(store, tc.opts...)).(*memory.Fair)
+			if _, ok, err := store.Acquire(context.Background(), "k", "plain", 50*time.Millisecond); !ok || err != nil {
+				t.Fatalf("plain acquire: %v %v", ok, err)
+			}
+			wait := time.Minute
+			if !tc.takes {
+				wait = time.Second
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			_, err := fair.AcquireWait(ctx, "k", "waiter", time.Minute)
+			if tc.takes && err != nil {
+				t.Fatalf("the waiter did not take the expired lock: %v", err)
+			}
+			if !tc.takes && !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("the waiter looked again before its poll interval: %v", err)
+			}
+		})
 	}
 }

@@ -7,10 +7,10 @@ import (
 	"github.com/turnstilelock/turnstile/driver"
 )
 
-// Reentrant is a view of a Backend whose locks the same owner may take
-// again while it holds them: each acquisition counts, and only the
-// release that matches the first frees the lock. Every re-entry returns
-// the token of the first acquisition. A re-entry and Extend make the
+// Reentrant is the view of a Backend that turnstile.Reentrant returns:
+// locks the same owner may take again while it holds them. Each
+// acquisition counts, and only the release that matches the first frees
+// the lock. Every re-entry returns the token of the first acquisition. A re-entry and Extend make the
 // lock live at least their TTL from now, never less than it had, since
 // each of the owner's leases is renewed on its own schedule. Give the
 // Client turnstile.WithOwner(id) for the calls that may nest.
@@ -30,9 +30,6 @@ type reentrantHold struct {
 	token   uint64
 	expires time.Time
 }
-
-// Reentrant returns the reentrant view of b.
-func (b *Backend) Reentrant() *Reentrant { return &Reentrant{b: b} }
 
 // Name implements driver.Namer.
 func (r *Reentrant) Name() string { return "memory reentrant" }

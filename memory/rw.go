@@ -2,30 +2,13 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/turnstilelock/turnstile/driver"
 )
 
-// RWLock is a read-write lock on a Backend: any number of readers hold a
-// key together, or one writer holds it alone. Read and Write return its
-// two sides, each a driver.Backend for a Client of its own.
-//
-// Policy: writer preference, as the redis package's RWLock. A writer that
-// finds the lock held leaves a claim, and while any claim is live no new
-// reader gets in; readers already inside finish (or expire), then the
-// writer enters. So a stream of readers cannot starve writers. A claim
-// expires when its writer has not attempted again for the claim time, so
-// a writer that gave up blocks new readers for at most that long; the
-// claim time must be longer than the longest pause between a waiting
-// writer's attempts (the Client's default Backoff pauses at most 1 s).
-//
-// The sides offer no Inspect or ForceRelease: the operator commands
-// (turnstile status, unlock) work across processes, which a memory store
-// is not shared with; the reentrant, semaphore and fair views have them
-// for tests of code that inspects.
-type RWLock struct {
+// rwLock is a read-write lock of a Backend, shared by its two sides.
+type rwLock struct {
 	b     *Backend
 	claim time.Duration
 }
@@ -40,25 +23,9 @@ type rwHold struct {
 	claims  holders // waiting writers
 }
 
-// ReadWrite returns the read-write view of b whose waiting writers keep
-// new readers out for claim after their last attempt. claim must lie in
-// [10 ms, 1 h].
-func (b *Backend) ReadWrite(claim time.Duration) (*RWLock, error) {
-	if claim < 10*time.Millisecond || claim > time.Hour {
-		return nil, optionError(fmt.Sprintf("writer claim %v is outside [10ms, 1h]", claim))
-	}
-	return &RWLock{b: b, claim: claim}, nil
-}
-
-// Read returns the read side.
-func (rw *RWLock) Read() *ReadLock { return &ReadLock{rw} }
-
-// Write returns the write side.
-func (rw *RWLock) Write() *WriteLock { return &WriteLock{rw} }
-
 // hold returns key's lock with expired holds and claims pruned, made if
 // absent.
-func (rw *RWLock) hold(key string, now time.Time) *rwHold {
+func (rw *rwLock) hold(key string, now time.Time) *rwHold {
 	h := rw.b.kinds.rws[key]
 	if h == nil {
 		h = &rwHold{readers: holders{}, rtokens: map[string]uint64{}, claims: holders{}}
@@ -75,7 +42,7 @@ func (rw *RWLock) hold(key string, now time.Time) *rwHold {
 // change runs f on key's hold under the kinds' lock, with the time, and
 // forgets the hold if f left it empty: the renewals and releases of both
 // sides.
-func (rw *RWLock) change(ctx context.Context, key string, f func(h *rwHold, now time.Time) bool) (bool, error) {
+func (rw *rwLock) change(ctx context.Context, key string, f func(h *rwHold, now time.Time) bool) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -89,17 +56,32 @@ func (rw *RWLock) change(ctx context.Context, key string, f func(h *rwHold, now 
 }
 
 // tidy forgets key's lock once nothing is left of it.
-func (rw *RWLock) tidy(key string, h *rwHold) {
+func (rw *rwLock) tidy(key string, h *rwHold) {
 	if h.writer == "" && len(h.readers) == 0 && len(h.claims) == 0 {
 		delete(rw.b.kinds.rws, key)
 	}
 }
 
-// ReadLock is the read side of an RWLock; it is driver.Shared.
-type ReadLock struct{ rw *RWLock }
+// ReadLock is the read side of a Backend's read-write lock, whose two
+// sides turnstile.ReadWrite returns (ReadLock and WriteLock), each a
+// driver.Backend for a Client of its own: any number of readers hold a
+// key together, or one writer holds it alone. The read side is
+// driver.Shared.
+//
+// Policy: writer preference, as on the other stores whose writers claim
+// the lock. A writer that finds the lock held leaves a claim, and while
+// any claim is live no new reader gets in; readers already inside finish
+// (or expire), then the writer enters. So a stream of readers cannot
+// starve writers. A claim expires when its writer has not attempted
+// again for the claim time (turnstile.WithWriterClaim), so a writer that
+// gave up blocks new readers for at most that long.
+//
+// Both sides show and remove the lock's holders (Inspect, List,
+// ForceRelease), as the other kinds' views do.
+type ReadLock struct{ rw *rwLock }
 
-// WriteLock is the write side of an RWLock.
-type WriteLock struct{ rw *RWLock }
+// WriteLock is the write side of the read-write lock ReadLock describes.
+type WriteLock struct{ rw *rwLock }
 
 var (
 	_ driver.Backend       = (*ReadLock)(nil)

@@ -8,8 +8,9 @@ import (
 	"github.com/turnstilelock/turnstile/driver"
 )
 
-// Semaphore is a view of a Backend that lets up to a fixed number of
-// owners hold each key at once, each lease one permit. Permits expire
+// Semaphore is the view of a Backend that turnstile.Semaphore returns: up
+// to a fixed number of owners hold each key at once, each lease one
+// permit. Permits expire
 // like locks. The number of permits is stored with the key's holders:
 // while any permit is held, an acquisition through a Semaphore made with
 // another number is refused with a PermitsError (turnstile.ErrInvalidOption)
@@ -36,15 +37,6 @@ type semHold struct {
 	permits int
 	holders holders
 	tokens  map[string]uint64
-}
-
-// Semaphore returns the view of b that hands out permits permits per key.
-// permits must lie in [1, MaxPermits].
-func (b *Backend) Semaphore(permits int) (*Semaphore, error) {
-	if permits < 1 || permits > MaxPermits {
-		return nil, optionError(fmt.Sprintf("%d permits is outside [1, %d]", permits, MaxPermits))
-	}
-	return &Semaphore{b: b, permits: permits}, nil
 }
 
 // Permits returns how many owners may hold a key at once.

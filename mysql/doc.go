@@ -120,17 +120,17 @@
 // created on a kind's first use, so accounts that take only plain locks
 // need no grant on it. An acquisition first reads the live holders with
 // one statement, and only if the key may be had runs a read-committed
-// transaction that locks the name's turnstile_locks row, reads them
-// again and takes the row's next token: tokens of every kind continue the
-// plain lock's. The kinds take no GET_LOCK, so their leases last exactly
-// as long as their rows; a plain and a reentrant lock on one key do not
-// exclude each other. A semaphore's number of permits is stored in its
-// holders' rows, and another number is refused while any is held. The
-// read-write lock prefers writers: a refused writer's claim row keeps new
-// readers out until it expires (ReadWrite). Waiters poll; there is no
-// fair view (the store keeps no queue). A view is a driver.Inspector of
-// its kind's holders; the Backend's Inspect, List and ForceRelease see
-// plain locks only, and no view force-releases.
+// transaction that locks the name's turnstile_locks row, reads them again
+// and takes the row's next token: tokens of every kind continue the plain
+// lock's. The kinds take no GET_LOCK, so their leases last exactly as long
+// as their rows; a plain and a reentrant lock on one key do not exclude
+// each other. A semaphore's number of permits is stored in its holders'
+// rows, and another number is refused while any is held. The read-write
+// lock prefers writers: a refused writer's claim row keeps new readers out
+// until it expires (turnstile.WithWriterClaim). Waiters poll; there is no
+// fair view (the store keeps no queue). A view is a driver.Inspector and
+// driver.ForceReleaser of its kind's holders; the Backend's Inspect, List
+// and ForceRelease see plain locks only.
 //
 // TLS and least privilege. The TLS parameters every turnstile URL takes —
 // ca_file, cert_file, key_file, server_name — connect with TLS and the

@@ -43,15 +43,9 @@ WHERE name = ? AND kind = ? AND owner = ? AND expires_at > NOW(6)`
 	sqlKindsRelease = `DELETE FROM turnstile_holds WHERE name = ? AND kind = ? AND owner = ? AND expires_at > NOW(6)`
 )
 
-// MaxPermits is the most permits a semaphore view hands out per key.
-const MaxPermits = 10000
-
-// DefaultWriterClaim is how long a waiting writer of ReadWriteView keeps
-// new readers out after its last attempt.
-const DefaultWriterClaim = 2 * time.Second
-
 // The lock kinds, for turnstile.Reentrant, turnstile.Semaphore and
-// turnstile.ReadWrite. There is no fair view: the store keeps no queue of
+// turnstile.ReadWrite, which check their settings and hand them here.
+// There is no fair view: the store keeps no queue of
 // waiters, so turnstile.Fair refuses a mysql Backend.
 var (
 	_ driver.Reentranter = (*Backend)(nil)
@@ -92,40 +86,28 @@ var (
 // holding it may take again, and holds until it released it as often.
 // Every re-entry returns the token of the first acquisition and renews
 // the hold to at least its TTL.
-func (b *Backend) ReentrantView() (driver.Backend, error) {
+func (b *Backend) ReentrantView(driver.KindConfig) (driver.Backend, error) {
 	return &kindView{b: b, kind: "reentrant", label: "reentrant"}, nil
 }
 
-// SemaphoreView implements driver.Semaphorer: up to permits owners hold a
-// key at once, each lease one permit with a token of its own. The number
-// is stored in every holder's row; while a permit of the key is held, an
-// acquisition with another number is refused (turnstile.ErrInvalidOption).
-// permits must lie in [1, MaxPermits].
-func (b *Backend) SemaphoreView(permits int) (driver.Backend, error) {
-	if permits < 1 || permits > MaxPermits {
-		return nil, fmt.Errorf("%w: %d permits is outside [1, %d]", turnstile.ErrInvalidOption, permits, MaxPermits)
-	}
-	return &kindView{b: b, kind: "semaphore", permits: permits, shared: permits > 1, label: fmt.Sprintf("semaphore(%d)", permits)}, nil
+// SemaphoreView implements driver.Semaphorer: up to cfg.Permits owners
+// hold a key at once, each lease one permit with a token of its own. The
+// number is stored in every holder's row; while a permit of the key is
+// held, an acquisition with another number is refused
+// (turnstile.ErrInvalidOption).
+func (b *Backend) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
+	return &kindView{b: b, kind: "semaphore", permits: cfg.Permits, shared: cfg.Permits > 1, label: fmt.Sprintf("semaphore(%d)", cfg.Permits)}, nil
 }
 
-// ReadWriteView implements driver.ReadWriter with DefaultWriterClaim.
-func (b *Backend) ReadWriteView() (read, write driver.Backend, err error) {
-	return b.ReadWrite(DefaultWriterClaim)
-}
-
-// ReadWrite returns the two sides of a read-write lock: any number of
-// readers, or one writer. Writers are preferred: a writer that finds the
-// key held leaves a claim, and while a claim is live no new reader gets
-// in, so a stream of readers cannot starve writers. A claim lasts claim
-// after the writer's last attempt, so a writer that gave up blocks new
-// readers for at most that long; claim must exceed the longest pause
-// between a waiting writer's attempts (the Client's default Backoff
-// pauses at most 1 s) and lie in [10 ms, 1 h]. The read side is
-// driver.Shared.
-func (b *Backend) ReadWrite(claim time.Duration) (read, write driver.Backend, err error) {
-	if claim < 10*time.Millisecond || claim > time.Hour {
-		return nil, nil, fmt.Errorf("%w: writer claim %v is outside [10ms, 1h]", turnstile.ErrInvalidOption, claim)
-	}
+// ReadWriteView implements driver.ReadWriter: the two sides of a
+// read-write lock, any number of readers or one writer. Writers are
+// preferred: a writer that finds the key held leaves a claim, and while a
+// claim is live no new reader gets in, so a stream of readers cannot
+// starve writers. A claim lasts cfg.Claim() after the writer's last
+// attempt, so a writer that gave up blocks new readers for at most that
+// long. The read side is driver.Shared.
+func (b *Backend) ReadWriteView(cfg driver.KindConfig) (read, write driver.Backend, err error) {
+	claim := cfg.Claim()
 	return &kindView{b: b, kind: "read", claim: claim, shared: true, label: "read"},
 		&kindView{b: b, kind: "write", claim: claim, label: "write"}, nil
 }

@@ -3,14 +3,20 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 )
 
-var _ driver.Inspector = (*kindView)(nil)
+var (
+	_ driver.Inspector     = (*kindView)(nil)
+	_ driver.ForceReleaser = (*kindView)(nil)
+)
 
 const (
 	// The live holders of a name in two kinds, and the name's last
@@ -28,7 +34,33 @@ FROM (SELECT DISTINCT name FROM turnstile_holds
 	WHERE name >= ? AND (? OR name < ?) AND kind IN (?, ?) AND expires_at > NOW(6) ORDER BY name LIMIT ?) ks
 JOIN turnstile_holds h ON h.name = ks.name JOIN turnstile_locks l ON l.name = ks.name
 WHERE h.kind IN (?, ?) AND h.expires_at > NOW(6) ORDER BY h.name`
+
+	// sqlKindsForceLock locks a name's fence row, which every
+	// acquisition of the name's kinds locks too, for a forced release,
+	// and reads its last token.
+	sqlKindsForceLock = `SELECT token FROM turnstile_locks WHERE name = ? FOR UPDATE`
+	// sqlKindsForceHolders are the live holders of a name in two kinds,
+	// with their time left.
+	sqlKindsForceHolders = `SELECT owner, token, TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at) FROM turnstile_holds
+WHERE name = ? AND kind IN (?, ?) AND expires_at > NOW(6)`
+	// sqlKindsForce deletes the holds of a name in two kinds, live or
+	// expired. Waiting writers' claims stay.
+	sqlKindsForce = `DELETE FROM turnstile_holds WHERE name = ? AND kind IN (?, ?)`
+	// sqlKindsFloor raises a name's token by one: the floor, above every
+	// removed holder's token; the next token is above it.
+	sqlKindsFloor = `UPDATE turnstile_locks SET token = token + 1 WHERE name = ?`
 )
+
+// noSuchTable is the server's error for a table that does not exist
+// (ER_NO_SUCH_TABLE): turnstile_holds before any kind was used, so
+// nothing is held in a kind.
+const noSuchTable = 1146
+
+// noKinds reports whether err says turnstile_holds does not exist.
+func noKinds(err error) bool {
+	var me *gomysql.MySQLError
+	return errors.As(err, &me) && me.Number == noSuchTable
+}
 
 // kinds are the two holders' kinds that make up the view's lock: both
 // sides of a read-write lock, or the view's kind twice.
@@ -43,7 +75,8 @@ func (v *kindView) kinds() (string, string) {
 // holders of the view's kind (readers and writer alike for either side
 // of a read-write lock), each with its token and time left on the
 // server's clock. Token is the name's last token, of any kind; the store
-// keeps no queue, so Waiters is -1.
+// keeps no queue, so Waiters is -1. It creates nothing: before the
+// kinds' table exists, nothing is held in a kind.
 func (v *kindView) Inspect(ctx context.Context, key string) (driver.LockState, error) {
 	if err := ctx.Err(); err != nil {
 		return driver.LockState{}, err
@@ -51,7 +84,7 @@ func (v *kindView) Inspect(ctx context.Context, key string) (driver.LockState, e
 	name := LockName(key)
 	k1, k2 := v.kinds()
 	var states []driver.LockState
-	err := v.conn(ctx, name, "inspect", func(ctx context.Context, c *sql.Conn) error {
+	err := v.read(ctx, name, "inspect", func(ctx context.Context, c *sql.Conn) error {
 		var err error
 		states, err = readHolders(c.QueryContext(ctx, sqlKindsInspect, k1, k2, name))
 		return err
@@ -82,7 +115,7 @@ func (v *kindView) List(ctx context.Context, prefix string, limit int) ([]driver
 	end, bounded := successor([]byte(prefix))
 	k1, k2 := v.kinds()
 	var states []driver.LockState
-	err := v.conn(ctx, prefix, "list", func(ctx context.Context, c *sql.Conn) error {
+	err := v.read(ctx, prefix, "list", func(ctx context.Context, c *sql.Conn) error {
 		var err error
 		states, err = readHolders(c.QueryContext(ctx, sqlKindsList, []byte(prefix), !bounded, end, k1, k2, limit+1, k1, k2))
 		return err
@@ -125,4 +158,101 @@ func readHolders(rows *sql.Rows, err error) ([]driver.LockState, error) {
 		}
 	}
 	return states, rows.Err()
+}
+
+// read runs fn on the connection of name, as conn does, without creating
+// turnstile_holds: an operator's read needs no CREATE privilege, and a
+// missing table holds nothing.
+func (v *kindView) read(ctx context.Context, name, what string, fn func(ctx context.Context, c *sql.Conn) error) error {
+	s := v.b.shard(name)
+	ctx, cancel := statementContext(ctx)
+	defer cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.get(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(ctx, c); err != nil && !noKinds(err) {
+		return fmt.Errorf("%s: %s %s: %w", v.b.name, v.label, what, s.fail(err))
+	}
+	return nil
+}
+
+// ForceRelease implements driver.ForceReleaser with one transaction on
+// the connection of the name's shard: it locks the name's fence row, so
+// that no acquisition of the key runs meanwhile, reads and deletes every
+// hold of the view's kind (readers and writer alike for either side of
+// a read-write lock), and when one was live raises the row's token by
+// one. The holders' next Extend finds their rows gone and reports the
+// hold lost; waiters find the key free at their next attempt (the store
+// sends no release notices). The returned Token is the raised token (the
+// last token when nothing was held).
+func (v *kindView) ForceRelease(ctx context.Context, key string) (driver.LockState, error) {
+	if err := ctx.Err(); err != nil {
+		return driver.LockState{}, err
+	}
+	name := LockName(key)
+	st := driver.LockState{Key: key, Waiters: -1}
+	err := v.read(ctx, name, "force release", func(ctx context.Context, c *sql.Conn) error {
+		tx, err := c.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		if st, err = v.forceRelease(ctx, tx, key, name); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return driver.LockState{}, err
+	}
+	return st, nil
+}
+
+func (v *kindView) forceRelease(ctx context.Context, tx *sql.Tx, key, name string) (driver.LockState, error) {
+	st := driver.LockState{Key: key, Waiters: -1}
+	err := tx.QueryRowContext(ctx, sqlKindsForceLock, name).Scan(&st.Token)
+	if errors.Is(err, sql.ErrNoRows) {
+		return st, nil // no row: nothing was ever held on the name
+	}
+	if err != nil {
+		return st, err
+	}
+	k1, k2 := v.kinds()
+	rows, err := tx.QueryContext(ctx, sqlKindsForceHolders, name, k1, k2)
+	if err != nil {
+		return st, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			h    driver.Holder
+			left int64
+		)
+		if err := rows.Scan(&h.Owner, &h.Token, &left); err != nil {
+			return st, err
+		}
+		if left > 0 {
+			h.TTL = time.Duration(left) * time.Microsecond
+			st.Held, st.Holders = true, append(st.Holders, h)
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return st, err
+	}
+	if err := rows.Err(); err != nil {
+		return st, err
+	}
+	if _, err := tx.ExecContext(ctx, sqlKindsForce, name, k1, k2); err != nil {
+		return st, err
+	}
+	if st.Held {
+		if _, err := tx.ExecContext(ctx, sqlKindsFloor, name); err != nil {
+			return st, err
+		}
+		st.Token++
+	}
+	return st, nil
 }

@@ -27,7 +27,7 @@ func TestKinds(t *testing.T) {
 	mustExec(t, srv, "USE "+mysqlproc.Database+"; CREATE TABLE IF NOT EXISTS turnstile_locks (name VARBINARY(255) NOT NULL PRIMARY KEY, token BIGINT UNSIGNED NOT NULL, owner VARBINARY(255) NOT NULL, expires_at DATETIME(6) NOT NULL) ENGINE = InnoDB; INSERT INTO turnstile_locks VALUES ('old', 9000000000000000000, '', NOW(6))")
 	t.Run("Migrate", func(t *testing.T) {
 		b := dial(t, srv)
-		r := must(t)(b.ReentrantView())
+		r := must(t)(turnstile.Reentrant(b))
 		tok, ok, err := r.Acquire(ctx(t), "old", "a", time.Minute)
 		if !ok || err != nil {
 			t.Fatalf("reentrant on an older table: %v, %v", ok, err)
@@ -72,7 +72,7 @@ func TestKinds(t *testing.T) {
 	t.Run("ReadWrite", func(t *testing.T) {
 		t.Parallel()
 		locktest.RunReadWrite(t, func(t testing.TB) (driver.Backend, driver.Backend) {
-			r, w, err := dial(t, srv).ReadWrite(500 * time.Millisecond)
+			r, w, err := turnstile.ReadWrite(dial(t, srv), turnstile.WithWriterClaim(500*time.Millisecond))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,8 +82,8 @@ func TestKinds(t *testing.T) {
 	t.Run("PermitsStored", func(t *testing.T) {
 		t.Parallel()
 		b := dial(t, srv)
-		two := must(t)(b.SemaphoreView(2))
-		five := must(t)(b.SemaphoreView(5))
+		two := must(t)(turnstile.Semaphore(b, 2))
+		five := must(t)(turnstile.Semaphore(b, 5))
 		if _, ok, err := two.Acquire(ctx(t), "kinds-permits", "a", time.Minute); !ok || err != nil {
 			t.Fatalf("first permit: %v, %v", ok, err)
 		}
@@ -97,8 +97,8 @@ func TestKinds(t *testing.T) {
 		if _, ok, err := five.Acquire(ctx(t), "kinds-permits", "b", time.Minute); !ok || err != nil {
 			t.Fatalf("permit through a view of 5 once none is held: %v, %v", ok, err)
 		}
-		if _, err := b.SemaphoreView(0); !errors.Is(err, turnstile.ErrInvalidOption) {
-			t.Fatalf("SemaphoreView(0): %v, want ErrInvalidOption", err)
+		if _, err := turnstile.Semaphore(b, 0); !errors.Is(err, turnstile.ErrInvalidOption) {
+			t.Fatalf("Semaphore(0): %v, want ErrInvalidOption", err)
 		}
 		if _, err := turnstile.Fair(b); !errors.Is(err, turnstile.ErrUnsupported) {
 			t.Fatalf("Fair: %v, want ErrUnsupported", err)
@@ -107,7 +107,7 @@ func TestKinds(t *testing.T) {
 	t.Run("Inspect", func(t *testing.T) {
 		t.Parallel()
 		b := dial(t, srv)
-		sem := must(t)(b.SemaphoreView(3))
+		sem := must(t)(turnstile.Semaphore(b, 3))
 		var toks []uint64
 		for _, kc := range []struct{ key, owner string }{{"kinds-insp/a", "o1"}, {"kinds-insp/a", "o2"}, {"kinds-insp/b", "o3"}} {
 			tok, ok, err := sem.Acquire(ctx(t), kc.key, kc.owner, time.Minute)
@@ -132,7 +132,7 @@ func TestKinds(t *testing.T) {
 		if st, err := in.Inspect(ctx(t), "kinds-insp/none"); err != nil || st.Held {
 			t.Fatalf("Inspect of a key never locked = %+v, %v; want not held", st, err)
 		}
-		if st, err := must(t)(b.ReentrantView()).(driver.Inspector).Inspect(ctx(t), "kinds-insp/a"); err != nil || st.Held {
+		if st, err := must(t)(turnstile.Reentrant(b)).(driver.Inspector).Inspect(ctx(t), "kinds-insp/a"); err != nil || st.Held {
 			t.Fatalf("reentrant Inspect of a semaphore's key = %+v, %v; want not held", st, err)
 		}
 		states, more, err := in.List(ctx(t), "kinds-insp/", 1)
@@ -163,7 +163,7 @@ func TestKinds(t *testing.T) {
 		if _, ok, err := b.Acquire(ctx(t), "kinds-priv", "a", time.Minute); !ok || err != nil {
 			t.Fatalf("plain lock: %v, %v", ok, err)
 		}
-		r := must(t)(b.ReentrantView())
+		r := must(t)(turnstile.Reentrant(b))
 		_, _, err = r.Acquire(ctx(t), "kinds-priv", "a", time.Minute)
 		if !errors.Is(err, turnstile.ErrPermission) || !strings.Contains(err.Error(), "turnstile_holds") {
 			t.Fatalf("reentrant lock without grants on turnstile_holds: %v; want ErrPermission naming it", err)
@@ -180,11 +180,5 @@ func TestKinds(t *testing.T) {
 
 // must returns the view, failing t on an error.
 func must(t testing.TB) func(driver.Backend, error) driver.Backend {
-	return func(b driver.Backend, err error) driver.Backend {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	return locktest.View[driver.Backend](t)
 }

@@ -105,13 +105,14 @@
 // lock's. The kinds take no advisory lock, so their leases last exactly as
 // long as their rows, as on Redis; a plain and a reentrant lock on one key
 // do not exclude each other. A semaphore's number of permits is stored in
-// its holders' rows, and another number is refused while any is held.
-// The read-write lock prefers writers: a refused writer's claim row keeps
-// new readers out until it expires (ReadWrite). Releases send the plain
-// lock's notice. There is no fair view (the store keeps no queue). A
-// view is a driver.Inspector of its kind's holders (both sides of a
-// read-write lock show readers and writer); the Backend's Inspect, List
-// and ForceRelease see plain locks only, and no view force-releases.
+// its holders' rows, and another number is refused while any is held. The
+// read-write lock prefers writers: a refused writer's claim row keeps new
+// readers out until it expires (turnstile.WithWriterClaim). Releases send
+// the plain lock's notice. There is no fair view (the store keeps no
+// queue). A view is a driver.Inspector and driver.ForceReleaser of its
+// kind's holders (both sides of a read-write lock show and remove readers
+// and writer alike); the Backend's Inspect, List and ForceRelease see
+// plain locks only.
 //
 // TLS and least privilege. The TLS parameters every turnstile URL takes —
 // ca_file, cert_file, key_file, server_name — turn on sslmode=verify-full

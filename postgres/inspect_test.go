@@ -261,7 +261,7 @@ func TestForceRelease(t *testing.T) {
 			if last, err := same.Last(ctx, c, k); err != nil || last != st.Token {
 				t.Fatalf("fence of %q after the forced release = %d, %v; want the floor %d", k, last, err, st.Token)
 			}
-			if err := write(same, k, old); !errors.Is(err, turnstile.ErrStaleToken) {
+			if err := write(same, k, old); !errors.Is(err, fence.ErrStaleToken) {
 				t.Fatalf("the removed holder's late write to %q: %v, want ErrStaleToken", k, err)
 			}
 			if ok, err := b.Extend(ctx, k, "old", time.Minute); ok || err != nil { // gives up the advisory lock

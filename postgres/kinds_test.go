@@ -35,7 +35,7 @@ func TestKinds(t *testing.T) {
 	t.Run("ReadWrite", func(t *testing.T) {
 		t.Parallel()
 		locktest.RunReadWrite(t, func(t testing.TB) (driver.Backend, driver.Backend) {
-			r, w, err := dial(t, srv).ReadWrite(500 * time.Millisecond)
+			r, w, err := turnstile.ReadWrite(dial(t, srv), turnstile.WithWriterClaim(500*time.Millisecond))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,13 +46,7 @@ func TestKinds(t *testing.T) {
 
 // must returns the view, failing t on an error.
 func must(t testing.TB) func(driver.Backend, error) driver.Backend {
-	return func(b driver.Backend, err error) driver.Backend {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	return locktest.View[driver.Backend](t)
 }
 
 // TestKindsPermitsStored: while a permit is held, a semaphore view with
@@ -61,8 +55,8 @@ func must(t testing.TB) func(driver.Backend, error) driver.Backend {
 func TestKindsPermitsStored(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	b := dial(t, srv)
-	two := must(t)(b.SemaphoreView(2))
-	five := must(t)(b.SemaphoreView(5))
+	two := must(t)(turnstile.Semaphore(b, 2))
+	five := must(t)(turnstile.Semaphore(b, 5))
 	if _, ok, err := two.Acquire(ctx, "kinds-permits", "a", time.Minute); !ok || err != nil {
 		t.Fatalf("first permit: %v, %v", ok, err)
 	}
@@ -76,8 +70,8 @@ func TestKindsPermitsStored(t *testing.T) {
 	if _, ok, err := five.Acquire(ctx, "kinds-permits", "b", time.Minute); !ok || err != nil {
 		t.Fatalf("permit through a view of 5 once none is held: %v, %v", ok, err)
 	}
-	if _, err := b.SemaphoreView(0); !errors.Is(err, turnstile.ErrInvalidOption) {
-		t.Fatalf("SemaphoreView(0): %v, want ErrInvalidOption", err)
+	if _, err := turnstile.Semaphore(b, 0); !errors.Is(err, turnstile.ErrInvalidOption) {
+		t.Fatalf("Semaphore(0): %v, want ErrInvalidOption", err)
 	}
 	if _, err := turnstile.Fair(b); !errors.Is(err, turnstile.ErrUnsupported) {
 		t.Fatalf("Fair: %v, want ErrUnsupported", err)
@@ -103,7 +97,7 @@ func TestKindsMigrate(t *testing.T) {
 	cfg := connConfig(t, srv)
 	cfg.RuntimeParams["search_path"] = "kinds_old"
 	b := dialConfig(t, cfg)
-	r := must(t)(b.ReentrantView())
+	r := must(t)(turnstile.Reentrant(b))
 	tok, ok, err := r.Acquire(ctx, "old", "a", time.Minute)
 	if !ok || err != nil {
 		t.Fatalf("reentrant on a migrated table: %v, %v", ok, err)
@@ -132,7 +126,7 @@ func TestKindsMigrate(t *testing.T) {
 func TestKindsInspect(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	b := dial(t, srv)
-	sem := must(t)(b.SemaphoreView(3))
+	sem := must(t)(turnstile.Semaphore(b, 3))
 	var toks []uint64
 	for _, kc := range []struct{ key, owner string }{{"kinds-insp/a", "o1"}, {"kinds-insp/a", "o2"}, {"kinds-insp/b", "o3"}} {
 		tok, ok, err := sem.Acquire(ctx, kc.key, kc.owner, time.Minute)
@@ -157,7 +151,7 @@ func TestKindsInspect(t *testing.T) {
 	if st, err := in.Inspect(ctx, "kinds-insp/none"); err != nil || st.Held {
 		t.Fatalf("Inspect of a key never locked = %+v, %v; want not held", st, err)
 	}
-	if st, err := must(t)(b.ReentrantView()).(driver.Inspector).Inspect(ctx, "kinds-insp/a"); err != nil || st.Held {
+	if st, err := must(t)(turnstile.Reentrant(b)).(driver.Inspector).Inspect(ctx, "kinds-insp/a"); err != nil || st.Held {
 		t.Fatalf("reentrant Inspect of a semaphore's key = %+v, %v; want not held", st, err)
 	}
 	states, more, err := in.List(ctx, "kinds-insp/", 1)

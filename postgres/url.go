@@ -4,10 +4,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/internal/redact"
 	"github.com/turnstilelock/turnstile/internal/storeurl"
 )
 
@@ -60,6 +63,14 @@ func parseURL(u *url.URL) (connCfg *pgx.ConnConfig, opts []Option, err error) {
 			}
 		case q.Get("host") == "":
 			return errors.New("the URL names no host: give postgres://HOST[:PORT]/DB (for a Unix socket, ?host=/run/postgresql, its directory)")
+		}
+		// pgx sends a parameter it does not know to the server as a
+		// run-time setting: a misspelt password (pasword=…) would travel
+		// there, and come back in the server's refusal.
+		for _, name := range slices.Sorted(maps.Keys(q)) {
+			if name != "password" && redact.Misspelt(name) {
+				return storeurl.Unknown(url.Values{name: q[name]}, map[string]bool(nil), name, "a misspelt secret? libpq's password parameters are password and sslpassword")
+			}
 		}
 		if tl.Given() {
 			if len(q["sslmode"]) > 1 {

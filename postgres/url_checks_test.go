@@ -13,7 +13,7 @@ import (
 
 // redactChecks: no error of the parser (FuzzParseURLRedacts) or of Open,
 // the driver's included (TestOpenRedacts), shows a secret of the URL.
-var redactChecks = redacttest.Backend{Schemes: urlForm.Schemes, Parse: redacttest.ParseErr(parseURL)}
+var redactChecks = redacttest.Backend{Schemes: urlForm.Schemes, Parse: redacttest.ParseErr(parseURL), LooseParams: true}
 
 // hostChecks: hosts named by IPv6 literals, alone and in lists, are
 // dialled at their addresses; malformed ones make an invalid URL.
@@ -83,3 +83,14 @@ func TestURLHostParam(t *testing.T) {
 		}
 	}
 }
+
+// TestAmbiguousUserinfo: a URL whose password holds an '@' and then a
+// '/', '?' or '#' unencoded, whose user information therefore has no
+// clear end, is refused before any use — no host looked up — with an
+// error that names no part of it.
+func TestAmbiguousUserinfo(t *testing.T) { redactChecks.CheckAmbiguous(t) }
+
+// TestUnknownParamRedacted: an unknown query parameter, a misspelt
+// password= among them, is refused by its name, and its value shows
+// nowhere in the error.
+func TestUnknownParamRedacted(t *testing.T) { redactChecks.CheckUnknownParams(t) }

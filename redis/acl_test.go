@@ -246,12 +246,12 @@ func exerciseLocking(t *testing.T, ctx context.Context, srv *testserver.Redis, c
 		}
 	}
 	// A release with its notice in any case (an election's resignation).
-	if ok, err := b.ReleaseAloud(ctx, "job", l.Owner()); err != nil || !ok {
-		t.Fatalf("ReleaseAloud: ok=%v err=%v", ok, err)
+	if ok, _, err := b.ReleaseNotice(ctx, "job", l.Owner(), driver.NoticeAlways); err != nil || !ok {
+		t.Fatalf("ReleaseNotice: ok=%v err=%v", ok, err)
 	}
 
 	// Reentrant: entered twice, one token.
-	re, err := turnstile.New(b.Reentrant(), turnstile.WithTTL(10*time.Second), turnstile.WithOwner("me"))
+	re, err := turnstile.New(reentrantOf(t, b), turnstile.WithTTL(10*time.Second), turnstile.WithOwner("me"))
 	must("reentrant client", err)
 	defer re.Close()
 	r1, err := re.Acquire(ctx, "re")
@@ -266,12 +266,11 @@ func exerciseLocking(t *testing.T, ctx context.Context, srv *testserver.Redis, c
 	must("reentrant release", r1.Release(ctx))
 
 	// Read-write: two readers, then a writer (which waits for them).
-	rwl, err := b.ReadWrite()
-	must("ReadWrite", err)
-	rc, err := turnstile.New(rwl.Read(), turnstile.WithTTL(10*time.Second))
+	read, write := readWriteOf(t, b)
+	rc, err := turnstile.New(read, turnstile.WithTTL(10*time.Second))
 	must("read client", err)
 	defer rc.Close()
-	wc, err := turnstile.New(rwl.Write(), turnstile.WithTTL(10*time.Second))
+	wc, err := turnstile.New(write, turnstile.WithTTL(10*time.Second))
 	must("write client", err)
 	defer wc.Close()
 	rd1, err := rc.Acquire(ctx, "rw")
@@ -290,9 +289,7 @@ func exerciseLocking(t *testing.T, ctx context.Context, srv *testserver.Redis, c
 	must("write release", wr.Release(ctx))
 
 	// Semaphore of two permits.
-	sem, err := b.Semaphore(2)
-	must("Semaphore", err)
-	sc, err := turnstile.New(sem, turnstile.WithTTL(10*time.Second))
+	sc, err := turnstile.New(semaphoreOf(t, b, 2), turnstile.WithTTL(10*time.Second))
 	must("semaphore client", err)
 	defer sc.Close()
 	p1, err := sc.Acquire(ctx, "sem")
@@ -308,9 +305,7 @@ func exerciseLocking(t *testing.T, ctx context.Context, srv *testserver.Redis, c
 
 	// Fair: a waiter queues, learns its place, and takes the lock on the
 	// release; another gives up its place.
-	fair, err := b.Fair()
-	must("Fair", err)
-	fc, err := turnstile.New(fair, turnstile.WithTTL(10*time.Second))
+	fc, err := turnstile.New(fairOf(t, b), turnstile.WithTTL(10*time.Second))
 	must("fair client", err)
 	defer fc.Close()
 	fl, err := fc.Acquire(ctx, "fair")
@@ -414,12 +409,12 @@ func TestACLOperator(t *testing.T) {
 // removes it by force through c's and b's views.
 func exerciseOperator(t *testing.T, ctx context.Context, b *redis.Backend) {
 	t.Helper()
-	rwl, _ := b.ReadWrite()
-	sem, _ := b.Semaphore(2)
-	fair, _ := b.Fair()
+	read, write := readWriteOf(t, b)
+	sem := semaphoreOf(t, b, 2)
+	fair := fairOf(t, b)
 	views := map[string]driver.Backend{
-		"plain": b, "fair": fair, "reentrant": b.Reentrant(),
-		"read": rwl.Read(), "write": rwl.Write(), "semaphore": sem,
+		"plain": b, "fair": fair, "reentrant": reentrantOf(t, b),
+		"read": read, "write": write, "semaphore": sem,
 	}
 	for _, name := range slices.Sorted(maps.Keys(views)) {
 		v := views[name]
@@ -579,19 +574,19 @@ func TestACLMissingPermission(t *testing.T) {
 		}, []string{"SSUBSCRIBE", "+ssubscribe"}},
 		{"script load", without(full, "+script|load"), func(t *testing.T, ctx context.Context, b *redis.Backend) error {
 			// A batch of renewals loads the script first.
-			sem, _ := b.Semaphore(3)
+			sem := semaphoreOf(t, b, 3)
 			if _, ok, err := sem.Acquire(ctx, "a6", "owner", 10*time.Second); err != nil || !ok {
 				t.Fatalf("acquire a permit: ok=%v err=%v", ok, err)
 			}
 			return sem.ExtendMany(ctx, []driver.ExtendRequest{{Key: "a6", Owner: "owner", TTL: 10 * time.Second}})[0].Err
 		}, []string{"SCRIPT|LOAD", "+script|load"}},
-		{"zadd in the semaphore script", without(full, "+zadd"), func(_ *testing.T, ctx context.Context, b *redis.Backend) error {
-			sem, _ := b.Semaphore(3)
+		{"zadd in the semaphore script", without(full, "+zadd"), func(t *testing.T, ctx context.Context, b *redis.Backend) error {
+			sem := semaphoreOf(t, b, 3)
 			_, _, err := sem.Acquire(ctx, "a7", "owner", 10*time.Second)
 			return err
 		}, []string{"ZADD", "+zadd"}},
-		{"hset in the reentrant script", without(full, "+hset"), func(_ *testing.T, ctx context.Context, b *redis.Backend) error {
-			_, _, err := b.Reentrant().Acquire(ctx, "a8", "owner", 10*time.Second)
+		{"hset in the reentrant script", without(full, "+hset"), func(t *testing.T, ctx context.Context, b *redis.Backend) error {
+			_, _, err := reentrantOf(t, b).Acquire(ctx, "a8", "owner", 10*time.Second)
 			return err
 		}, []string{"HSET", "+hset"}},
 		{"key pattern", without(full, "~app:*"), acquire("a9"), []string{`"app:{a9}"`, "~pattern"}},
@@ -605,7 +600,7 @@ func TestACLMissingPermission(t *testing.T) {
 			return err
 		}, []string{`"app:{a12}:released"`, "&pattern"}},
 		{"channel pattern on a semaphore's release", without(full, "&app:*"), func(t *testing.T, ctx context.Context, b *redis.Backend) error {
-			sem, _ := b.Semaphore(3)
+			sem := semaphoreOf(t, b, 3)
 			if _, ok, err := sem.Acquire(ctx, "a13", "owner", 10*time.Second); err != nil || !ok {
 				t.Fatalf("acquire a permit: ok=%v err=%v", ok, err)
 			}

@@ -26,12 +26,12 @@ type Backend struct {
 }
 
 var (
-	_ driver.Backend       = (*Backend)(nil)
-	_ driver.BatchExtender = (*Backend)(nil)
-	_ driver.Namer         = (*Backend)(nil)
-	_ driver.Fencer        = (*Backend)(nil)
-	_ driver.AloudReleaser = (*Backend)(nil)
-	_ driver.TokenRoom     = (*Backend)(nil)
+	_ driver.Backend        = (*Backend)(nil)
+	_ driver.BatchExtender  = (*Backend)(nil)
+	_ driver.Namer          = (*Backend)(nil)
+	_ driver.Fencer         = (*Backend)(nil)
+	_ driver.NoticeReleaser = (*Backend)(nil)
+	_ driver.TokenRoom      = (*Backend)(nil)
 )
 
 // New returns a Backend over an existing rueidis client. The caller keeps
@@ -247,26 +247,33 @@ func (b *Backend) ClockReading() uint64 { return uint64(max(b.clock.reading(), 0
 // Release implements driver.Backend. The release notice goes out only
 // when someone failed to take the lock while it was held.
 func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
-	return b.release(ctx, key, owner, "")
+	ok, _, err := b.release(ctx, key, owner, "")
+	return ok, err
 }
 
-// ReleaseAloud implements driver.AloudReleaser: Release with the release
-// notice, whether or not someone failed to take the lock meanwhile.
-func (b *Backend) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
-	return b.release(ctx, key, owner, "always")
+// ReleaseNotice implements driver.NoticeReleaser: Release with the notice
+// sent as n says — only if someone failed to take the lock meanwhile, or
+// in any case — and whether someone had (the lock was marked).
+func (b *Backend) ReleaseNotice(ctx context.Context, key, owner string, n driver.Notice) (ok, tried bool, err error) {
+	notice := ""
+	if n == driver.NoticeAlways {
+		notice = "always"
+	}
+	return b.release(ctx, key, owner, notice)
 }
 
 // release runs the release script; notice is its ARGV[3] (release.lua).
-func (b *Backend) release(ctx context.Context, key, owner, notice string) (bool, error) {
+// tried reports that the lock was marked: someone failed to take it.
+func (b *Backend) release(ctx context.Context, key, owner, notice string) (ok, tried bool, err error) {
 	if err := check(ctx, key); err != nil {
-		return false, err
+		return false, false, err
 	}
 	n := b.names(key)
 	r, err := b.conn.eval(ctx, releaseScript, call{
 		keys: []string{n.lock, n.fence},
 		args: []string{owner, n.channel, notice},
 	})
-	return r >= 1, err
+	return r >= 1, r == 2, err
 }
 
 // tokenRoom is the room between two grants' fencing tokens: every token

@@ -30,7 +30,8 @@
 //	P{K}:guard      package fence's guard of resource K, made with
 //	                fence.WithKeysOf(b): ForceRelease raises it
 //
-// and the lock kinds add theirs (Reentrant, ReadWrite, Semaphore, Fair).
+// and the lock kinds add theirs (Reentrant, ReadLock and WriteLock,
+// Semaphore, Fair).
 // The braces make K the Redis Cluster hash tag, so a lock's keys share a
 // slot and one script can touch them all. Keys may contain braces themselves
 // (lock:inventory:{w1}:{p9} is fine); a key beginning with '}' or '\' is

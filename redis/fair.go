@@ -4,10 +4,8 @@ import (
 	"context"
 	_ "embed" // the Lua scripts
 	"errors"
-	"fmt"
 	"time"
 
-	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/rediskeys"
 )
@@ -25,7 +23,8 @@ var (
 	fairPosition = newKindScript(fairPositionLua)
 )
 
-// Defaults of a Fair lock.
+// Defaults of a Fair lock, unless turnstile.WithWaiterTimeout and
+// turnstile.WithPollInterval say otherwise.
 const (
 	// DefaultWaiterTimeout is how long a waiter keeps its place without a
 	// heartbeat (a crashed process's waiters age out after it).
@@ -36,26 +35,26 @@ const (
 	DefaultFairPoll = 200 * time.Millisecond
 )
 
-// Fair is a view of a Backend that hands each key's lock to its waiters
-// in the order they came, across processes: a
-// driver.Queuer, so a Client over it waits in the queue instead of
-// retrying. The lock is the plain lock itself — the same Redis key and
-// owner value, the same fence — so fair and plain callers exclude each
-// other; plain callers do not queue, though, and may take the lock ahead
-// of the queue when it is free.
+// Fair is the view of a Backend that turnstile.Fair returns: it hands
+// each key's lock to its waiters in the order they came, across
+// processes. It is a driver.Queuer, so a Client over it waits in the
+// queue instead of retrying. The lock is the plain lock itself — the
+// same Redis key and owner value, the same fence — so fair and plain
+// callers exclude each other; plain callers do not queue, though, and
+// may take the lock ahead of the queue when it is free.
 //
 // The queue of key K is the sorted set P{K}:queue of waiting owners,
 // scored by arrival number from the counter P{K}:queue:seq. A waiter
 // renews its heartbeat in P{K}:queue:alive every third of the waiter
-// timeout (WithWaiterTimeout); a waiter whose heartbeat stops — its
-// process crashed — ages out after the timeout, at most 10 per script
-// call. The first waiter takes the lock when it is free and leaves the
-// queue in the same script. Waiters wake on the release notices the
-// plain lock publishes; the first two also poll (WithPollInterval), since
-// notices may be lost and an expired lock sends none. Waiters further back refresh their place on
-// notices when they are near the front and on every heartbeat, and tell
-// it to the Client's turnstile.WithQueuePosition function when it
-// changes.
+// timeout (turnstile.WithWaiterTimeout); a waiter whose heartbeat stops
+// — its process crashed — ages out after the timeout, at most 10 per
+// script call. The first waiter takes the lock when it is free and
+// leaves the queue in the same script. Waiters wake on the release
+// notices the plain lock publishes; the first two also poll
+// (turnstile.WithPollInterval), since notices may be lost and an expired
+// lock sends none. Waiters further back refresh their place on notices
+// when they are near the front and on every heartbeat, and tell it to
+// the Client's turnstile.WithQueuePosition function when it changes.
 //
 // Every waiting caller queues. To retry first and queue only when a key
 // is contended, give the Fair view to a Client on the plain lock:
@@ -73,49 +72,6 @@ var (
 	_ driver.Notifier      = (*Fair)(nil)
 	_ driver.Namer         = (*Fair)(nil)
 )
-
-// A FairOption changes a setting of a Fair lock.
-type FairOption func(*Fair) error
-
-// WithWaiterTimeout sets how long a waiter keeps its place in the queue
-// without a heartbeat; waiters beat every third of it. Default
-// DefaultWaiterTimeout (5 s). It must lie in [100 ms, 1 h].
-func WithWaiterTimeout(d time.Duration) FairOption {
-	return func(f *Fair) error {
-		if d < 100*time.Millisecond || d > time.Hour {
-			return fmt.Errorf("%w: waiter timeout %v is outside [100ms, 1h]", turnstile.ErrInvalidOption, d)
-		}
-		f.timeout = d
-		return nil
-	}
-}
-
-// WithPollInterval sets how often the first two waiters look at the lock
-// again when no release notice comes. Default DefaultFairPoll (200 ms).
-// It must lie in [1 ms, 1 min].
-func WithPollInterval(d time.Duration) FairOption {
-	return func(f *Fair) error {
-		if d < time.Millisecond || d > time.Minute {
-			return fmt.Errorf("%w: poll interval %v is outside [1ms, 1m]", turnstile.ErrInvalidOption, d)
-		}
-		f.poll = d
-		return nil
-	}
-}
-
-// Fair returns the fair view of b.
-func (b *Backend) Fair(opts ...FairOption) (*Fair, error) {
-	f := &Fair{b: b, timeout: DefaultWaiterTimeout, poll: DefaultFairPoll}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: nil fair option", turnstile.ErrInvalidOption)
-		}
-		if err := o(f); err != nil {
-			return nil, err
-		}
-	}
-	return f, nil
-}
 
 // Name implements driver.Namer.
 func (f *Fair) Name() string { return f.b.Name() + " fair" }
@@ -280,5 +236,6 @@ func (f *Fair) Release(ctx context.Context, key, owner string) (bool, error) {
 	if err := checkOwner(ctx, key, owner); err != nil {
 		return false, err
 	}
-	return f.b.release(ctx, key, owner, "always")
+	ok, _, err := f.b.release(ctx, key, owner, "always")
+	return ok, err
 }

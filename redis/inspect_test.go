@@ -203,10 +203,7 @@ func TestFairInspect(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, time.Minute)
 	b := dial(t, srv)
-	f, err := b.Fair()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := fairOf(t, b)
 	var in driver.Inspector = f
 	const key = "fair:inspect"
 	if _, ok, err := f.Acquire(ctx, key, "holder", time.Minute); err != nil || !ok {

@@ -1,10 +1,14 @@
 package redis
 
-import "github.com/turnstilelock/turnstile/driver"
+import (
+	"cmp"
 
-// The lock kinds as driver's kind interfaces, for turnstile.Reentrant,
-// turnstile.Semaphore, turnstile.ReadWrite and turnstile.Fair: each is the
-// Backend method of the same name with its default options.
+	"github.com/turnstilelock/turnstile/driver"
+)
+
+// The lock kinds, for turnstile.Reentrant, turnstile.Semaphore,
+// turnstile.ReadWrite and turnstile.Fair, which check their settings and
+// hand them here.
 var (
 	_ driver.Reentranter = (*Backend)(nil)
 	_ driver.Semaphorer  = (*Backend)(nil)
@@ -12,23 +16,28 @@ var (
 	_ driver.Fairer      = (*Backend)(nil)
 )
 
-// ReentrantView implements driver.Reentranter: b.Reentrant().
-func (b *Backend) ReentrantView() (driver.Backend, error) { return b.Reentrant(), nil }
-
-// SemaphoreView implements driver.Semaphorer: b.Semaphore(permits).
-func (b *Backend) SemaphoreView(permits int) (driver.Backend, error) {
-	return b.Semaphore(permits)
+// ReentrantView implements driver.Reentranter: a *Reentrant.
+func (b *Backend) ReentrantView(driver.KindConfig) (driver.Backend, error) {
+	return &Reentrant{b: b}, nil
 }
 
-// ReadWriteView implements driver.ReadWriter: the two sides of
-// b.ReadWrite().
-func (b *Backend) ReadWriteView() (read, write driver.Backend, err error) {
-	rw, err := b.ReadWrite()
-	if err != nil {
-		return nil, nil, err
-	}
-	return rw.Read(), rw.Write(), nil
+// SemaphoreView implements driver.Semaphorer: a *Semaphore of
+// cfg.Permits permits.
+func (b *Backend) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
+	return &Semaphore{b: b, permits: cfg.Permits}, nil
 }
 
-// FairView implements driver.Fairer: b.Fair().
-func (b *Backend) FairView() (driver.Backend, error) { return b.Fair() }
+// ReadWriteView implements driver.ReadWriter: a *ReadLock and a
+// *WriteLock whose waiting writers claim the lock for cfg.Claim().
+func (b *Backend) ReadWriteView(cfg driver.KindConfig) (read, write driver.Backend, err error) {
+	rw := &rwLock{b: b, claim: cfg.Claim()}
+	return &ReadLock{rw: rw}, &WriteLock{rw: rw}, nil
+}
+
+// FairView implements driver.Fairer: a *Fair whose waiters keep their
+// place for cfg.WaiterTimeout without a heartbeat (DefaultWaiterTimeout)
+// and, first in line, look again every cfg.PollInterval
+// (DefaultFairPoll).
+func (b *Backend) FairView(cfg driver.KindConfig) (driver.Backend, error) {
+	return &Fair{b: b, timeout: cmp.Or(cfg.WaiterTimeout, DefaultWaiterTimeout), poll: cmp.Or(cfg.PollInterval, DefaultFairPoll)}, nil
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/locktest"
@@ -26,33 +27,23 @@ func TestKindsCluster(t *testing.T) {
 	}
 	backend := func(testing.TB) *redis.Backend { return b }
 	t.Run("Reentrant", func(t *testing.T) {
-		locktest.RunReentrant(t, locktest.Harness{New: func(t testing.TB) driver.Backend { return backend(t).Reentrant() }})
+		locktest.RunReentrant(t, locktest.Harness{New: func(t testing.TB) driver.Backend { return reentrantOf(t, backend(t)) }})
 	})
 	t.Run("ReadWrite", func(t *testing.T) {
 		locktest.RunReadWrite(t, func(t testing.TB) (driver.Backend, driver.Backend) {
-			rw, err := backend(t).ReadWrite(redis.WithWriterClaim(500 * time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return rw.Read(), rw.Write()
+			return readWriteOf(t, backend(t), turnstile.WithWriterClaim(500*time.Millisecond))
 		})
 	})
 	t.Run("Semaphore", func(t *testing.T) {
 		locktest.RunSemaphore(t, locktest.Harness{New: func(t testing.TB) driver.Backend {
-			s, err := backend(t).Semaphore(3)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := semaphoreOf(t, backend(t), 3)
 			return s
 		}, Plain: func(t testing.TB) driver.Backend { return backend(t) }}, 3)
 	})
 	t.Run("Fair", func(t *testing.T) {
 		locktest.RunFair(t, locktest.Harness{
 			New: func(t testing.TB) driver.Backend {
-				f, err := backend(t).Fair()
-				if err != nil {
-					t.Fatal(err)
-				}
+				f := fairOf(t, backend(t))
 				return f
 			},
 			Waiting: func(t testing.TB, key string) int {

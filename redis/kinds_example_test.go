@@ -13,14 +13,18 @@ import (
 
 // A job that calls itself on the same resource takes the lock again
 // under its fixed owner id, and frees it with its last release.
-func ExampleBackend_Reentrant() {
+func ExampleReentrant() {
 	ctx := context.Background()
 	b, err := redis.Dial(ctx, rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer b.Close()
-	c, err := turnstile.New(b.Reentrant(), turnstile.WithOwner("invoice-run-2024-06"))
+	reentrant, err := turnstile.Reentrant(b)
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := turnstile.New(reentrant, turnstile.WithOwner("invoice-run-2024-06"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -41,23 +45,23 @@ func ExampleBackend_Reentrant() {
 
 // Readers of a price list share it; a writer updating it waits for the
 // readers inside and keeps new ones out meanwhile.
-func ExampleBackend_ReadWrite() {
+func ExampleReadLock() {
 	ctx := context.Background()
 	b, err := redis.Dial(ctx, rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer b.Close()
-	rw, err := b.ReadWrite()
+	read, write, err := turnstile.ReadWrite(b)
 	if err != nil {
 		log.Fatal(err)
 	}
-	readers, err := turnstile.New(rw.Read())
+	readers, err := turnstile.New(read)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer readers.Close()
-	writers, err := turnstile.New(rw.Write())
+	writers, err := turnstile.New(write)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -78,14 +82,14 @@ func ExampleBackend_ReadWrite() {
 }
 
 // At most three exports run at once across every instance.
-func ExampleBackend_Semaphore() {
+func ExampleSemaphore() {
 	ctx := context.Background()
 	b, err := redis.Dial(ctx, rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer b.Close()
-	sem, err := b.Semaphore(3)
+	sem, err := turnstile.Semaphore(b, 3)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -104,14 +108,14 @@ func ExampleBackend_Semaphore() {
 
 // Buyers of a sold-out drop wait in line, in order, and are told their
 // place.
-func ExampleBackend_Fair() {
+func ExampleFair() {
 	ctx := context.Background()
 	b, err := redis.Dial(ctx, rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer b.Close()
-	fair, err := b.Fair()
+	fair, err := turnstile.Fair(b)
 	if err != nil {
 		log.Fatal(err)
 	}

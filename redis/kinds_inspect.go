@@ -156,7 +156,7 @@ func (s *Semaphore) ForceRelease(ctx context.Context, key string) (driver.LockSt
 	return s.view().forceRelease(ctx, key)
 }
 
-func (rw *RWLock) view() kindView {
+func (rw *rwLock) view() kindView {
 	return kindView{rw.b, "rw", []rediskeys.Suffix{rediskeys.Writer, rediskeys.Readers}}
 }
 

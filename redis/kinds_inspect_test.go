@@ -29,14 +29,8 @@ func TestKindsInspect(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, time.Minute)
 	b := dial(t, srv, redis.WithPrefix("kinds:"))
-	sem, err := b.Semaphore(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rw, err := b.ReadWrite()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sem := semaphoreOf(t, b, 3)
+	read, write := readWriteOf(t, b)
 	const ttl = 20 * time.Second
 	for _, tc := range []struct {
 		name    string
@@ -46,9 +40,9 @@ func TestKindsInspect(t *testing.T) {
 		perHold bool     // holders keep their own tokens
 	}{
 		{"semaphore", sem, []string{"p1", "p2"}, sem, false},
-		{"read", rw.Read(), []string{"r1", "r2", "r3"}, rw.Write(), false},
-		{"write", rw.Write(), []string{"w1"}, rw.Read(), true},
-		{"reentrant", b.Reentrant(), []string{"re", "re"}, b.Reentrant(), true},
+		{"read", read, []string{"r1", "r2", "r3"}, write, false},
+		{"write", write, []string{"w1"}, read, true},
+		{"reentrant", reentrantOf(t, b), []string{"re", "re"}, reentrantOf(t, b), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := "op:" + tc.name
@@ -130,10 +124,7 @@ func TestKindsInspect(t *testing.T) {
 func TestSemaphoreHoldersLoseLeases(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, time.Minute)
-	sem, err := dial(t, srv).Semaphore(2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sem := semaphoreOf(t, dial(t, srv), 2)
 	c, err := turnstile.New(sem, turnstile.WithTTL(time.Second))
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/testserver"
-	"github.com/turnstilelock/turnstile/locktest"
 	"github.com/turnstilelock/turnstile/redis"
 )
 
@@ -137,10 +136,7 @@ func TestFairAndPlainExclude(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, time.Minute)
 	b := dial(t, srv)
-	f, err := b.Fair()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := fairOf(t, b)
 	const k = "kinds:fair-plain"
 	if _, ok, err := b.Acquire(ctx, k, "plain", time.Minute); !ok || err != nil {
 		t.Fatalf("plain acquire: %v %v", ok, err)
@@ -172,10 +168,7 @@ func TestFairAndPlainExclude(t *testing.T) {
 func TestFairPositions(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, time.Minute)
-	f, err := dial(t, srv).Fair()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := fairOf(t, dial(t, srv))
 	const k, waiters = "kinds:positions", 4
 	if _, ok, err := f.Acquire(ctx, k, "holder", time.Minute); !ok || err != nil {
 		t.Fatal(ok, err)
@@ -242,10 +235,7 @@ func TestFairAbandonedWaiterAgesOut(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, time.Minute)
 	const timeout = 300 * time.Millisecond
-	f, err := dial(t, srv).Fair(redis.WithWaiterTimeout(timeout))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := fairOf(t, dial(t, srv), turnstile.WithWaiterTimeout(timeout))
 	const k = "kinds:abandoned"
 	q := lockKey(k) + ":queue"
 	// A waiter of a crashed process: first in line, last beat just now.
@@ -271,46 +261,7 @@ func TestFairAbandonedWaiterAgesOut(t *testing.T) {
 // adapter runs the same scripts.
 func TestKindsGoRedis(t *testing.T) {
 	srv := testserver.StartRedis(t)
-	t.Run("Reentrant", func(t *testing.T) {
-		locktest.RunReentrant(t, locktest.Harness{
-			New: func(t testing.TB) driver.Backend { return goRedisBackend(t, srv).Reentrant() },
-		})
-	})
-	t.Run("Semaphore", func(t *testing.T) {
-		locktest.RunSemaphore(t, locktest.Harness{
-			New: func(t testing.TB) driver.Backend {
-				s, err := goRedisBackend(t, srv).Semaphore(2)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return s
-			},
-			Plain: func(t testing.TB) driver.Backend { return goRedisBackend(t, srv) },
-		}, 2)
-	})
-	t.Run("ReadWrite", func(t *testing.T) {
-		locktest.RunReadWrite(t, func(t testing.TB) (driver.Backend, driver.Backend) {
-			rw, err := goRedisBackend(t, srv).ReadWrite(redis.WithWriterClaim(500 * time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return rw.Read(), rw.Write()
-		})
-	})
-	t.Run("Fair", func(t *testing.T) {
-		locktest.RunFair(t, locktest.Harness{
-			New: func(t testing.TB) driver.Backend {
-				f, err := goRedisBackend(t, srv).Fair()
-				if err != nil {
-					t.Fatal(err)
-				}
-				return f
-			},
-			Waiting: func(t testing.TB, key string) int {
-				return atoi(t, srv.MustDo(t, "ZCARD", lockKey(key)+":queue"))
-			},
-		})
-	})
+	runKinds(t, srv, func(t testing.TB) *redis.Backend { return goRedisBackend(t, srv) }, 2, false)
 }
 
 // TestReentrantClient: through a Client, nested acquisitions by one
@@ -319,12 +270,12 @@ func TestKindsGoRedis(t *testing.T) {
 func TestReentrantClient(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, time.Minute)
-	c, err := turnstile.New(dial(t, srv).Reentrant(), turnstile.WithOwner("job-42"))
+	c, err := turnstile.New(reentrantOf(t, dial(t, srv)), turnstile.WithOwner("job-42"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	other, err := turnstile.New(dial(t, srv).Reentrant())
+	other, err := turnstile.New(reentrantOf(t, dial(t, srv)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +319,7 @@ func TestReentrantClient(t *testing.T) {
 func TestReentrantShortInnerLease(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, time.Minute)
-	r := dial(t, srv).Reentrant()
+	r := reentrantOf(t, dial(t, srv))
 	const k = "kinds:reentrant-ttl"
 	if _, ok, err := r.Acquire(ctx, k, "o", time.Minute); !ok || err != nil {
 		t.Fatal(ok, err)
@@ -393,10 +344,7 @@ func TestFairExpiredHolder(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, time.Minute)
 	b := dial(t, srv)
-	f, err := b.Fair(redis.WithPollInterval(20 * time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := fairOf(t, b, turnstile.WithPollInterval(20*time.Millisecond))
 	const k = "kinds:fair-expired"
 	crashed, ok, err := b.Acquire(ctx, k, "crashed", 300*time.Millisecond)
 	if !ok || err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/locktest"
@@ -15,7 +16,7 @@ func init() {
 	// Child processes of the fair lock's cases open the plain backend
 	// from the URL and wait through its fair view.
 	locktest.RegisterView("redis-fair", func(b driver.Backend) (driver.Backend, error) {
-		return b.(*redis.Backend).Fair()
+		return turnstile.Fair(b)
 	})
 }
 
@@ -23,49 +24,43 @@ func init() {
 // over rueidis.
 func TestKinds(t *testing.T) {
 	srv := testserver.StartRedis(t)
+	runKinds(t, srv, func(t testing.TB) *redis.Backend { return dial(t, srv) }, 3, true)
+}
+
+// runKinds runs the conformance cases of every lock kind on srv, each
+// instance a Backend that connect makes, the semaphore's with permits
+// permits. children: the fair lock's cases also run in child processes,
+// which open the Backend from srv's URL.
+func runKinds(t *testing.T, srv *testserver.Redis, connect func(testing.TB) *redis.Backend, permits int, children bool) {
 	t.Run("Reentrant", func(t *testing.T) {
 		locktest.RunReentrant(t, locktest.Harness{
-			New: func(t testing.TB) driver.Backend { return dial(t, srv).Reentrant() },
+			New: func(t testing.TB) driver.Backend { return reentrantOf(t, connect(t)) },
 		})
 	})
 	t.Run("ReadWrite", func(t *testing.T) {
 		locktest.RunReadWrite(t, func(t testing.TB) (driver.Backend, driver.Backend) {
-			rw, err := dial(t, srv).ReadWrite(redis.WithWriterClaim(500 * time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return rw.Read(), rw.Write()
+			return readWriteOf(t, connect(t), turnstile.WithWriterClaim(500*time.Millisecond))
 		})
 	})
 	t.Run("Semaphore", func(t *testing.T) {
 		locktest.RunSemaphore(t, locktest.Harness{
-			New: func(t testing.TB) driver.Backend {
-				s, err := dial(t, srv).Semaphore(3)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return s
-			},
-			Plain: func(t testing.TB) driver.Backend { return dial(t, srv) },
-		}, 3)
+			New:   func(t testing.TB) driver.Backend { return semaphoreOf(t, connect(t), permits) },
+			Plain: func(t testing.TB) driver.Backend { return connect(t) },
+		}, permits)
 	})
 	t.Run("Fair", func(t *testing.T) {
-		locktest.RunFair(t, locktest.Harness{
-			New: func(t testing.TB) driver.Backend {
-				f, err := dial(t, srv).Fair()
-				if err != nil {
-					t.Fatal(err)
-				}
-				return f
-			},
-			URL:  srv.URL(),
-			View: "redis-fair",
+		h := locktest.Harness{
+			New: func(t testing.TB) driver.Backend { return fairOf(t, connect(t)) },
 			Waiting: func(t testing.TB, key string) int {
 				return atoi(t, srv.MustDo(t, "ZCARD", lockKey(key)+":queue"))
 			},
+		}
+		if children {
+			h.URL, h.View = srv.URL(), "redis-fair"
 			// Retry on the plain lock, queue in the Fair view.
-			Plain: func(t testing.TB) driver.Backend { return dial(t, srv) },
-		})
+			h.Plain = func(t testing.TB) driver.Backend { return connect(t) }
+		}
+		locktest.RunFair(t, h)
 	})
 }
 

@@ -5,13 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/redis"
 )
 
 // TestNoticeOnlyWhenWaitedFor: a release sends its notice only when some
-// other owner failed to take the lock while it was held, ReleaseAloud in
-// any case; the mark alone, which a client of version 0.1 leaves on a
+// other owner failed to take the lock while it was held, and says so;
+// with NoticeAlways it sends it in any case; the mark alone, which a client of version 0.1 leaves on a
 // lock it released quietly while others waited, is a free lock that the
 // next holder takes over with the mark.
 func TestNoticeOnlyWhenWaitedFor(t *testing.T) {
@@ -56,10 +57,21 @@ func TestNoticeOnlyWhenWaitedFor(t *testing.T) {
 	}
 
 	acquire("a", true)
-	if ok, err := b.ReleaseAloud(ctx, k, "a"); !ok || err != nil {
-		t.Fatalf("ReleaseAloud: ok=%v err=%v", ok, err)
+	if ok, tried, err := b.ReleaseNotice(ctx, k, "a", driver.NoticeAlways); !ok || tried || err != nil {
+		t.Fatalf("ReleaseNotice(NoticeAlways) of a lock nobody waited for: ok=%v tried=%v err=%v", ok, tried, err)
 	}
-	told("ReleaseAloud of a lock nobody waited for")
+	told("a release with NoticeAlways of a lock nobody waited for")
+	acquire("a", true)
+	if ok, tried, err := b.ReleaseNotice(ctx, k, "a", driver.NoticeIfTried); !ok || tried || err != nil {
+		t.Fatalf("ReleaseNotice(NoticeIfTried) of a lock nobody waited for: ok=%v tried=%v err=%v", ok, tried, err)
+	}
+	quiet("a release with NoticeIfTried of a lock nobody waited for")
+	acquire("a", true)
+	acquire("w", false)
+	if ok, tried, err := b.ReleaseNotice(ctx, k, "a", driver.NoticeIfTried); !ok || !tried || err != nil {
+		t.Fatalf("ReleaseNotice(NoticeIfTried) of a lock waited for: ok=%v tried=%v err=%v", ok, tried, err)
+	}
+	told("a release with NoticeIfTried of a lock waited for")
 
 	acquire("a", true)
 	release("a")

@@ -22,8 +22,9 @@ var (
 	reentrantRelease = newKindScript(reentrantReleaseLua)
 )
 
-// Reentrant is a view of a Backend whose locks the same owner may take
-// again while it holds them, without waiting for itself. Each
+// Reentrant is the view of a Backend that turnstile.Reentrant returns:
+// locks the same owner may take again while it holds them, without
+// waiting for itself. Each
 // acquisition counts: the owner must release as many times as it
 // acquired, and only the last release frees the lock. Owner identity is
 // explicit — give the Client turnstile.WithOwner(id) for the calls that
@@ -53,9 +54,6 @@ var (
 	_ driver.Notifier      = (*Reentrant)(nil)
 	_ driver.Namer         = (*Reentrant)(nil)
 )
-
-// Reentrant returns the reentrant view of b.
-func (b *Backend) Reentrant() *Reentrant { return &Reentrant{b: b} }
 
 // Name implements driver.Namer.
 func (r *Reentrant) Name() string { return r.b.Name() + " reentrant" }

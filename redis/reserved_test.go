@@ -60,30 +60,21 @@ func TestEveryKeyIsReserved(t *testing.T) {
 		}
 	}
 	must("lock with a restart quarantine", ok, err)
-	_, ok, err = b.Reentrant().Acquire(ctx, "reentrant", "o", ttl)
+	_, ok, err = reentrantOf(t, b).Acquire(ctx, "reentrant", "o", ttl)
 	must("reentrant lock", ok, err)
-	sem, err := b.Semaphore(2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sem := semaphoreOf(t, b, 2)
 	_, ok, err = sem.Acquire(ctx, "semaphore", "o", ttl)
 	must("semaphore", ok, err)
-	rw, err := b.ReadWrite()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, ok, err = rw.Read().Acquire(ctx, "rw", "reader", ttl)
+	read, write := readWriteOf(t, b)
+	_, ok, err = read.Acquire(ctx, "rw", "reader", ttl)
 	must("read lock", ok, err)
 	// A writer waiting for the reader leaves its claim.
-	if _, ok, err := rw.Write().Acquire(ctx, "rw", "writer", ttl); ok || err != nil {
+	if _, ok, err := write.Acquire(ctx, "rw", "writer", ttl); ok || err != nil {
 		t.Fatalf("write lock beside a reader: ok=%v err=%v; want a claim", ok, err)
 	}
-	_, ok, err = rw.Write().Acquire(ctx, "rw-w", "writer", ttl)
+	_, ok, err = write.Acquire(ctx, "rw-w", "writer", ttl)
 	must("write lock", ok, err)
-	fair, err := b.Fair()
-	if err != nil {
-		t.Fatal(err)
-	}
+	fair := fairOf(t, b)
 	_, ok, err = fair.Acquire(ctx, "fair", "first", ttl)
 	must("fair lock", ok, err)
 	wctx, stop := context.WithCancel(ctx)

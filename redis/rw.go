@@ -3,10 +3,8 @@ package redis
 import (
 	"context"
 	_ "embed" // the Lua scripts
-	"fmt"
 	"time"
 
-	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/rediskeys"
 )
@@ -27,28 +25,40 @@ var (
 	memberRelease = newKindScript(memberReleaseLua)
 )
 
-// DefaultWriterClaim is how long a waiting writer keeps new readers out
-// after its last attempt, unless RWOptions say otherwise.
-const DefaultWriterClaim = 2 * time.Second
+// rwLock is a read-write lock of a Backend, shared by its two sides;
+// ReadLock says how it works.
+type rwLock struct {
+	b     *Backend
+	claim time.Duration
+}
 
-// RWLock is a read-write lock on a Backend: any number of
-// readers hold a key together, or one writer holds it alone. Read and
-// Write return its two sides, each a driver.Backend for a Client of its
-// own.
+// rwKeys are the Redis keys of one read-write lock.
+type rwKeys struct {
+	readers, writer, claims string
+	names
+}
+
+func (rw *rwLock) keys(key string) rwKeys {
+	n := rw.b.names(key)
+	return rwKeys{readers: n.kindKey(rediskeys.Readers), writer: n.kindKey(rediskeys.Writer), claims: n.kindKey(rediskeys.Writers), names: n}
+}
+
+// ReadLock is the read side of a Backend's read-write lock, whose two
+// sides turnstile.ReadWrite returns (ReadLock and WriteLock), each a
+// driver.Backend for a Client of its own: any number of readers hold a
+// key together, or one writer holds it alone.
 //
 // Policy: writer preference. A writer that finds the lock held registers
 // a claim, and while any claim is live no new reader gets in; readers
 // already inside finish (or expire), then the writer enters. So a steady
 // stream of readers cannot starve writers. A claim expires when its
-// writer has not attempted again for the claim time (WithWriterClaim,
-// default 2 s), so a writer that gave up or crashed blocks new readers
-// for at most that long. The claim time must be longer than the longest
-// pause between a waiting writer's attempts: the Client's default
-// Backoff pauses at most 1 s, and every release wakes waiters at once.
-// A writer's refused TryAcquire leaves a claim too, which keeps new
-// readers out for the claim time. Among themselves writers are not
-// ordered, and a reader cannot upgrade to a writer (it would wait for
-// itself).
+// writer has not attempted again for the claim time
+// (turnstile.WithWriterClaim, default 2 s), so a writer that gave up or
+// crashed blocks new readers for at most that long. Every release wakes
+// waiters at once. A writer's refused TryAcquire leaves a claim too,
+// which keeps new readers out for the claim time. Among themselves
+// writers are not ordered, and a reader cannot upgrade to a writer (it
+// would wait for itself).
 //
 // Keys for lock key K: P{K}:readers, a sorted set of reader owners scored
 // by the expiry of each one's lease (so readers expire independently;
@@ -61,61 +71,7 @@ const DefaultWriterClaim = 2 * time.Second
 //
 // The read side is driver.Shared: a Client's waiting readers contend on
 // their own rather than in its local line, so they enter together.
-type RWLock struct {
-	b     *Backend
-	claim time.Duration
-}
-
-// An RWOption changes a setting of an RWLock.
-type RWOption func(*RWLock) error
-
-// WithWriterClaim sets how long a waiting writer keeps new readers out
-// after its last attempt. Default DefaultWriterClaim (2 s); it must lie in
-// [10 ms, 1 h].
-func WithWriterClaim(d time.Duration) RWOption {
-	return func(rw *RWLock) error {
-		if d < 10*time.Millisecond || d > time.Hour {
-			return fmt.Errorf("%w: writer claim %v is outside [10ms, 1h]", turnstile.ErrInvalidOption, d)
-		}
-		rw.claim = d
-		return nil
-	}
-}
-
-// ReadWrite returns the read-write view of b.
-func (b *Backend) ReadWrite(opts ...RWOption) (*RWLock, error) {
-	rw := &RWLock{b: b, claim: DefaultWriterClaim}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: nil read-write option", turnstile.ErrInvalidOption)
-		}
-		if err := o(rw); err != nil {
-			return nil, err
-		}
-	}
-	return rw, nil
-}
-
-// Read returns the read side: leases that share the key with other
-// readers.
-func (rw *RWLock) Read() *ReadLock { return &ReadLock{rw: rw} }
-
-// Write returns the write side: leases that hold the key alone.
-func (rw *RWLock) Write() *WriteLock { return &WriteLock{rw: rw} }
-
-// rwKeys are the Redis keys of one read-write lock.
-type rwKeys struct {
-	readers, writer, claims string
-	names
-}
-
-func (rw *RWLock) keys(key string) rwKeys {
-	n := rw.b.names(key)
-	return rwKeys{readers: n.kindKey(rediskeys.Readers), writer: n.kindKey(rediskeys.Writer), claims: n.kindKey(rediskeys.Writers), names: n}
-}
-
-// ReadLock is the read side of an RWLock.
-type ReadLock struct{ rw *RWLock }
+type ReadLock struct{ rw *rwLock }
 
 var (
 	_ driver.Backend       = (*ReadLock)(nil)
@@ -196,8 +152,9 @@ func (r *ReadLock) Release(ctx context.Context, key, owner string) (bool, error)
 	return n == 1, err
 }
 
-// WriteLock is the write side of an RWLock.
-type WriteLock struct{ rw *RWLock }
+// WriteLock is the write side of the read-write lock ReadLock describes:
+// leases that hold the key alone.
+type WriteLock struct{ rw *rwLock }
 
 var (
 	_ driver.Backend       = (*WriteLock)(nil)

@@ -19,11 +19,9 @@ var (
 	semaphoreAcquire = newKindScript(tokenLua + semaphoreAcquireLua)
 )
 
-// MaxPermits is the most permits a Semaphore hands out per key.
-const MaxPermits = 10000
-
-// Semaphore is a view of a Backend that lets up to a fixed number of
-// owners hold each key at once: each lease is one permit. Permits expire
+// Semaphore is the view of a Backend that turnstile.Semaphore returns: up
+// to a fixed number of owners hold each key at once, each lease one
+// permit. Permits expire
 // like locks, so the Client's watchdog renews them, and a crashed
 // holder's permit comes back after its TTL. Every permit gets a fencing
 // token from the key's fence key, as the plain lock's do.
@@ -56,15 +54,6 @@ var (
 	_ driver.Notifier      = (*Semaphore)(nil)
 	_ driver.Namer         = (*Semaphore)(nil)
 )
-
-// Semaphore returns the view of b that hands out permits permits per key.
-// permits must lie in [1, MaxPermits].
-func (b *Backend) Semaphore(permits int) (*Semaphore, error) {
-	if permits < 1 || permits > MaxPermits {
-		return nil, fmt.Errorf("%w: %d permits is outside [1, %d]", turnstile.ErrInvalidOption, permits, MaxPermits)
-	}
-	return &Semaphore{b: b, permits: permits}, nil
-}
 
 // Permits returns how many owners may hold a key at once.
 func (s *Semaphore) Permits() int { return s.permits }

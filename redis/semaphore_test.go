@@ -18,10 +18,7 @@ func TestSemaphoreStoredPermits(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, time.Minute)
 	b := dial(t, srv)
-	sem, err := b.Semaphore(2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sem := semaphoreOf(t, b, 2)
 	k := "sem:stored"
 	count := lockKey(k) + ":semaphore:permits"
 	if _, ok, err := sem.Acquire(ctx, k, "a", 2*time.Second); !ok || err != nil {
@@ -57,8 +54,8 @@ func TestSemaphorePermitsOfEarlierVersion(t *testing.T) {
 	exp := strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)
 	srv.MustDo(t, "ZADD", set, exp, "old-1", exp, "old-2")
 	srv.MustDo(t, "PEXPIRE", set, "3600000")
-	three, _ := b.Semaphore(3)
-	two, _ := b.Semaphore(2)
+	three := semaphoreOf(t, b, 3)
+	two := semaphoreOf(t, b, 2)
 	if _, ok, err := two.Acquire(ctx, k, "new-2", time.Minute); ok || err != nil {
 		t.Fatalf("a third permit of two, beside two old ones: %v %v, want refused", ok, err)
 	}

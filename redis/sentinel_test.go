@@ -202,7 +202,7 @@ func TestSentinelFailoverIncident(t *testing.T) {
 		t.Fatalf("the second holder's write: %v", err)
 	}
 	err = guard.Set(ctx, "incident", t1, fence.DataKey("incident", "v"), "first, late")
-	if !errors.Is(err, turnstile.ErrStaleToken) {
+	if !errors.Is(err, fence.ErrStaleToken) {
 		t.Fatalf("the first holder's write after the second's: err = %v, want ErrStaleToken", err)
 	}
 	if v, err := guardSrv.Do("GET", fence.DataKey("incident", "v")); err != nil || v != "second" {
@@ -294,21 +294,11 @@ func TestWaitReplicasEveryGrant(t *testing.T) {
 	// views are the plain lock and every lock kind of a backend.
 	views := func(b *redis.Backend) map[string]driver.Backend {
 		t.Helper()
-		read, write, err := b.ReadWriteView()
-		if err != nil {
-			t.Fatal(err)
+		read, write := readWriteOf(t, b)
+		return map[string]driver.Backend{
+			"plain": b, "read": read, "write": write,
+			"reentrant": reentrantOf(t, b), "semaphore": semaphoreOf(t, b, 2), "fair": fairOf(t, b),
 		}
-		v := map[string]driver.Backend{"plain": b, "read": read, "write": write}
-		if v["reentrant"], err = b.ReentrantView(); err != nil {
-			t.Fatal(err)
-		}
-		if v["semaphore"], err = b.SemaphoreView(2); err != nil {
-			t.Fatal(err)
-		}
-		if v["fair"], err = b.FairView(); err != nil {
-			t.Fatal(err)
-		}
-		return v
 	}
 	kinds := []string{"plain", "reentrant", "semaphore", "read", "write", "fair"}
 	waiting, stalledViews, plainViews := views(b), views(stalled), views(plain)

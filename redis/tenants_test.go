@@ -121,7 +121,7 @@ func TestForcedUnlockStaysInItsTenant(t *testing.T) {
 			if last, err := app.guard.Last(ctx, key); err != nil || last < st.Token {
 				t.Errorf("app's guard after the forced unlock = %d, %v; want at least the floor %d", last, err, st.Token)
 			}
-			if err := app.guard.Set(ctx, key, la.Token(), app.guard.DataKey(key, "ledger"), "late"); !errors.Is(err, turnstile.ErrStaleToken) {
+			if err := app.guard.Set(ctx, key, la.Token(), app.guard.DataKey(key, "ledger"), "late"); !errors.Is(err, fence.ErrStaleToken) {
 				t.Errorf("app's removed holder's late write = %v, want ErrStaleToken", err)
 			}
 			for i, o := range others {

@@ -105,6 +105,9 @@ const MaxFlushDelay = time.Millisecond
 // (pass the client to New with them). Its errors wrap
 // turnstile.ErrInvalidURL and show none of the URL's secrets.
 func ParseURL(raw string) (rueidis.ClientOption, []Option, error) {
+	if redact.Ambiguous(raw) {
+		return rueidis.ClientOption{}, nil, fmt.Errorf("%w: %w", turnstile.ErrInvalidURL, redact.ErrAmbiguous)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Error repeats the URL, password and all: keep the cause.

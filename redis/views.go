@@ -11,8 +11,8 @@ import (
 	"github.com/turnstilelock/turnstile/driver"
 )
 
-// The lock kinds beside the plain lock — Reentrant, RWLock, Semaphore and
-// Fair — are views of a Backend: each is a driver.Backend of its own, so a
+// The lock kinds beside the plain lock — Reentrant, ReadLock and
+// WriteLock, Semaphore and Fair — are views of a Backend: each is a driver.Backend of its own, so a
 // turnstile.Client over it waits, renews and fences as it does over the
 // plain lock. They share the Backend's client, prefix, fence grace and
 // release subscriptions. Their scripts are not in the plain lock's table,

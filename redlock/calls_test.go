@@ -24,7 +24,7 @@ func TestExtendNeedsQuorum(t *testing.T) {
 		t.Fatalf("extend with 1 of 3 down: ok=%v err=%v", ok, err)
 	}
 	nodes[1].set(func(f *flaky) { f.down = true })
-	if ok, err := b.Extend(ctx, "k", "a", time.Minute); ok || !errors.Is(err, turnstile.ErrNoQuorum) {
+	if ok, err := b.Extend(ctx, "k", "a", time.Minute); ok || !errors.Is(err, redlock.ErrNoQuorum) {
 		t.Fatalf("extend with 2 of 3 down: ok=%v err=%v; want ErrNoQuorum", ok, err)
 	}
 	nodes[0].set(func(f *flaky) { f.down = false })
@@ -88,7 +88,7 @@ func TestRaiseFenceQuorum(t *testing.T) {
 	}
 	nodes[0].set(func(f *flaky) { f.down = true })
 	nodes[1].set(func(f *flaky) { f.down = true })
-	if _, err := b.RaiseFence(ctx, "k", "a", tok+3000); !errors.Is(err, turnstile.ErrNoQuorum) {
+	if _, err := b.RaiseFence(ctx, "k", "a", tok+3000); !errors.Is(err, redlock.ErrNoQuorum) {
 		t.Fatalf("RaiseFence with 2 of 3 down = %v, want ErrNoQuorum", err)
 	}
 }

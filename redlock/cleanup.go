@@ -74,27 +74,23 @@ func (b *Backend) watchLate(key, owner string, acq *round) {
 // only after the node answered the acquisition that is still running
 // there, if there is one: a release that overtook the grant would leave
 // the grant in place for a whole TTL.
-// aloud: with the release notice in any case (driver.ReleaseAloud).
-func (b *Backend) releaseAfter(ctx context.Context, t *task, i int, key, owner string, aloud bool) answer {
+// n says when the node sends its release notice; tried reports that the
+// node said someone else had tried to take the lock, or cannot say
+// (driver.ReleaseNotice).
+func (b *Backend) releaseAfter(ctx context.Context, t *task, i int, key, owner string, n driver.Notice) (a answer, tried bool) {
 	if t != nil && !b.pending.isAnswered(t, i) {
 		select {
 		case <-t.answer[i]:
 		case <-ctx.Done():
 			if b.pending.handOff(t, i) {
-				return answer{err: ctx.Err()} // the task releases it after the grant
+				return answer{err: ctx.Err()}, false // the task releases it after the grant
 			}
 			b.releaseNode(i, key, owner) // answered just now: release it here
-			return answer{err: ctx.Err()}
+			return answer{err: ctx.Err()}, false
 		}
 	}
-	var ok bool
-	var err error
-	if aloud {
-		ok, err = driver.ReleaseAloud(ctx, b.nodes[i].b, key, owner)
-	} else {
-		ok, err = b.nodes[i].b.Release(ctx, key, owner)
-	}
-	return answer{yes: ok && err == nil, err: err}
+	ok, tried, err := driver.ReleaseNotice(ctx, b.nodes[i].b, key, owner, n)
+	return answer{yes: ok && err == nil, err: err}, tried
 }
 
 // releaseNode releases key for owner on node i, bounded by the node

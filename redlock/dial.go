@@ -96,7 +96,7 @@ func Dial(ctx context.Context, addrs []string, opt rueidis.ClientOption, opts ..
 	}
 	if quorum := len(addrs)/2 + 1; reached < quorum {
 		closeAll()
-		return nil, fmt.Errorf("redlock: connect: %d of %d servers reached, a quorum needs %d: %w: %w", reached, len(addrs), quorum, turnstile.ErrNoQuorum, errors.Join(errs...))
+		return nil, fmt.Errorf("redlock: connect: %d of %d servers reached, a quorum needs %d: %w: %w", reached, len(addrs), quorum, ErrNoQuorum, errors.Join(errs...))
 	}
 
 	nodes := make([]driver.Backend, len(addrs))

@@ -36,7 +36,7 @@
 // only on a quorum and with validity left. "Not acquired" (or "not
 // held") means more than N − quorum nodes refused and a quorum answered;
 // a call that failed nodes kept from a quorum fails with a *QuorumError,
-// which matches turnstile.ErrNoQuorum and names every failed node.
+// which matches redlock.ErrNoQuorum and names every failed node.
 //
 // # Fencing tokens
 //

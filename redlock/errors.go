@@ -5,19 +5,21 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/turnstilelock/turnstile"
 )
 
 // ErrNodeTimeout is the error of a node that did not answer within the
 // node timeout (WithNodeTimeout). The call may still reach the node.
 var ErrNodeTimeout = errors.New("redlock: no answer within the node timeout")
 
+// ErrNoQuorum: a call did not get a quorum of the Redlock's nodes to
+// agree. Every *QuorumError matches it.
+var ErrNoQuorum = errors.New("redlock: no quorum")
+
 // QuorumError reports a call that did not get a quorum of nodes to agree:
 // how many said yes (granted, extended, released, raised), how many said
 // no (held by another owner, or not held by this one), how many failed,
 // and how many had not answered when the outcome was decided. It matches
-// turnstile.ErrNoQuorum and every per-node error, so
+// ErrNoQuorum and every per-node error, so
 // errors.Is(err, context.Canceled) holds when the caller gave up.
 type QuorumError struct {
 	Op      string // "acquire", "fence", "extend", "release", "raise fence"
@@ -36,7 +38,7 @@ type QuorumError struct {
 
 func (e *QuorumError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "redlock: %s: %s: ", e.Op, strings.TrimPrefix(turnstile.ErrNoQuorum.Error(), "turnstile: "))
+	fmt.Fprintf(&b, "redlock: %s: %s: ", e.Op, strings.TrimPrefix(ErrNoQuorum.Error(), "redlock: "))
 	if e.Elapsed > 0 {
 		fmt.Fprintf(&b, "quorum of %d reached after %v, too late to leave any validity; ", e.Quorum, e.Elapsed.Round(time.Microsecond))
 	}
@@ -54,9 +56,9 @@ func (e *QuorumError) Error() string {
 
 func (e *QuorumError) Unwrap() []error {
 	if e.Err == nil {
-		return []error{turnstile.ErrNoQuorum}
+		return []error{ErrNoQuorum}
 	}
-	return []error{turnstile.ErrNoQuorum, e.Err}
+	return []error{ErrNoQuorum, e.Err}
 }
 
 // NodeError is the failure of one node in a call.

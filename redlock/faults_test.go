@@ -57,7 +57,7 @@ func TestFiveNodesKilled(t *testing.T) {
 		start := time.Now()
 		_, err := c.TryAcquire(ctx, "three-killed:"+strconv.Itoa(i))
 		took[i] = time.Since(start)
-		if !errors.Is(err, turnstile.ErrNoQuorum) {
+		if !errors.Is(err, redlock.ErrNoQuorum) {
 			t.Fatalf("3 of 5 killed: TryAcquire = %v, want ErrNoQuorum", err)
 		}
 	}
@@ -113,7 +113,7 @@ func TestBlackholedMajority(t *testing.T) {
 		_, err := c.TryAcquire(ctx, "blackholed:"+strconv.Itoa(i))
 		took[i] = time.Since(start)
 		var qe *redlock.QuorumError
-		if !errors.Is(err, turnstile.ErrNoQuorum) || !errors.As(err, &qe) || !errors.Is(err, redlock.ErrNodeTimeout) {
+		if !errors.Is(err, redlock.ErrNoQuorum) || !errors.As(err, &qe) || !errors.Is(err, redlock.ErrNodeTimeout) {
 			t.Fatalf("3 of 5 blackholed: TryAcquire = %v, want ErrNoQuorum with node timeouts", err)
 		}
 		if qe.Yes != 2 || qe.Failed != 3 {

@@ -121,7 +121,7 @@ func checkForcedRun(t *testing.T, rl *redlock.Backend, guard *fence.Redis, key s
 	if err := guard.Set(ctx, key, next.Token(), data, "next holder"); err != nil {
 		t.Errorf("the next holder's fenced write: %v", err)
 	}
-	if err := guard.Set(ctx, key, held.Token(), data, "late write"); !errors.Is(err, turnstile.ErrStaleToken) {
+	if err := guard.Set(ctx, key, held.Token(), data, "late write"); !errors.Is(err, fence.ErrStaleToken) {
 		t.Errorf("late fenced write with token %d after the next holder's = %v, want ErrStaleToken", held.Token(), err)
 	}
 }

@@ -30,7 +30,7 @@ func (b *Backend) operatorTimeout() time.Duration {
 // of them reports (see agree) and the shortest time left; Token is the largest token any
 // node issued. A key held on fewer nodes than a quorum is reported free:
 // no one holds the Redlock. It fails with an error matching
-// turnstile.ErrNoQuorum when fewer than a quorum of nodes answer, and
+// ErrNoQuorum when fewer than a quorum of nodes answer, and
 // with turnstile.ErrUnsupported when a node cannot be inspected.
 func (b *Backend) Inspect(ctx context.Context, key string) (driver.LockState, error) {
 	if err := b.check(ctx, 0); err != nil {
@@ -109,7 +109,7 @@ func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.
 
 // ForceRelease implements driver.ForceReleaser: every node removes the
 // lock by force (each raising its own fence first), and a quorum of them
-// must succeed, or the error matches turnstile.ErrNoQuorum. The returned
+// must succeed, or the error matches ErrNoQuorum. The returned
 // holder is the one a quorum of nodes held the lock for; the returned
 // Token, the fence floor, is the quorum-th smallest of the nodes' floors
 // (a node that failed counts as 0): every later Redlock token is the

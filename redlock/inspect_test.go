@@ -115,7 +115,7 @@ func TestInspectNodesDown(t *testing.T) {
 	_, _, lerr := two.List(ctx, "", 10)
 	_, ferr := two.ForceRelease(ctx, "k")
 	for _, err := range []error{ierr, lerr, ferr} {
-		if !errors.Is(err, turnstile.ErrNoQuorum) || !errors.Is(err, errNodeDown) {
+		if !errors.Is(err, redlock.ErrNoQuorum) || !errors.Is(err, errNodeDown) {
 			t.Errorf("with two nodes of three down: %v, want ErrNoQuorum and the nodes' error", err)
 		}
 	}

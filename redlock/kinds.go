@@ -12,9 +12,10 @@ import (
 )
 
 // The lock kinds of a Redlock are Redlocks of the nodes' own views of
-// that kind: a reentrant or read-write lock is held when a quorum of the
-// nodes' reentrant or read-write locks holds it, with the plain Redlock's
-// timing, validity, cleanup and fencing. Each node must offer the kind
+// that kind, made with the same settings (driver.KindConfig): a reentrant
+// or read-write lock is held when a quorum of the nodes' reentrant or
+// read-write locks holds it, with the plain Redlock's timing, validity,
+// cleanup and fencing. Each node must offer the kind
 // (redis.Backend and memory.Backend do), and, unless WithoutFencing is
 // given, raise the fence of its view (driver.Fencer), since the token is
 // the largest of the granting quorum's and written back to a quorum, as
@@ -63,9 +64,9 @@ var ErrFair = fmt.Errorf("%w: redlock has no fair lock: every node keeps its own
 // hold's TTL, counted from before the call that set it, has passed. The
 // memory is the process's own: the same owner in two processes may see
 // different tokens for one hold.
-func (b *Backend) ReentrantView() (driver.Backend, error) {
+func (b *Backend) ReentrantView(driver.KindConfig) (driver.Backend, error) {
 	v, err := b.kindView("reentrant lock", func(n driver.Backend) (driver.Backend, error) {
-		return turnstile.Reentrant(n)
+		return turnstile.Reentrant(n) // the kind has no settings yet
 	})
 	if err != nil {
 		return nil, err
@@ -142,7 +143,16 @@ func (v *reentrantView) renewed(key, owner string, until time.Time) {
 
 // Release implements driver.Backend.
 func (v *reentrantView) Release(ctx context.Context, key, owner string) (bool, error) {
-	ok, err := v.Backend.Release(ctx, key, owner)
+	ok, _, err := v.ReleaseNotice(ctx, key, owner, driver.NoticeIfTried)
+	return ok, err
+}
+
+// ReleaseNotice implements driver.NoticeReleaser: the Redlock's, counted
+// down in the view's memory as Release is. (Without it the embedded
+// Backend's would answer, and the owner's next acquisition would be
+// taken for a re-entry of a hold already ended, with its old token.)
+func (v *reentrantView) ReleaseNotice(ctx context.Context, key, owner string, n driver.Notice) (ok, tried bool, err error) {
+	ok, tried, err = v.Backend.ReleaseNotice(ctx, key, owner, n)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	id := holdID{key, owner}
@@ -151,7 +161,27 @@ func (v *reentrantView) Release(ctx context.Context, key, owner string) (bool, e
 			delete(v.held, id)
 		}
 	}
-	return ok, err
+	return ok, tried, err
+}
+
+// ForceRelease implements driver.ForceReleaser: the Redlock's, and the
+// view forgets every owner's hold of key, so that no later acquisition
+// returns a token from before the removal.
+func (v *reentrantView) ForceRelease(ctx context.Context, key string) (driver.LockState, error) {
+	v.forget(key)
+	st, err := v.Backend.ForceRelease(ctx, key)
+	v.forget(key)
+	return st, err
+}
+
+func (v *reentrantView) forget(key string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for id := range v.held {
+		if id.key == key {
+			delete(v.held, id)
+		}
+	}
 }
 
 // ReadWriteView implements driver.ReadWriter: Redlocks of the nodes'
@@ -163,12 +193,12 @@ func (v *reentrantView) Release(ctx context.Context, key, owner string) (bool, e
 // with anyone else. Readers share: each node admits every reader. A
 // waiting writer leaves its claim on every node it asks, so that nodes'
 // writer preference keeps new readers from a quorum. The read side is
-// driver.Shared.
-func (b *Backend) ReadWriteView() (read, write driver.Backend, err error) {
+// driver.Shared. The nodes' claims last cfg.WriterClaim.
+func (b *Backend) ReadWriteView(cfg driver.KindConfig) (read, write driver.Backend, err error) {
 	reads := make([]driver.Backend, len(b.nodes))
 	writes := make([]driver.Backend, len(b.nodes))
 	for i, n := range b.nodes {
-		r, w, err := turnstile.ReadWrite(n.b)
+		r, w, err := turnstile.ReadWrite(n.b, turnstile.WithWriterClaim(cfg.WriterClaim))
 		if err != nil {
 			return nil, nil, fmt.Errorf("redlock: read-write lock on %s: %w", n.name, err)
 		}
@@ -185,17 +215,13 @@ func (b *Backend) ReadWriteView() (read, write driver.Backend, err error) {
 	return sharedView{rb}, wb, nil
 }
 
-// SemaphoreView implements driver.Semaphorer: it returns ErrSemaphore,
-// with permits checked first.
-func (b *Backend) SemaphoreView(permits int) (driver.Backend, error) {
-	if permits < 1 {
-		return nil, fmt.Errorf("%w: %d permits", turnstile.ErrInvalidOption, permits)
-	}
+// SemaphoreView implements driver.Semaphorer: it returns ErrSemaphore.
+func (b *Backend) SemaphoreView(driver.KindConfig) (driver.Backend, error) {
 	return nil, ErrSemaphore
 }
 
 // FairView implements driver.Fairer: it returns ErrFair.
-func (b *Backend) FairView() (driver.Backend, error) { return nil, ErrFair }
+func (b *Backend) FairView(driver.KindConfig) (driver.Backend, error) { return nil, ErrFair }
 
 // kindView is a Redlock of every node's view that view returns.
 func (b *Backend) kindView(kind string, view func(driver.Backend) (driver.Backend, error)) (*Backend, error) {

@@ -43,14 +43,8 @@ func TestKindsMemory(t *testing.T) {
 }
 
 func runKinds(t *testing.T, b *redlock.Backend, rw bool) {
-	re, err := turnstile.Reentrant(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	read, write, err := turnstile.ReadWrite(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	re := locktest.View[driver.Backend](t)(turnstile.Reentrant(b))
+	read, write := locktest.Sides[driver.Backend, driver.Backend](t)(turnstile.ReadWrite(b))
 	if s, ok := read.(driver.Shared); !ok || !s.Shared() {
 		t.Fatalf("the read side %T is not driver.Shared", read)
 	}
@@ -64,11 +58,7 @@ func runKinds(t *testing.T, b *redlock.Backend, rw bool) {
 	// of its own.
 	t.Run("Reentrant", func(t *testing.T) {
 		locktest.RunReentrant(t, locktest.Harness{New: func(t testing.TB) driver.Backend {
-			re, err := turnstile.Reentrant(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return re
+			return locktest.View[driver.Backend](t)(turnstile.Reentrant(b))
 		}})
 	})
 	if !rw {
@@ -76,11 +66,7 @@ func runKinds(t *testing.T, b *redlock.Backend, rw bool) {
 	}
 	t.Run("ReadWrite", func(t *testing.T) {
 		locktest.RunReadWrite(t, func(t testing.TB) (driver.Backend, driver.Backend) {
-			read, write, err := turnstile.ReadWrite(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return read, write
+			return locktest.Sides[driver.Backend, driver.Backend](t)(turnstile.ReadWrite(b))
 		})
 	})
 }
@@ -116,6 +102,41 @@ func TestKindsRefused(t *testing.T) {
 // plainOnly is a node with the plain lock alone.
 type plainOnly struct{ driver.Backend }
 
+// TestKindsSettings: the nodes' views are made with the Redlock's view's
+// settings.
+func TestKindsSettings(t *testing.T) {
+	nodes := make([]driver.Backend, 3)
+	asked := make([]*askedNode, 3)
+	for i := range nodes {
+		asked[i] = &askedNode{Backend: memory.New()}
+		nodes[i] = asked[i]
+	}
+	b, err := redlock.New(nodes, redlock.WithoutFencing())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, _, err := turnstile.ReadWrite(b, turnstile.WithWriterClaim(750*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range asked {
+		if want := (driver.KindConfig{WriterClaim: 750 * time.Millisecond}); n.asked != want {
+			t.Errorf("node %d's read-write view was made with %+v, want %+v", i+1, n.asked, want)
+		}
+	}
+}
+
+// askedNode is a node that keeps the settings of its read-write view.
+type askedNode struct {
+	*memory.Backend
+	asked driver.KindConfig
+}
+
+func (n *askedNode) ReadWriteView(cfg driver.KindConfig) (read, write driver.Backend, err error) {
+	n.asked = cfg
+	return n.Backend.ReadWriteView(cfg)
+}
+
 // TestSemaphoreQuorumCounterexample is ErrSemaphore's counterexample on
 // three nodes' semaphores of 2 permits: three owners each hold a quorum
 // of permits.
@@ -123,11 +144,7 @@ func TestSemaphoreQuorumCounterexample(t *testing.T) {
 	ctx := context.Background()
 	var nodes [3]*memory.Semaphore
 	for i := range nodes {
-		s, err := memory.New().Semaphore(2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes[i] = s
+		nodes[i] = locktest.View[*memory.Semaphore](t)(turnstile.Semaphore(memory.New(), 2))
 	}
 	quorums := map[string][2]int{"A": {0, 1}, "B": {1, 2}, "C": {0, 2}}
 	for owner, q := range quorums {
@@ -207,5 +224,39 @@ func TestReadWriteRedis(t *testing.T) {
 	}
 	if ok, err := write.Release(ctx, k, "w"); !ok || err != nil {
 		t.Fatalf("writer release: %v %v", ok, err)
+	}
+}
+
+// TestReentrantForceReleaseForgets: after an operator removes a reentrant
+// hold by force, the same owner's next acquisition is a new hold with a
+// token above the removal's floor, not a re-entry of the removed one.
+func TestReentrantForceReleaseForgets(t *testing.T) {
+	b, err := redlock.New([]driver.Backend{memory.New(), memory.New(), memory.New()}, redlock.WithNodeTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	re, err := turnstile.Reentrant(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	first, ok, err := re.Acquire(ctx, "k", "A", time.Minute)
+	if !ok || err != nil {
+		t.Fatalf("first acquisition = %v, %v", ok, err)
+	}
+	st, err := re.(driver.ForceReleaser).ForceRelease(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Token < first {
+		t.Fatalf("force release reported token %d, below the holder's %d", st.Token, first)
+	}
+	again, ok, err := re.Acquire(ctx, "k", "A", time.Minute)
+	if !ok || err != nil {
+		t.Fatalf("acquisition after the removal = %v, %v", ok, err)
+	}
+	if again <= st.Token {
+		t.Fatalf("token after the removal %d, not above the removed holder's %d: the view took it for a re-entry", again, st.Token)
 	}
 }

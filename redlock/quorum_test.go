@@ -145,7 +145,7 @@ func TestMinorityDown(t *testing.T) {
 	nodes[2].set(func(f *flaky) { f.down = true })
 	_, ok, err := b.Acquire(ctx, "three-down", "a", time.Minute)
 	var qe *redlock.QuorumError
-	if ok || !errors.As(err, &qe) || !errors.Is(err, turnstile.ErrNoQuorum) || !errors.Is(err, errDown) {
+	if ok || !errors.As(err, &qe) || !errors.Is(err, redlock.ErrNoQuorum) || !errors.Is(err, errDown) {
 		t.Fatalf("3 of 5 down: ok=%v err=%v; want a QuorumError matching ErrNoQuorum and the nodes' error", ok, err)
 	}
 	if qe.Op != "acquire" || qe.Nodes != 5 || qe.Quorum != 3 || qe.Yes+qe.Pending > 2 || qe.Failed < 3-qe.Pending {
@@ -203,7 +203,7 @@ func TestNoValidityLeft(t *testing.T) {
 	}
 	_, ok, err := b.Acquire(ctx, "late", "a", ttl)
 	var qe *redlock.QuorumError
-	if ok || !errors.As(err, &qe) || qe.Elapsed < ttl-drift(ttl) || !errors.Is(err, turnstile.ErrNoQuorum) {
+	if ok || !errors.As(err, &qe) || qe.Elapsed < ttl-drift(ttl) || !errors.Is(err, redlock.ErrNoQuorum) {
 		t.Fatalf("acquisition that used up its validity: ok=%v err=%v", ok, err)
 	}
 	b.Close()
@@ -240,7 +240,7 @@ func TestReleaseReachesEveryNode(t *testing.T) {
 	for _, f := range nodes[1:] {
 		f.set(func(f *flaky) { f.lostReply = true })
 	}
-	if _, ok, err := b.Acquire(ctx, "k2", "a", time.Minute); ok || !errors.Is(err, turnstile.ErrNoQuorum) {
+	if _, ok, err := b.Acquire(ctx, "k2", "a", time.Minute); ok || !errors.Is(err, redlock.ErrNoQuorum) {
 		t.Fatalf("acquire with two lost replies: ok=%v err=%v; want ErrNoQuorum", ok, err)
 	}
 	for _, f := range nodes[1:] {

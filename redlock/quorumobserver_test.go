@@ -84,15 +84,15 @@ func TestQuorumObserver(t *testing.T) {
 	// Two of three nodes dead: no round can be decided.
 	srvs[0].Kill()
 	srvs[1].Kill()
-	if _, _, err := b.Acquire(ctx, "lock:order:3", "owner-a", ttl); !errors.Is(err, turnstile.ErrNoQuorum) {
+	if _, _, err := b.Acquire(ctx, "lock:order:3", "owner-a", ttl); !errors.Is(err, redlock.ErrNoQuorum) {
 		t.Fatalf("Acquire with 2 of 3 nodes dead: %v, want ErrNoQuorum", err)
 	}
 	q.expect(t, "Acquire with 2 of 3 nodes dead", "acquire:false")
-	if _, err := b.Extend(ctx, "lock:order:3", "owner-a", ttl); !errors.Is(err, turnstile.ErrNoQuorum) {
+	if _, err := b.Extend(ctx, "lock:order:3", "owner-a", ttl); !errors.Is(err, redlock.ErrNoQuorum) {
 		t.Fatalf("Extend with 2 of 3 nodes dead: %v, want ErrNoQuorum", err)
 	}
 	q.expect(t, "Extend with 2 of 3 nodes dead", "extend:false")
-	if _, err := b.Release(ctx, "lock:order:3", "owner-a"); !errors.Is(err, turnstile.ErrNoQuorum) {
+	if _, err := b.Release(ctx, "lock:order:3", "owner-a"); !errors.Is(err, redlock.ErrNoQuorum) {
 		t.Fatalf("Release with 2 of 3 nodes dead: %v, want ErrNoQuorum", err)
 	}
 	q.expect(t, "Release with 2 of 3 nodes dead", "release:false")

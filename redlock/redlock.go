@@ -56,14 +56,14 @@ type clockedNode interface {
 }
 
 var (
-	_ driver.Backend       = (*Backend)(nil)
-	_ driver.BatchExtender = (*Backend)(nil)
-	_ driver.Fencer        = (*Backend)(nil)
-	_ driver.TokenRoom     = (*Backend)(nil)
-	_ driver.AloudReleaser = (*Backend)(nil)
-	_ driver.Notifier      = (*Backend)(nil)
-	_ driver.Namer         = (*Backend)(nil)
-	_ io.Closer            = (*Backend)(nil)
+	_ driver.Backend        = (*Backend)(nil)
+	_ driver.BatchExtender  = (*Backend)(nil)
+	_ driver.Fencer         = (*Backend)(nil)
+	_ driver.TokenRoom      = (*Backend)(nil)
+	_ driver.NoticeReleaser = (*Backend)(nil)
+	_ driver.Notifier       = (*Backend)(nil)
+	_ driver.Namer          = (*Backend)(nil)
+	_ io.Closer             = (*Backend)(nil)
 )
 
 var errClosed = fmt.Errorf("redlock: %w", turnstile.ErrClosed)

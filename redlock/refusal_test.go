@@ -14,6 +14,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/locktest"
 	"github.com/turnstilelock/turnstile/redis"
 	"github.com/turnstilelock/turnstile/redlock"
 )
@@ -28,14 +29,8 @@ func TestLostQuorumIsNotARefusal(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	srvs := startNodes(t, 5)
 	b := dialRedlock(t, srvs, redlock.WithRestartQuarantine(0))
-	re, err := b.ReentrantView()
-	if err != nil {
-		t.Fatal(err)
-	}
-	read, write, err := b.ReadWriteView()
-	if err != nil {
-		t.Fatal(err)
-	}
+	re := locktest.View[driver.Backend](t)(turnstile.Reentrant(b))
+	read, write := locktest.Sides[driver.Backend, driver.Backend](t)(turnstile.ReadWrite(b))
 	for _, s := range srvs[:3] {
 		s.Kill()
 	}
@@ -44,11 +39,9 @@ func TestLostQuorumIsNotARefusal(t *testing.T) {
 	// kinds share the nodes' key space, so each gets a key of its own.
 	for _, n := range redisNodes(t, srvs[3:]) {
 		rn := n.(*redis.Backend)
-		_, nodeWrite, err := rn.ReadWriteView()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for key, kb := range map[string]driver.Backend{"held": rn, "held-reentrant": rn.Reentrant(), "held-rw": nodeWrite} {
+		_, nodeWrite := locktest.Sides[driver.Backend, driver.Backend](t)(turnstile.ReadWrite(rn))
+		nodeReentrant := locktest.View[driver.Backend](t)(turnstile.Reentrant(rn))
+		for key, kb := range map[string]driver.Backend{"held": rn, "held-reentrant": nodeReentrant, "held-rw": nodeWrite} {
 			if _, ok, err := kb.Acquire(ctx, key, "other", time.Minute); !ok || err != nil {
 				t.Fatalf("other takes %s on %s: ok=%v err=%v", key, rn.Name(), ok, err)
 			}
@@ -58,7 +51,7 @@ func TestLostQuorumIsNotARefusal(t *testing.T) {
 	wantQuorumError := func(what string, ok bool, err error) {
 		t.Helper()
 		var qe *redlock.QuorumError
-		if ok || !errors.As(err, &qe) || !errors.Is(err, turnstile.ErrNoQuorum) {
+		if ok || !errors.As(err, &qe) || !errors.Is(err, redlock.ErrNoQuorum) {
 			t.Fatalf("%s with 3 of 5 nodes killed and the key held on the 2 live ones: ok=%v err=%v; want a QuorumError", what, ok, err)
 		}
 		if qe.Yes != 0 || qe.No > 2 || qe.Failed+qe.Pending < 3 {
@@ -94,7 +87,7 @@ func TestLostQuorumIsNotARefusal(t *testing.T) {
 	}
 	defer c.Close()
 	for range 5 {
-		if _, err := c.TryAcquire(ctx, "held"); !errors.Is(err, turnstile.ErrNoQuorum) || errors.Is(err, turnstile.ErrNotAcquired) {
+		if _, err := c.TryAcquire(ctx, "held"); !errors.Is(err, redlock.ErrNoQuorum) || errors.Is(err, turnstile.ErrNotAcquired) {
 			t.Fatalf("TryAcquire with the quorum lost = %v; want ErrNoQuorum, not ErrNotAcquired", err)
 		}
 	}
@@ -228,7 +221,7 @@ func TestRefusalOrFailureTable(t *testing.T) {
 						t.Errorf("%s: ok=%v err=%v; want a plain no: the refusals alone rule a quorum out", name, ok, err)
 					}
 				default:
-					if ok || !errors.As(err, &qe) || !errors.Is(err, turnstile.ErrNoQuorum) {
+					if ok || !errors.As(err, &qe) || !errors.Is(err, redlock.ErrNoQuorum) {
 						t.Errorf("%s: ok=%v err=%v; want a QuorumError: failed nodes keep the quorum out of reach", name, ok, err)
 					} else if qe.Failed+qe.Pending < 1 {
 						t.Errorf("%s: %+v: a QuorumError without a failed or pending node", name, qe)

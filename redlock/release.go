@@ -3,9 +3,11 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
 )
 
 // Release implements driver.Backend. It goes to every node, including
@@ -15,31 +17,38 @@ import (
 // not hold it that no quorum could have, and a *QuorumError when too many
 // nodes failed to tell.
 func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
-	return b.release(ctx, key, owner, false)
+	ok, _, err := b.release(ctx, key, owner, driver.NoticeIfTried)
+	return ok, err
 }
 
-// ReleaseAloud implements driver.AloudReleaser: Release with every node's
-// release notice sent whether or not someone tried to take the lock
-// meanwhile (on nodes that send it only then, driver.AloudReleaser).
-func (b *Backend) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
-	return b.release(ctx, key, owner, true)
+// ReleaseNotice implements driver.NoticeReleaser: Release with every
+// node's release notice sent as n says (on nodes that send it only when
+// someone tried to take the lock, driver.NoticeReleaser), and whether
+// some node said someone had (nodes that cannot tell count as told).
+func (b *Backend) ReleaseNotice(ctx context.Context, key, owner string, n driver.Notice) (ok, tried bool, err error) {
+	return b.release(ctx, key, owner, n)
 }
 
-func (b *Backend) release(ctx context.Context, key, owner string, aloud bool) (bool, error) {
+func (b *Backend) release(ctx context.Context, key, owner string, n driver.Notice) (ok, tried bool, err error) {
 	if err := b.check(ctx, 0); err != nil {
-		return false, err
+		return false, false, err
 	}
 	late := b.pending.lookup(key, owner) // an acquisition still answering
-	r := b.start(ctx, "release", b.cfg.nodeTimeout, b.all, func(ctx context.Context, n *node) answer {
-		return b.releaseAfter(ctx, late, n.index, key, owner, aloud)
+	var told atomic.Bool
+	r := b.start(ctx, "release", b.cfg.nodeTimeout, b.all, func(ctx context.Context, nd *node) answer {
+		a, t := b.releaseAfter(ctx, late, nd.index, key, owner, n)
+		if t {
+			told.Store(true)
+		}
+		return a
 	})
 	// Every node's answer is awaited (up to the node timeout): once Release
 	// returns, every node that answers is free for the next owner, which
 	// early return would leave to chance when a minority lags.
 	r.wait(b, 0, time.Now().Add(b.cfg.nodeTimeout))
-	ok, err := r.verdict(b)
+	ok, err = r.verdict(b)
 	b.observe(ctx, "release", err == nil)
-	return ok, err
+	return ok, told.Load(), err
 }
 
 // RaiseFence implements driver.Fencer, so that a Redlock can itself be a

@@ -53,7 +53,7 @@ func TestRestartDuringHold(t *testing.T) {
 			switch {
 			case err == nil:
 				got = l
-			case !errors.Is(err, turnstile.ErrNotAcquired) && !errors.Is(err, turnstile.ErrNoQuorum):
+			case !errors.Is(err, turnstile.ErrNotAcquired) && !errors.Is(err, redlock.ErrNoQuorum):
 				t.Fatalf("B: %v", err)
 			case time.Since(restarted) > ttl+5*time.Second:
 				t.Fatalf("B never got the lock after A's lease ended: %v", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/testcerts"
 	"github.com/turnstilelock/turnstile/internal/testserver"
+	"github.com/turnstilelock/turnstile/redlock"
 )
 
 // The ACL user of the TLS tests, on every node. No error may show its
@@ -160,7 +161,7 @@ func TestTLSRedlockRefusals(t *testing.T) {
 	t.Run("WrongCA", func(t *testing.T) {
 		err := openErr(t, tlsRedlockURL(srvs, tlsQuery("ca_file", certs.OtherCA)+"&"+client))
 		wantIn(t, err, srvs[0].Addr(), "certificate signed by unknown authority")
-		if !errors.Is(err, turnstile.ErrNoQuorum) || errors.Is(err, turnstile.ErrInvalidURL) {
+		if !errors.Is(err, redlock.ErrNoQuorum) || errors.Is(err, turnstile.ErrInvalidURL) {
 			t.Errorf("error is not ErrNoQuorum, or is ErrInvalidURL: %v", err)
 		}
 	})

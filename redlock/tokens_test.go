@@ -223,7 +223,7 @@ func TestTokensMonotonicMemoryChaos(t *testing.T) {
 			if l, err = c.TryAcquire(ctx, "k"); err != nil {
 				// Stale locks on nodes that were down during a release, and
 				// short node timeouts on a busy machine, make attempts fail.
-				if !errors.Is(err, turnstile.ErrNotAcquired) && !errors.Is(err, turnstile.ErrNoQuorum) || tries > 1000 {
+				if !errors.Is(err, turnstile.ErrNotAcquired) && !errors.Is(err, redlock.ErrNoQuorum) || tries > 1000 {
 					t.Fatalf("acquisition %d: %v", i, err)
 				}
 				time.Sleep(time.Millisecond)

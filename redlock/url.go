@@ -52,7 +52,7 @@ func init() {
 // tls=off with a TLS parameter is refused. The files are read with the
 // URL: a bad one is a bad URL. The servers' certificates are always
 // verified.
-func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
+func open(ctx context.Context, u *url.URL, _ driver.OpenConfig) (driver.Backend, error) {
 	addrs, opt, opts, err := parseURL(u)
 	if err != nil {
 		return nil, err

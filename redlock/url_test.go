@@ -75,7 +75,7 @@ func TestOpenURL(t *testing.T) {
 
 	srvs[1].Kill()
 	_, err = turnstile.Open(ctx, redlockURL(srvs, "quarantine=0&dial_timeout=1s"))
-	if !errors.Is(err, turnstile.ErrNoQuorum) {
+	if !errors.Is(err, redlock.ErrNoQuorum) {
 		t.Fatalf("Open with 2 of 3 down = %v, want ErrNoQuorum", err)
 	}
 }

@@ -26,7 +26,7 @@ func init() {
 	// The fair cases' child processes open the plain backend from the
 	// URL and wait through its fair view, as the parent does.
 	locktest.RegisterView("service-fair", func(b driver.Backend) (driver.Backend, error) {
-		return b.(driver.Fairer).FairView()
+		return b.(driver.Fairer).FairView(driver.KindConfig{})
 	})
 }
 
@@ -48,50 +48,21 @@ func TestServeRedis(t *testing.T) {
 	t.Run("Lock", func(t *testing.T) {
 		locktest.Run(t, locktest.Harness{
 			New:   plain,
-			URL:   "turnstile://"+p.addr,
+			URL:   "turnstile://" + p.addr,
 			Evict: func(t testing.TB, key string) { srv.MustDo(t, "DEL", redisLockKey(key)) },
 		})
 	})
-	t.Run("Reentrant", func(t *testing.T) {
-		locktest.RunReentrant(t, locktest.Harness{New: func(t testing.TB) driver.Backend {
-			b, err := plain(t).(driver.Reentranter).ReentrantView()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}})
-	})
-	t.Run("ReadWrite", func(t *testing.T) {
-		locktest.RunReadWrite(t, func(t testing.TB) (driver.Backend, driver.Backend) {
-			r, w, err := plain(t).(driver.ReadWriter).ReadWriteView()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r, w
-		})
-	})
-	t.Run("Semaphore", func(t *testing.T) {
-		locktest.RunSemaphore(t, locktest.Harness{
-			New: func(t testing.TB) driver.Backend {
-				s, err := plain(t).(driver.Semaphorer).SemaphoreView(3)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return s
-			},
-			Plain: plain,
-		}, 3)
-	})
+	runKinds(t, plain)
 	t.Run("Fair", func(t *testing.T) {
 		locktest.RunFair(t, locktest.Harness{
 			New: func(t testing.TB) driver.Backend {
-				f, err := plain(t).(driver.Fairer).FairView()
+				f, err := plain(t).(driver.Fairer).FairView(driver.KindConfig{})
 				if err != nil {
 					t.Fatal(err)
 				}
 				return f
 			},
-			URL:  "turnstile://"+p.addr,
+			URL:  "turnstile://" + p.addr,
 			View: "service-fair",
 			Waiting: func(t testing.TB, key string) int {
 				n, err := strconv.Atoi(srv.MustDo(t, "ZCARD", redisLockKey(key)+":queue"))
@@ -121,7 +92,7 @@ func TestServeEtcd(t *testing.T) {
 	t.Run("Lock", func(t *testing.T) {
 		locktest.Run(t, locktest.Harness{
 			New: plain,
-			URL: "turnstile://"+p.addr,
+			URL: "turnstile://" + p.addr,
 			Evict: func(t testing.TB, key string) {
 				if _, err := raw.Client().Delete(ctxFor(t, 5*time.Second), raw.LockKey(key)); err != nil {
 					t.Fatalf("evict %q: %v", key, err)
@@ -131,10 +102,11 @@ func TestServeEtcd(t *testing.T) {
 			TTL: 2 * time.Second,
 		})
 	})
+	runKinds(t, plain)
 	t.Run("Fair", func(t *testing.T) {
 		locktest.RunFair(t, locktest.Harness{
 			New: plain,
-			URL: "turnstile://"+p.addr,
+			URL: "turnstile://" + p.addr,
 			Waiting: func(t testing.TB, key string) int {
 				dir := etcd.DefaultPrefix + "queue/" + url.PathEscape(key) + "/"
 				r, err := raw.Client().Get(ctxFor(t, 5*time.Second), dir, clientv3.WithPrefix(), clientv3.WithCountOnly())
@@ -144,5 +116,40 @@ func TestServeEtcd(t *testing.T) {
 				return int(r.Count)
 			},
 		})
+	})
+}
+
+// runKinds runs the reentrant, read-write and semaphore suites on the
+// views of the plain backend plain returns.
+func runKinds(t *testing.T, plain func(testing.TB) driver.Backend) {
+	t.Run("Reentrant", func(t *testing.T) {
+		locktest.RunReentrant(t, locktest.Harness{New: func(t testing.TB) driver.Backend {
+			b, err := plain(t).(driver.Reentranter).ReentrantView(driver.KindConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}})
+	})
+	t.Run("ReadWrite", func(t *testing.T) {
+		locktest.RunReadWrite(t, func(t testing.TB) (driver.Backend, driver.Backend) {
+			r, w, err := plain(t).(driver.ReadWriter).ReadWriteView(driver.KindConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r, w
+		})
+	})
+	t.Run("Semaphore", func(t *testing.T) {
+		locktest.RunSemaphore(t, locktest.Harness{
+			New: func(t testing.TB) driver.Backend {
+				s, err := plain(t).(driver.Semaphorer).SemaphoreView(driver.KindConfig{Permits: 3})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			},
+			Plain: plain,
+		}, 3)
 	})
 }

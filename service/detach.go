@@ -45,12 +45,12 @@ func isDetached(ctx context.Context) bool {
 }
 
 // storeView is a lock store as the service's Clients see it: the store,
-// without TokenRoom, with a Release that a detaching context turns into
-// a no-op. The optional capabilities the Client discovers are all
-// present; where the store lacks one, the method behaves as the Client
-// treats the capability's absence (notices: an error, so it polls;
-// batches: one call per renewal; the loud release: the plain one;
-// inspection: ErrUnsupported). Only driver.Queuer changes how a Client
+// without TokenRoom, with a Release (and ReleaseNotice) that a detaching
+// context turns into a no-op. The optional capabilities the Client
+// discovers are all present; where the store lacks one, the method
+// behaves as the Client treats the capability's absence (notices: an
+// error, so it polls; batches: one call per renewal; ReleaseNotice: the
+// plain Release, which tells every time; inspection: ErrUnsupported). Only driver.Queuer changes how a Client
 // waits, so it is added by queuedView where the store has it.
 type storeView struct {
 	b driver.Backend
@@ -80,12 +80,14 @@ func (v *storeView) Release(ctx context.Context, key, owner string) (bool, error
 	return v.b.Release(ctx, key, owner)
 }
 
-// ReleaseAloud implements driver.AloudReleaser.
-func (v *storeView) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
+// ReleaseNotice implements driver.NoticeReleaser. The Client releases
+// through it, not Release, so it detaches as Release does: a detached
+// lease stays held, and nobody was told of anything.
+func (v *storeView) ReleaseNotice(ctx context.Context, key, owner string, n driver.Notice) (ok, tried bool, err error) {
 	if isDetached(ctx) {
-		return true, nil
+		return true, false, nil
 	}
-	return driver.ReleaseAloud(ctx, v.b, key, owner)
+	return driver.ReleaseNotice(ctx, v.b, key, owner, n)
 }
 
 // Name implements driver.Namer.

@@ -145,7 +145,7 @@ func (h *elections) Resign(ctx context.Context, req *connect.Request[v1.ResignRe
 		return nil, toConnect(err)
 	}
 	// The observers try nothing: tell them in any case.
-	ok, err := driver.ReleaseAloud(ctx, v.store, l.Key, l.Owner)
+	ok, _, err := driver.ReleaseNotice(ctx, v.store, l.Key, l.Owner, driver.NoticeAlways)
 	switch {
 	case err != nil:
 		return nil, toConnect(fmt.Errorf("resign %q: %w", l.Key, err))

@@ -164,12 +164,11 @@ func (s *Server) release(ctx context.Context, m *v1.ReleaseRequest) (*v1.Release
 		return nil, err
 	}
 	l := m.Lease
-	var ok bool
+	n := driver.NoticeIfTried
 	if m.Notify {
-		ok, err = driver.ReleaseAloud(ctx, v.store, l.Key, l.Owner)
-	} else {
-		ok, err = v.store.Release(ctx, l.Key, l.Owner)
+		n = driver.NoticeAlways
 	}
+	ok, tried, err := driver.ReleaseNotice(ctx, v.store, l.Key, l.Owner, n)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("release %q: %w", l.Key, err)
@@ -177,7 +176,7 @@ func (s *Server) release(ctx context.Context, m *v1.ReleaseRequest) (*v1.Release
 		return nil, fmt.Errorf("release %q: %w", l.Key, turnstile.ErrNotHeld)
 	}
 	s.event(v1.EventType_EVENT_TYPE_RELEASED, v, l.Key, l.Owner, l.Token)
-	return &v1.ReleaseResponse{}, nil
+	return &v1.ReleaseResponse{Tried: tried}, nil
 }
 
 func (h *locks) Status(ctx context.Context, req *connect.Request[v1.StatusRequest]) (*connect.Response[v1.StatusResponse], error) {
@@ -258,8 +257,9 @@ func (h *locks) Info(ctx context.Context, _ *connect.Request[v1.InfoRequest]) (*
 	}
 	_, notices := s.cfg.Backend.(driver.Notifier)
 	_, queue := s.cfg.Backend.(driver.Queuer)
+	kinds, queued := s.views.kinds()
 	return connect.NewResponse(&v1.InfoResponse{
-		Store: driver.Name(s.cfg.Backend), Kinds: s.views.kinds(), StoreNotices: notices, StoreQueue: queue,
+		Store: driver.Name(s.cfg.Backend), Kinds: kinds, QueuedKinds: queued, StoreNotices: notices, StoreQueue: queue,
 		Version: s.cfg.Version, Instance: s.cfg.Instance,
 		DefaultTtl: durationpb.New(s.cfg.TTL), MaxWait: durationpb.New(s.cfg.MaxWait),
 	}), nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"connectrpc.com/grpcreflect"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -195,4 +196,36 @@ func TestReadiness(t *testing.T) {
 	await(http.StatusOK, "store back")
 	in.Drain()
 	await(http.StatusServiceUnavailable, "draining")
+}
+
+// TestHealthAndReflection: the gRPC health check says SERVING, and
+// reflection lists the two services, for grpcurl and the like.
+func TestHealthAndReflection(t *testing.T) {
+	in := startInstance(t, service.Config{Backend: memory.New()})
+	code, _, got := post(t, in.addr, "grpc.health.v1.Health/Check", `{}`)
+	if code != 200 || got["status"] != "SERVING_STATUS_SERVING" {
+		t.Fatalf("health check: %d %v", code, got)
+	}
+	rc := grpcreflect.NewClient(h2c(t), "http://"+in.addr, connect.WithGRPC())
+	stream := rc.NewStream(ctxFor(t, 10*time.Second))
+	defer stream.Close()
+	names, err := stream.ListServices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"turnstile.v1.Locks": false, "turnstile.v1.Elections": false}
+	for _, n := range names {
+		if _, ok := want[string(n)]; ok {
+			want[string(n)] = true
+		}
+	}
+	for n, seen := range want {
+		if !seen {
+			t.Errorf("reflection lists %v, not %s", names, n)
+		}
+	}
+	in.Drain()
+	if _, _, got := post(t, in.addr, "grpc.health.v1.Health/Check", `{}`); got["status"] != "SERVING_STATUS_NOT_SERVING" {
+		t.Fatalf("health check while draining: %v", got)
+	}
 }

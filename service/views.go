@@ -10,9 +10,6 @@ import (
 	v1 "github.com/turnstilelock/turnstile/service/gen/turnstile/v1"
 )
 
-// maxPermits bounds a semaphore's number of permits in a request.
-const maxPermits = 1 << 16
-
 // maxSemaphores bounds how many numbers of permits the service keeps a
 // semaphore view and Client for: each Client has its own watchdog, and a
 // Client with leases cannot be closed.
@@ -60,8 +57,8 @@ func kindOf(kind v1.Kind, permits uint32) (kindKey, error) {
 	}
 	switch kind {
 	case v1.Kind_KIND_SEMAPHORE:
-		if permits < 1 || permits > maxPermits {
-			return kindKey{}, fmt.Errorf("%w: a semaphore needs permits in [1, %d], got %d", turnstile.ErrInvalidOption, maxPermits, permits)
+		if err := driver.CheckPermits(int(permits)); err != nil {
+			return kindKey{}, err
 		}
 		return kindKey{kind, int(permits)}, nil
 	case v1.Kind_KIND_LOCK, v1.Kind_KIND_SHARED, v1.Kind_KIND_EXCLUSIVE, v1.Kind_KIND_FAIR, v1.Kind_KIND_REENTRANT:
@@ -137,18 +134,19 @@ func (vs *views) make(k kindKey) (map[kindKey]driver.Backend, error) {
 }
 
 // kinds reports which kinds the store has (a semaphore: of 2 permits),
-// for Info.
-func (vs *views) kinds() []v1.Kind {
-	var out []v1.Kind
-	for _, k := range []kindKey{{kind: v1.Kind_KIND_LOCK}, {kind: v1.Kind_KIND_SHARED}, {kind: v1.Kind_KIND_SEMAPHORE, permits: 2}, {kind: v1.Kind_KIND_FAIR}, {kind: v1.Kind_KIND_REENTRANT}} {
-		if _, err := vs.get(k); err == nil {
-			out = append(out, k.kind)
-			if k.kind == v1.Kind_KIND_SHARED {
-				out = append(out, v1.Kind_KIND_EXCLUSIVE)
-			}
+// and which of them queue their waiters in the store, for Info.
+func (vs *views) kinds() (kinds, queued []v1.Kind) {
+	for _, k := range []kindKey{{kind: v1.Kind_KIND_LOCK}, {kind: v1.Kind_KIND_SHARED}, {kind: v1.Kind_KIND_EXCLUSIVE}, {kind: v1.Kind_KIND_SEMAPHORE, permits: 2}, {kind: v1.Kind_KIND_FAIR}, {kind: v1.Kind_KIND_REENTRANT}} {
+		v, err := vs.get(k)
+		if err != nil {
+			continue
+		}
+		kinds = append(kinds, k.kind)
+		if _, ok := v.store.(driver.Queuer); ok {
+			queued = append(queued, k.kind)
 		}
 	}
-	return out
+	return kinds, queued
 }
 
 // close closes every Client: the leases of Hold streams stop being

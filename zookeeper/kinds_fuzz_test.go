@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/turnstilelock/turnstile/driver"
 )
 
 // FuzzKindNames: a lock kind's directory is one znode under the root that
@@ -27,7 +29,7 @@ func FuzzKindNames(f *testing.F) {
 				t.Fatalf("the %s directory %q of key %q is the plain directory of key %q", kind, d, key, k)
 			}
 		}
-		if permits >= 1 && permits <= MaxPermits {
+		if permits >= 1 && permits <= driver.MaxPermits {
 			n := escape(owner) + "." + strconv.Itoa(permits)
 			ls, ok := parseLease(n)
 			if !ok || ls.owner != escape(owner) || ls.permits != permits || ls.name != n {

@@ -197,8 +197,14 @@ func (b *Backend) forceReleaseKind(ctx context.Context, key, kind string, by mem
 		if err != nil {
 			return driver.LockState{}, err
 		}
+		// This Backend's timers and counts of the holds go with them: a
+		// count left behind would keep a later hold's timer running
+		// after the last release through this Backend.
+		counts := b.reentrantCounts()
 		for _, m := range nodes {
-			b.drop(kindHold(m.side, key, m.owner))
+			hk := kindHold(m.side, key, m.owner)
+			b.drop(hk)
+			counts.forget(hk)
 		}
 		return st, nil
 	}

@@ -21,23 +21,18 @@ import (
 func TestKinds(t *testing.T) {
 	t.Run("Reentrant", func(t *testing.T) {
 		locktest.RunReentrant(t, locktest.Harness{
-			New: func(t testing.TB) driver.Backend { return dial(t).Reentrant() },
+			New: func(t testing.TB) driver.Backend { return reentrantOf(t, dial(t)) },
 		})
 	})
 	t.Run("ReadWrite", func(t *testing.T) {
 		locktest.RunReadWrite(t, func(t testing.TB) (driver.Backend, driver.Backend) {
-			rw := dial(t).ReadWrite()
-			return rw.Read(), rw.Write()
+			return locktest.Sides[*zookeeper.ReadLock, *zookeeper.WriteLock](t)(turnstile.ReadWrite(dial(t)))
 		})
 	})
 	t.Run("Semaphore", func(t *testing.T) {
 		locktest.RunSemaphore(t, locktest.Harness{
 			New: func(t testing.TB) driver.Backend {
-				s, err := dial(t).Semaphore(3)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return s
+				return locktest.View[*zookeeper.Semaphore](t)(turnstile.Semaphore(dial(t), 3))
 			},
 			Plain: func(t testing.TB) driver.Backend { return dial(t) },
 		}, 3)
@@ -57,7 +52,7 @@ func TestKindsViews(t *testing.T) {
 	if f, err := turnstile.Fair(b); err != nil || f != driver.Backend(b) {
 		t.Fatalf("Fair = %v, %v; want the Backend itself", f, err)
 	}
-	for _, n := range []int{0, -1, zookeeper.MaxPermits + 1} {
+	for _, n := range []int{0, -1, driver.MaxPermits + 1} {
 		if _, err := turnstile.Semaphore(b, n); !errors.Is(err, turnstile.ErrInvalidOption) {
 			t.Errorf("Semaphore(%d): %v, want ErrInvalidOption", n, err)
 		}
@@ -69,8 +64,8 @@ func TestKindsViews(t *testing.T) {
 // number holds.
 func TestSemaphorePermitsStored(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
-	s2, _ := dial(t).Semaphore(2)
-	s5, _ := dial(t).Semaphore(5)
+	s2 := locktest.View[*zookeeper.Semaphore](t)(turnstile.Semaphore(dial(t), 2))
+	s5 := locktest.View[*zookeeper.Semaphore](t)(turnstile.Semaphore(dial(t), 5))
 	const key = "kinds-permits"
 	if _, ok, err := s2.Acquire(ctx, key, "a", 5*time.Second); !ok || err != nil {
 		t.Fatalf("first permit: %v, %v", ok, err)
@@ -97,7 +92,7 @@ func TestSemaphorePermitsStored(t *testing.T) {
 func TestReentrantNodes(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	b := dial(t)
-	r := b.Reentrant()
+	r := reentrantOf(t, b)
 	const key = "kinds-reentrant-nodes"
 	for range 2 {
 		if _, ok, err := r.Acquire(ctx, key, "a", 5*time.Second); !ok || err != nil {
@@ -113,11 +108,11 @@ func TestReentrantNodes(t *testing.T) {
 	if err != nil || string(data) != "2" {
 		t.Fatalf("count %q, %v; want 2", data, err)
 	}
-	if ok, err := dial(t).Reentrant().Release(ctx, key, "b"); ok || err != nil {
+	if ok, err := reentrantOf(t, dial(t)).Release(ctx, key, "b"); ok || err != nil {
 		t.Fatalf("release by another owner: %v, %v", ok, err)
 	}
 	for i := range 2 {
-		if ok, err := dial(t).Reentrant().Release(ctx, key, "a"); !ok || err != nil {
+		if ok, err := reentrantOf(t, dial(t)).Release(ctx, key, "a"); !ok || err != nil {
 			t.Fatalf("release %d from another session: %v, %v", i+1, ok, err)
 		}
 	}
@@ -135,12 +130,9 @@ func TestKindsDigestACL(t *testing.T) {
 	root := zookeeper.WithRoot("/kinds-acl/locks")
 	b := dial(t, root, zookeeper.WithDigestAuth("carol", pw))
 	const key = "guarded"
-	sem, err := b.Semaphore(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rw := b.ReadWrite()
-	for _, v := range []driver.Backend{b.Reentrant(), rw.Read(), sem} {
+	sem := locktest.View[*zookeeper.Semaphore](t)(turnstile.Semaphore(b, 2))
+	read, _ := locktest.Sides[*zookeeper.ReadLock, *zookeeper.WriteLock](t)(turnstile.ReadWrite(b))
+	for _, v := range []driver.Backend{reentrantOf(t, b), read, sem} {
 		if _, ok, err := v.Acquire(ctx, key, "carol-1", 5*time.Second); !ok || err != nil {
 			t.Fatalf("%s: %v, %v", driver.Name(v), ok, err)
 		}
@@ -161,9 +153,9 @@ func TestKindsDigestACL(t *testing.T) {
 		}
 	}
 	other := dial(t, root)
-	osem, _ := other.Semaphore(2)
-	orw := other.ReadWrite()
-	for _, v := range []driver.Backend{other.Reentrant(), orw.Read(), orw.Write(), osem} {
+	osem := locktest.View[*zookeeper.Semaphore](t)(turnstile.Semaphore(other, 2))
+	oread, owrite := locktest.Sides[*zookeeper.ReadLock, *zookeeper.WriteLock](t)(turnstile.ReadWrite(other))
+	for _, v := range []driver.Backend{reentrantOf(t, other), oread, owrite, osem} {
 		if _, ok, err := v.Acquire(ctx, key, "mallory", 5*time.Second); ok || !errors.Is(err, turnstile.ErrPermission) || strings.Contains(err.Error(), pw) {
 			t.Fatalf("%s without credentials: %v, %v; want ErrPermission", driver.Name(v), ok, err)
 		}
@@ -176,8 +168,8 @@ func TestKindsDigestACL(t *testing.T) {
 func TestKindsInspect(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	b := dial(t)
-	sem, _ := b.Semaphore(3)
-	rw := b.ReadWrite()
+	sem := locktest.View[*zookeeper.Semaphore](t)(turnstile.Semaphore(b, 3))
+	read, write := locktest.Sides[*zookeeper.ReadLock, *zookeeper.WriteLock](t)(turnstile.ReadWrite(b))
 	type view interface {
 		driver.Backend
 		driver.Inspector
@@ -189,8 +181,8 @@ func TestKindsInspect(t *testing.T) {
 		inspect view
 		owners  []string
 	}{
-		{"reentrant", b.Reentrant(), b.Reentrant(), []string{"a", "a"}},
-		{"read", rw.Read(), rw.Write(), []string{"a", "b"}},
+		{"reentrant", reentrantOf(t, b), reentrantOf(t, b), []string{"a", "a"}},
+		{"read", read, write, []string{"a", "b"}},
 		{"semaphore", sem, sem, []string{"a", "b"}},
 	}
 	for _, c := range cases {
@@ -246,7 +238,7 @@ func TestKindsInspect(t *testing.T) {
 // Backend's TTL timer, whose lease is gone, does not end it.
 func TestReentrantAcrossBackends(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
-	r1, r2 := dial(t).Reentrant(), dial(t).Reentrant()
+	r1, r2 := reentrantOf(t, dial(t)), reentrantOf(t, dial(t))
 	const key = "kinds-reentrant-across"
 	tok, ok, err := r1.Acquire(ctx, key, "a", 10*time.Second)
 	if !ok || err != nil {
@@ -267,5 +259,46 @@ func TestReentrantAcrossBackends(t *testing.T) {
 	}
 	if ok, err := r2.Extend(ctx, key, "a", time.Second); ok || err != nil {
 		t.Fatalf("Extend after the last release: %v, %v; want false", ok, err)
+	}
+}
+
+// reentrantOf is b's reentrant view, as callers take it.
+func reentrantOf(t testing.TB, b *zookeeper.Backend) *zookeeper.Reentrant {
+	return locktest.View[*zookeeper.Reentrant](t)(turnstile.Reentrant(b))
+}
+
+// TestReentrantForceReleaseForgets: a ForceRelease through a Backend
+// forgets that Backend's count of the owner's acquisitions: once the
+// owner holds the key again through another Backend, re-enters through
+// the first and releases there, the first Backend's TTL timer stops, and
+// does not end the hold the other Backend renews.
+func TestReentrantForceReleaseForgets(t *testing.T) {
+	ctx := ctxFor(t, 30*time.Second)
+	r1, r2 := reentrantOf(t, dial(t)), reentrantOf(t, dial(t))
+	const key = "kinds-reentrant-force"
+	for range 2 {
+		if _, ok, err := r1.Acquire(ctx, key, "a", 10*time.Second); !ok || err != nil {
+			t.Fatalf("acquire: %v, %v", ok, err)
+		}
+	}
+	if st, err := r1.ForceRelease(ctx, key); err != nil || !st.Held {
+		t.Fatalf("ForceRelease = %+v, %v", st, err)
+	}
+	tok, ok, err := r2.Acquire(ctx, key, "a", 10*time.Second)
+	if !ok || err != nil {
+		t.Fatalf("acquire through the other Backend after ForceRelease: %v, %v", ok, err)
+	}
+	if tok1, ok, err := r1.Acquire(ctx, key, "a", 200*time.Millisecond); !ok || err != nil || tok1 != tok {
+		t.Fatalf("re-entry through the first Backend: %d, %v, %v; want token %d", tok1, ok, err, tok)
+	}
+	if ok, err := r1.Release(ctx, key, "a"); !ok || err != nil {
+		t.Fatalf("release through the first Backend: %v, %v", ok, err)
+	}
+	time.Sleep(time.Second) // past the first Backend's TTL
+	if ok, err := r2.Extend(ctx, key, "a", 10*time.Second); !ok || err != nil {
+		t.Fatalf("the other Backend's hold after the first one's lease ended: %v, %v; want held", ok, err)
+	}
+	if ok, err := r2.Release(ctx, key, "a"); !ok || err != nil {
+		t.Fatalf("last release: %v, %v", ok, err)
 	}
 }

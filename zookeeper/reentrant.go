@@ -7,8 +7,9 @@ import (
 	"github.com/turnstilelock/turnstile/driver"
 )
 
-// Reentrant is a view of a Backend whose locks the same owner may take
-// again while it holds them, without waiting for itself (Curator's
+// Reentrant is the view of a Backend that turnstile.Reentrant returns:
+// locks the same owner may take again while it holds them, without
+// waiting for itself (Curator's
 // InterProcessMutex, with the count kept in ZooKeeper rather than in one
 // process). Each acquisition counts: the owner must release as many
 // times as it acquired, and only the last release frees the lock. Owner
@@ -40,11 +41,6 @@ var (
 	_ driver.Queuer  = (*Reentrant)(nil)
 	_ driver.Namer   = (*Reentrant)(nil)
 )
-
-// Reentrant returns the reentrant view of b.
-func (b *Backend) Reentrant() *Reentrant {
-	return &Reentrant{seqKind{b: b, kind: "reentrant", side: "reentrant", blocker: exclusive, counted: true, counts: b.reentrantCounts()}}
-}
 
 // Name implements driver.Namer.
 func (r *Reentrant) Name() string { return r.b.Name() + " reentrant" }

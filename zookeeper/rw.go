@@ -14,10 +14,12 @@ const (
 	writeTag = "write."
 )
 
-// RWLock is a read-write lock on a Backend (Curator's
-// InterProcessReadWriteLock): any number of readers hold a key together,
-// or one writer holds it alone. Read and Write return its two sides,
-// each a driver.Backend for a Client of its own.
+// ReadLock is the read side of a Backend's read-write lock (Curator's
+// InterProcessReadWriteLock), whose two sides turnstile.ReadWrite returns
+// (ReadLock and WriteLock), each a driver.Backend for a Client of its
+// own: any number of readers hold a key together, or one writer holds it
+// alone. Its writers queue in order, so turnstile.WithWriterClaim has no
+// effect here.
 //
 // The lock on key K is one queue of ephemeral sequential nodes in the
 // directory Dir(K)+".rw", named read.<owner>-<sequence> and
@@ -40,21 +42,10 @@ const (
 //
 // Both sides are driver.Queuers: Client.Acquire waits in the queue. The
 // read side is also driver.Shared.
-type RWLock struct{ b *Backend }
+type ReadLock struct{ seqKind }
 
-// ReadWrite returns the read-write view of b.
-func (b *Backend) ReadWrite() *RWLock { return &RWLock{b: b} }
-
-// Read returns the read side: leases that share the key with other
-// readers.
-func (rw *RWLock) Read() *ReadLock {
-	return &ReadLock{seqKind{b: rw.b, kind: "rw", side: "read", tag: readTag, blocker: afterWriters}}
-}
-
-// Write returns the write side: leases that hold the key alone.
-func (rw *RWLock) Write() *WriteLock {
-	return &WriteLock{seqKind{b: rw.b, kind: "rw", side: "write", tag: writeTag, blocker: exclusive}}
-}
+// WriteLock is the write side of the read-write lock ReadLock describes.
+type WriteLock struct{ seqKind }
 
 // afterWriters: a reader's node waits for the nearest writer's node ahead
 // of it, and holds the lock when there is none.
@@ -66,12 +57,6 @@ func afterWriters(q []node, at int) int {
 	}
 	return -1
 }
-
-// ReadLock is the read side of an RWLock.
-type ReadLock struct{ seqKind }
-
-// WriteLock is the write side of an RWLock.
-type WriteLock struct{ seqKind }
 
 var (
 	_ driver.Backend = (*ReadLock)(nil)

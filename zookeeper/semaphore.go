@@ -15,17 +15,15 @@ import (
 	"github.com/turnstilelock/turnstile/driver"
 )
 
-// MaxPermits is the most permits a Semaphore hands out per key.
-const MaxPermits = 10000
-
 // semaphoreTries bounds one Acquire's optimistic attempts, each of which
 // lost to another acquisition of the same key; then it reports the key
 // as not acquired, and the Client's backoff decides.
 const semaphoreTries = 32
 
-// Semaphore is a view of a Backend that lets up to a fixed number of
-// owners hold each key at once (Curator's InterProcessSemaphoreV2): each
-// lease is one permit, and one owner holds at most one permit of a key.
+// Semaphore is the view of a Backend that turnstile.Semaphore returns: up
+// to a fixed number of owners hold each key at once (Curator's
+// InterProcessSemaphoreV2), each lease one permit, and one owner holds
+// at most one permit of a key.
 //
 // The permits of key K are the ephemeral lease nodes in the directory
 // Dir(K)+".semaphore", one per holder, named <escaped owner>.<permits>:
@@ -69,15 +67,6 @@ var (
 	_ driver.Notifier = (*Semaphore)(nil)
 	_ driver.Namer    = (*Semaphore)(nil)
 )
-
-// Semaphore returns the view of b that hands out permits permits per key.
-// permits must lie in [1, MaxPermits].
-func (b *Backend) Semaphore(permits int) (*Semaphore, error) {
-	if permits < 1 || permits > MaxPermits {
-		return nil, fmt.Errorf("%w: %d permits is outside [1, %d]", turnstile.ErrInvalidOption, permits, MaxPermits)
-	}
-	return &Semaphore{b: b, permits: permits}, nil
-}
 
 // Permits returns how many owners may hold a key at once.
 func (s *Semaphore) Permits() int { return s.permits }

@@ -55,11 +55,11 @@ const MinSessionTimeout = 2 * time.Second
 var urlForm = storeurl.Form{Schemes: []string{"zookeeper"}, Shape: "[user:password@]host:port/chroot", Users: storeurl.UserOptional, Invalid: turnstile.ErrInvalidURL}
 
 func init() {
-	turnstile.RegisterConfig("zookeeper", open)
+	turnstile.Register("zookeeper", open)
 }
 
 // open is what turnstile.Open calls for a zookeeper:// URL.
-func open(ctx context.Context, u *url.URL, oc turnstile.OpenConfig) (driver.Backend, error) {
+func open(ctx context.Context, u *url.URL, oc driver.OpenConfig) (driver.Backend, error) {
 	servers, opts, err := parseURL(u)
 	if err != nil {
 		return nil, err

@@ -52,3 +52,14 @@ var passwordFile = redacttest.PasswordFile{
 		return cfg.password, err
 	},
 }
+
+// TestAmbiguousUserinfo: a URL whose password holds an '@' and then a
+// '/', '?' or '#' unencoded, whose user information therefore has no
+// clear end, is refused before any use — no host looked up — with an
+// error that names no part of it.
+func TestAmbiguousUserinfo(t *testing.T) { redactChecks.CheckAmbiguous(t) }
+
+// TestUnknownParamRedacted: an unknown query parameter, a misspelt
+// password= among them, is refused by its name, and its value shows
+// nowhere in the error.
+func TestUnknownParamRedacted(t *testing.T) { redactChecks.CheckUnknownParams(t) }

@@ -39,13 +39,13 @@ func (o *runOptions) acquire(ctx context.Context, stderr io.Writer) (*turnstile.
 	if err != nil {
 		if errors.Is(context.Cause(wctx), errWaitExpired) {
 			// The store never answered: it is unavailable, not busy.
-			fmt.Fprintf(stderr, "turnstile run: lock store unavailable: no answer within --wait %v: %s\n", o.wait, describe(err))
+			fmt.Fprintf(stderr, "turnstile run: lock store unavailable: no answer within --wait %v: %s\n%s", o.wait, o.describe(err), defaultStoreNote("run", o.backendFrom))
 			return nil, nil, exitUnavailable
 		}
 		return nil, nil, o.fail(wctx, stderr, err)
 	}
 	if c, err = o.kindClient(c, opts); err != nil {
-		fmt.Fprintf(stderr, "turnstile run: %s\nRun \"turnstile run -h\" for usage.\n", describe(err))
+		fmt.Fprintf(stderr, "turnstile run: %s\nRun \"turnstile run -h\" for usage.\n", o.describe(err))
 		return nil, nil, exitUsage
 	}
 
@@ -189,12 +189,12 @@ func (o *runOptions) fail(ctx context.Context, stderr io.Writer, err error) int 
 	case errors.Is(err, turnstile.ErrUnknownScheme), errors.Is(err, turnstile.ErrInvalidURL),
 		errors.Is(err, turnstile.ErrInvalidKey), errors.Is(err, turnstile.ErrInvalidTTL),
 		errors.Is(err, turnstile.ErrInvalidOption):
-		fmt.Fprintf(stderr, "turnstile run: %s\nRun \"turnstile run -h\" for usage.\n", describe(err))
+		fmt.Fprintf(stderr, "turnstile run: %s\nRun \"turnstile run -h\" for usage.\n", o.describe(err))
 		return exitUsage
 	default:
 		// The library names the store in err, with any password masked;
 		// o.backend would show it in the clear.
-		fmt.Fprintf(stderr, "turnstile run: lock store unavailable: %s\n%s", describe(err), storeHint(err))
+		fmt.Fprintf(stderr, "turnstile run: lock store unavailable: %s\n%s%s", o.describe(err), storeHint(err), defaultStoreNote("run", o.backendFrom))
 		return exitUnavailable
 	}
 }
@@ -206,6 +206,13 @@ func storeHint(err error) string {
 		return "hint: the store's user lacks a permission turnstile needs; docs/security.md lists what each store's user needs\n"
 	}
 	return ""
+}
+
+// describe is describe(err) with the store's URL, wherever err shows it,
+// shown as cli.HideURL does: without a query value that could be a
+// misspelled secret.
+func (o *runOptions) describe(err error) string {
+	return describe(cli.HideURL(err, o.backend))
 }
 
 // describe is err's message without the "turnstile: " prefix that every

@@ -97,13 +97,16 @@ func measureCost(ctx context.Context, in *adviseInput, stderr io.Writer) (cost, 
 		}
 		c.result = &res
 	}
-	m := cost{source: "measured", roundTrip: cells[0].result.P50Micros, redisCPU: cells[1].result.ServerCPUMicrosPerAcq}
+	// What was not measured scales with what was, by the documented
+	// ratios: a Redlock's cost with one server's when no Redlock was
+	// measured, and a short script's always. The databases' and
+	// ensembles' figures stay documented.
+	m := documentedCost()
+	m.source, m.roundTrip, m.redisCPU = "measured", cells[0].result.P50Micros, cells[1].result.ServerCPUMicrosPerAcq
+	m.scriptCPU = m.redisCPU * docScriptCPU / docRedisCPU
+	m.redlockCPU = m.redisCPU * docRedlockCPU / docRedisCPU
 	if len(cells) == 3 {
 		m.redlockCPU, m.redlockN = cells[2].result.ServerCPUMicrosPerAcq, cells[2].w.Nodes
-	} else {
-		// No Redlock measured: the single server's cost scaled by the
-		// documented Redlock-to-Redis ratio.
-		m.redlockCPU, m.redlockN = m.redisCPU*docRedlockCPU/docRedisCPU, docRedlockNodes
 	}
 	return m, exitOK
 }

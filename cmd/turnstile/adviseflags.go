@@ -5,10 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 // Limits of the "turnstile advise" flags: beyond them the load is not one
 // a lock service is sized for, or the figure is a typo.
 const (
+	minAdviseRate        = 0.001
 	maxAdviseRate        = 1e9
 	maxAdviseHold        = time.Hour
 	defaultAdviseHold    = 50 * time.Millisecond
@@ -79,7 +77,7 @@ func parseAdvise(args []string) (*adviseInput, error) {
 	fs.Usage = func() {}
 	var rate, share, stores string
 	fs.StringVar(&rate, "rate", "", "")
-	hold := durationFlag(defaultAdviseHold)
+	hold := adviseDuration(defaultAdviseHold)
 	fs.Var(&hold, "hold", "")
 	fs.StringVar(&share, "hot-key-share", "0", "")
 	fs.StringVar(&in.Safety, "safety", "normal", "")
@@ -87,7 +85,7 @@ func parseAdvise(args []string) (*adviseInput, error) {
 	fs.StringVar(&stores, "stores", "", "")
 	var backend cli.BackendFlags
 	backend.Register(fs, "backend")
-	duration := durationFlag(defaultAdviseMeasure)
+	duration := adviseDuration(defaultAdviseMeasure)
 	fs.Var(&duration, "duration", "")
 	fs.BoolVar(&in.json, "json", false, "")
 	if err := fs.Parse(args); err != nil {
@@ -150,48 +148,44 @@ func parseAdvise(args []string) (*adviseInput, error) {
 	return in, nil
 }
 
-// rateSyntax is what --rate takes: a number, its digits grouped by
-// three with ',' or '_' if you like, with an optional k (thousand) or M
-// (million; an m could be read as milli) and an optional "/s".
-var rateSyntax = regexp.MustCompile(`^((?:[0-9]{1,3}(?:[,_][0-9]{3})+|[0-9]+)(?:\.[0-9]+)?)([kKM]?)(?:/s)?$`)
+// rateHint is how --rate is written.
+const rateHint = "want acquisitions per second, such as 800, 20000, 20_000, 1,500, 100k or 1.5M"
 
-// parseAdviseRate reads --rate: acquisitions per second, above 0 and at
-// most maxAdviseRate.
+// parseAdviseRate reads --rate: acquisitions per second as a number of
+// parseAdviseNumber's, with an optional k (thousand) or M (million; an m
+// could be read as milli) and an optional "/s"; at least minAdviseRate
+// and at most maxAdviseRate.
 func parseAdviseRate(s string) (float64, error) {
-	m := rateSyntax.FindStringSubmatch(strings.TrimSpace(s))
-	if m == nil {
-		return 0, errors.New("want acquisitions per second, such as 800, 20000, 20_000, 100k or 1.5M")
+	num := strings.TrimSuffix(strings.TrimSpace(s), "/s")
+	scale := 1.0
+	switch {
+	case strings.HasSuffix(num, "k"), strings.HasSuffix(num, "K"):
+		scale, num = 1e3, num[:len(num)-1]
+	case strings.HasSuffix(num, "M"):
+		scale, num = 1e6, num[:len(num)-1]
 	}
-	v, err := strconv.ParseFloat(strings.NewReplacer("_", "", ",", "").Replace(m[1]), 64)
+	v, err := parseAdviseNumber(num)
 	if err != nil {
-		return 0, errors.New("want acquisitions per second, such as 800, 20000, 20_000, 100k or 1.5M")
+		return 0, errors.New(rateHint)
 	}
-	switch m[2] {
-	case "k", "K":
-		v *= 1e3
-	case "M":
-		v *= 1e6
-	}
-	if !(v > 0) || v > maxAdviseRate || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("want a rate above 0 and at most %.0f per second", float64(maxAdviseRate))
+	if v *= scale; v < minAdviseRate || v > maxAdviseRate {
+		return 0, fmt.Errorf("want a rate of at least %g and at most %.0f per second", minAdviseRate, float64(maxAdviseRate))
 	}
 	return v, nil
 }
 
 // parseAdviseShare reads --hot-key-share: a fraction in [0, 1], or a
-// percentage such as 5%.
+// percentage such as 5%, as a number of parseAdviseNumber's.
 func parseAdviseShare(s string) (float64, error) {
-	s = strings.TrimSpace(s)
-	pct := strings.HasSuffix(s, "%")
-	num := strings.TrimSuffix(s, "%")
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || strings.ContainsAny(num, "xXpPnNiI") {
+	num, pct := strings.CutSuffix(strings.TrimSpace(s), "%")
+	v, err := parseAdviseNumber(num)
+	if err != nil {
 		return 0, errors.New("want the fraction of all acquisitions that go to the hottest key: 0 to 1 (0.05) or a percentage (5%)")
 	}
 	if pct {
 		v /= 100
 	}
-	if !(v >= 0 && v <= 1) {
+	if v > 1 {
 		return 0, errors.New("the share of the hottest key is between 0 and 1 (0% and 100%)")
 	}
 	return v, nil
@@ -241,7 +235,7 @@ round trip, 64 for the server's CPU per acquisition).
 
 Flags:
   --rate N          peak lock acquisitions per second (required), e.g.
-                    800, 20000, 20_000, 100k, 1.5M
+                    800, 20000, 20_000, 1,500, 100k, 1.5M
   --hold D          average time a lock is held (default %v, at most %v)
   --hot-key-share F fraction of all acquisitions that go to the hottest
                     key: 0 to 1, or a percentage such as 5%% (default 0:
@@ -261,6 +255,9 @@ Flags:
                     %v); only with --backend
   --json            print the advice as one JSON object (fields in
                     docs/cli.md) instead of the table
+Numbers may group their digits with Go-style underscores, one between any
+two digits (20_000, 1_0, 0.000_5, also in durations: 1_500ms), or with
+commas between groups of three (1,500); not both, and no sign or exponent.
 Durations are written like 200ms, 3s or 1m.
 
 Examples:

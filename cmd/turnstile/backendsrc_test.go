@@ -75,8 +75,10 @@ func TestCommandsNeverShowPassword(t *testing.T) {
 		want string
 	}{
 		{nil, []string{"run", "--backend", "redis:default:" + secretPW + "@127.0.0.1:16380", "--key", "k", "--", "true"}, "redis:xxxxx@127.0.0.1:16380"},
-		{nil, []string{"run", "--backend", "//:" + secretPW + "@127.0.0.1:16380", "--key", "k", "--", "true"}, "//:xxxxx@127.0.0.1:16380"},
-		{nil, []string{"run", "--backend", "redis://u:s3c#r3tPW@127.0.0.1:1", "--key", "k", "--", "true"}, "redis://u:xxxxx@127.0.0.1:1"},
+		{nil, []string{"run", "--backend", "//:" + secretPW + "@127.0.0.1:16380", "--key", "k", "--", "true"}, "--backend is not a URL (27 bytes)"},
+		// An '@' after the '#': where the password ends is unclear, and the
+		// URL is refused without being shown.
+		{nil, []string{"run", "--backend", "redis://u:s3c#r3tPW@127.0.0.1:1", "--key", "k", "--", "true"}, "the userinfo is ambiguous"},
 		{nil, []string{"run", "--backend", "redis://:" + secretPW + "@127.0.0.1:1", "--key", "k", "--", "true"}, "connection refused"},
 		{nil, []string{"run", "--backend", "redis://:" + secretPW + "@127.0.0.1:1/?password=" + secretPW, "--key", "k", "--", "true"}, "unknown query parameter"},
 		{[]string{backendEnv + "=redis:u:" + secretPW + "@127.0.0.1:1"}, []string{"run", "--key", "k", "--", "true"}, "redis:xxxxx@127.0.0.1:1"},
@@ -126,5 +128,50 @@ func TestBenchBackendEnv(t *testing.T) {
 	}
 	if o, err := parseBench([]string{"--url", "redis://127.0.0.1:7003"}); err != nil || o.url != "redis://127.0.0.1:7003" {
 		t.Errorf("parseBench --url = %+v, %v", o, err)
+	}
+}
+
+// However a secret reaches a command — a URL flag given under two names,
+// a password where the URL belongs, a misspelled secret parameter, a URL
+// typed where an argument or a flag's value belongs — no output shows it.
+func TestCommandsNeverEchoSecrets(t *testing.T) {
+	t.Parallel()
+	const secret = "hunter2" + secretPW
+	pwFile := writeFile(t, "password", secret+"\n")
+	u1, u2 := "redis://u:"+secret+"@127.0.0.1:1", "redis://u:"+secret+"@127.0.0.1:2"
+	misspelled := "redis://127.0.0.1:1/?pasword=" + secret
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"bench --url and --backend", nil, []string{"bench", "--url", u1, "--backend", u2}, "--url and --backend name the same thing"},
+		{"demo --redis and --backend", nil, []string{"demo", "--redis", u1, "--backend", u2}, "--redis and --backend name the same thing"},
+		{"password file as --backend-file", nil, []string{"run", "--backend-file", pwFile, "--key", "k", "--", "true"}, "the file's content is not a URL (15 bytes)"},
+		{"password file as status --backend-file", nil, []string{"status", "--backend-file", pwFile, "k"}, "the file's content is not a URL (15 bytes)"},
+		{"password in $TURNSTILE_BACKEND", []string{backendEnv + "=" + secret}, []string{"status", "k"}, "$TURNSTILE_BACKEND is not a URL (15 bytes)"},
+		{"password as --backend", nil, []string{"ls", "--backend", secret}, "--backend is not a URL (15 bytes)"},
+		{"misspelled parameter, run", nil, []string{"run", "--backend", misspelled, "--key", "k", "--", "true"}, `unknown query parameter "pasword"`},
+		{"misspelled parameter, status", nil, []string{"status", "--backend", misspelled, "k"}, `unknown query parameter "pasword"`},
+		{"misspelled parameter, bench", nil, []string{"bench", "--url", misspelled, "--duration", "100ms", "--only", "uncontended/c=1$"}, "pasword=xxxxx"},
+		{"URL as the command", nil, []string{u1}, `unknown command "redis://u:xxxxx@127.0.0.1:1"`},
+		{"URL after help", nil, []string{"help", misspelled}, `unknown command "redis://127.0.0.1:1/?pasword=xxxxx"`},
+		{"URL before --", nil, []string{"run", "--key", "k", u1, "--", "true"}, `missing "--" before the command "redis://u:xxxxx@127.0.0.1:1"`},
+		{"URL as a second key", nil, []string{"status", "k", misspelled}, "one KEY only"},
+		{"URL as an argument of ls", nil, []string{"ls", u1}, "ls takes no arguments"},
+		{"URL as an argument of version", nil, []string{"version", u1}, "unexpected argument"},
+		{"URL as a shell", nil, []string{"completion", u1}, "unknown shell"},
+		{"URL as an argument of bench", nil, []string{"bench", u1}, "unexpected argument"},
+		{"URL as a scenario", nil, []string{"demo", misspelled}, "unknown scenario"},
+		{"URL as a flag's value", nil, []string{"run", "--ttl", misspelled, "--key", "k", "--", "true"}, "for flag -ttl"},
+	} {
+		r := runTurnstile(t, tc.env, tc.args...)
+		if r.code == exitOK || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want an error saying %q", tc.name, r.code, r.stderr, tc.want)
+		}
+		if strings.Contains(r.stdout+r.stderr, "hunter2") {
+			t.Errorf("%s: output shows the secret:\n%s%s", tc.name, r.stdout, r.stderr)
+		}
 	}
 }

@@ -32,7 +32,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "turnstile bench: %v\nRun \"turnstile bench -h\" for usage.\n", err)
+		fmt.Fprintf(stderr, "turnstile bench: %s\nRun \"turnstile bench -h\" for usage.\n", cli.Scrub(err.Error()))
 		return exitUsage
 	}
 	return o.run(ctx, stdout, stderr)
@@ -202,6 +202,7 @@ func (o *benchOptions) preflight(ctx context.Context, t benchTarget, stderr io.W
 			if inner := errors.Unwrap(err); inner != nil {
 				err = inner
 			}
+			err = cli.HideURL(err, url)
 			if ctx.Err() == nil && isURLError(err) {
 				fmt.Fprintf(stderr, "turnstile bench: %s: %s\nRun \"turnstile bench -h\" for usage.\n", o.urlFrom, describe(err))
 				return "", exitUsage

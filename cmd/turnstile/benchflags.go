@@ -53,7 +53,7 @@ func parseBench(args []string) (*benchOptions, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported by benchCmd, with a hint
 	fs.Usage = func() {}
-	var backend cli.BackendFlags
+	backend := cli.BackendFlags{Want: benchURLForms}
 	backend.Register(fs, "url", "backend")
 	var only string
 	fs.StringVar(&only, "only", "", "")
@@ -68,7 +68,7 @@ func parseBench(args []string) (*benchOptions, error) {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (turnstile bench takes flags only)", fs.Arg(0))
+		return nil, fmt.Errorf("unexpected argument %s (turnstile bench takes flags only)", cli.QuoteArg(fs.Arg(0)))
 	}
 	url, from, err := backend.Resolve(os.Getenv)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 	"github.com/turnstilelock/turnstile/internal/redact"
 	"github.com/turnstilelock/turnstile/internal/redisproc"
 	"github.com/turnstilelock/turnstile/internal/storeurl"
@@ -62,7 +63,7 @@ func readBenchURL(raw, from string) (benchTarget, error) {
 		}
 		return t, fmt.Errorf("%s is not a URL (%v): %s", from, err, benchURLForms)
 	}
-	t.name = redact.URL(raw)
+	t.name = cli.MaskURL(raw)
 	if from == "$"+backendEnv {
 		// Say so: the variable may have been set for turnstile run.
 		t.name += " (from $" + backendEnv + ")"
@@ -71,10 +72,10 @@ func readBenchURL(raw, from string) (benchTarget, error) {
 	switch scheme {
 	case "redis", "rediss", "redlock":
 	default:
-		return t, fmt.Errorf("%s %s: %s", from, redact.URL(raw), benchURLForms)
+		return t, fmt.Errorf("%s %s: %s", from, cli.MaskURL(raw), benchURLForms)
 	}
 	if u.Opaque != "" {
-		return t, fmt.Errorf("%s %s: want %s://HOST:PORT", from, redact.URL(raw), scheme)
+		return t, fmt.Errorf("%s %s: want %s://HOST:PORT", from, cli.MaskURL(raw), scheme)
 	}
 	// An empty host is localhost for redis:// (as turnstile.Open reads
 	// it) and refused for redlock://.
@@ -84,7 +85,7 @@ func readBenchURL(raw, from string) (benchTarget, error) {
 	}
 	nodes, err := storeurl.SplitHosts(u.Host, "6379", emptyHost)
 	if err != nil {
-		return t, fmt.Errorf("%s %s: %w", from, redact.URL(raw), err)
+		return t, fmt.Errorf("%s %s: %w", from, cli.MaskURL(raw), err)
 	}
 	addrs := make([]string, len(nodes))
 	for i, n := range nodes {

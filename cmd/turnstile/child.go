@@ -16,9 +16,9 @@ import (
 	"github.com/turnstilelock/turnstile"
 )
 
-// straggler polling: after the command's main process exits following a
-// lost lease, its process group is checked this often until it is empty or
-// the grace period ends.
+// stragglerPoll: once the command's main process has exited while it was
+// being stopped, its remaining processes are checked this often until none
+// is left or the grace period ends.
 const stragglerPoll = 20 * time.Millisecond
 
 // A job is the command started under the lease (see startCommand).
@@ -33,22 +33,52 @@ type job struct {
 	code int
 	// err, if not nil, says why code is not the command's own status.
 	err error
-	// finish is called once the command is over, and lets go of what
-	// startCommand set up. Processes the command left running are left
+	// signal sends sig to every process of the command: its process group
+	// and, where the system lets turnstile find them (Linux), the
+	// processes descended from it that left the group (setsid, a
+	// double-forking daemon).
+	signal func(sig syscall.Signal)
+	// alive reports whether a process of the command, in its group or
+	// escaped from it, still runs.
+	alive func() bool
+	// finish is called once the command's main process is over, and lets
+	// go of what startCommand set up. With kill, every process of the
+	// command still running gets SIGKILL first, and finish returns once
+	// they are gone; without, processes the command left running are left
 	// alone.
-	finish func()
+	finish func(kill bool)
 }
+
+// stopStage is how far stopping the command has gone.
+type stopStage int
+
+const (
+	// notStopping: nothing asked the command to stop; once it exits,
+	// processes it left in the background are left alone.
+	notStopping stopStage = iota
+	// asked: a signal to turnstile (or the end of its context) was passed
+	// on; the command decides when to exit. What it leaves behind is then
+	// stopped with the grace period.
+	asked
+	// graceful: SIGTERM was sent and the grace period runs; SIGKILL
+	// follows when it ends.
+	graceful
+	// killed: every process of the command got SIGKILL.
+	killed
+)
 
 // supervise runs the command while lease is held and returns its exit
 // code, and whether the lease was lost while it ran. It passes signals from
-// sigs on to the command's process group, and stops the group if the lease
-// is lost.
+// sigs on to the command's processes, and stops them if the lease is lost.
+// Whenever the command is stopped — lease lost, a signal, the end of ctx —
+// none of its processes outlives supervise: those still running when the
+// main process exits get SIGTERM, then SIGKILL after the grace period.
 func (o *runOptions) supervise(ctx context.Context, lease *turnstile.Lease, sigs <-chan os.Signal, stdout, stderr io.Writer) (code int, lost bool) {
 	if lease.Context().Err() != nil {
 		fmt.Fprintf(stderr, "turnstile run: lease on %q lost before the command started: %s\n", o.key, describe(context.Cause(lease.Context())))
 		return exitLeaseLost, true
 	}
-	env := append(os.Environ(),
+	env := append(childEnviron(os.Environ(), o.passBackend, o.backend),
 		"TURNSTILE_KEY="+lease.Key(),
 		"TURNSTILE_TOKEN="+strconv.FormatUint(lease.Token(), 10))
 	env = append(env, o.env...)
@@ -71,11 +101,20 @@ func (o *runOptions) supervise(ctx context.Context, lease *turnstile.Lease, sigs
 		fmt.Fprintf(stderr, "turnstile run: %v\n", err)
 		return code, false
 	}
-	defer j.finish()
+	stage := notStopping
+	defer func() { j.finish(stage != notStopping) }()
 
-	pgid := j.pgid
 	leaseDone, ctxDone := lease.Context().Done(), ctx.Done()
 	var kill <-chan time.Time
+	grace := time.NewTimer(o.grace)
+	grace.Stop()
+	defer grace.Stop()
+	startGrace := func() {
+		stage = graceful
+		j.signal(syscall.SIGTERM)
+		grace.Reset(o.grace)
+		kill = grace.C
+	}
 	for {
 		select {
 		case <-j.exited:
@@ -87,26 +126,39 @@ func (o *runOptions) supervise(ctx context.Context, lease *turnstile.Lease, sigs
 				lost = true
 				fmt.Fprintf(stderr, "turnstile run: lease on %q lost as the command exited: %s\n", o.key, describe(context.Cause(lease.Context())))
 			}
-			if lost && kill != nil {
-				awaitGroup(pgid, kill)
+			if lost && stage < graceful {
+				stage = asked
+			}
+			if stage == asked && j.alive() {
+				startGrace()
+			}
+			if stage == graceful {
+				awaitJob(j, kill)
 			}
 			return code, lost
 		case s := <-sigs:
-			signalGroup(pgid, s)
+			if stage == notStopping {
+				stage = asked
+			}
+			if ss, ok := s.(syscall.Signal); ok {
+				j.signal(ss)
+			}
 		case <-ctxDone:
 			ctxDone = nil
-			signalGroup(pgid, syscall.SIGTERM)
+			if stage == notStopping {
+				stage = asked
+			}
+			j.signal(syscall.SIGTERM)
 		case <-leaseDone:
 			leaseDone, lost = nil, true
 			fmt.Fprintf(stderr, "turnstile run: lease on %q lost: %s; stopping the command (SIGTERM now, SIGKILL in %v)\n",
 				o.key, describe(context.Cause(lease.Context())), o.grace)
-			signalGroup(pgid, syscall.SIGTERM)
-			t := time.NewTimer(o.grace)
-			defer t.Stop()
-			kill = t.C
+			if stage < graceful {
+				startGrace()
+			}
 		case <-kill:
-			kill = nil
-			signalGroup(pgid, syscall.SIGKILL)
+			kill, stage = nil, killed
+			j.signal(syscall.SIGKILL)
 		}
 	}
 }
@@ -120,16 +172,16 @@ func startFailureCode(err error) int {
 	return exitCannotRun
 }
 
-// awaitGroup waits until every process of the group is gone, or kill
-// fires and the rest get SIGKILL: the main process may exit on SIGTERM
-// while children it started still work on the resource.
-func awaitGroup(pgid int, kill <-chan time.Time) {
+// awaitJob waits until every process of the job is gone, or kill fires
+// and the rest get SIGKILL: the main process may exit on SIGTERM while
+// processes it started still work on the resource.
+func awaitJob(j *job, kill <-chan time.Time) {
 	tick := time.NewTicker(stragglerPoll)
 	defer tick.Stop()
-	for groupAlive(pgid) {
+	for j.alive() {
 		select {
 		case <-kill:
-			signalGroup(pgid, syscall.SIGKILL)
+			j.signal(syscall.SIGKILL)
 			return
 		case <-tick.C:
 		}

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 )
 
 // allCommands is commands, read by "turnstile completion" (which is one
@@ -80,14 +82,14 @@ func completionCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 				}
 			}
 			if write == nil {
-				err = fmt.Errorf("unknown shell %q: want bash, zsh or fish", fs.Arg(0))
+				err = fmt.Errorf("unknown shell %s: want bash, zsh or fish", cli.QuoteArg(fs.Arg(0)))
 			}
 		default:
-			err = fmt.Errorf("unexpected argument %q after the shell", fs.Arg(1))
+			err = fmt.Errorf("unexpected argument %s after the shell", cli.QuoteArg(fs.Arg(1)))
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "turnstile completion: %v\nRun \"turnstile completion -h\" for usage.\n", err)
+		fmt.Fprintf(stderr, "turnstile completion: %s\nRun \"turnstile completion -h\" for usage.\n", cli.Scrub(err.Error()))
 		return exitUsage
 	}
 	write(stdout, specs(ctx))
@@ -127,15 +129,20 @@ _turnstile() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         case "${COMP_WORDS[i]}" in
         --)
+            # After "--" come no flags: for run the command to run under
+            # the lock and its arguments, for the others their arguments
+            # (file names, as bash offers by default).
+            COMPREPLY=()
             if [[ $cmd == run ]]; then
-                # The command to run under the lock, and its arguments.
                 if ((i + 1 == COMP_CWORD)); then
-                    COMPREPLY=($(compgen -c -- "$cur"))
+                    # compgen -c lists a name once per place it is found
+                    # (builtin, /bin, /usr/bin).
+                    COMPREPLY=($(compgen -c -- "$cur" | sort -u))
                 else
                     COMPREPLY=($(compgen -f -- "$cur"))
                 fi
-                return 0
             fi
+            return 0
             ;;
         -*) ;;
         *) [[ -z $cmd ]] && cmd="${COMP_WORDS[i]}" ;;
@@ -185,11 +192,16 @@ _turnstile() {
         return
     fi
     local sep=${words[(i)--]}
-    if [[ $words[2] == run ]] && (( sep < CURRENT )); then
-        # The command to run under the lock, and its arguments.
-        shift $sep words
-        (( CURRENT -= sep ))
-        _normal
+    if (( sep < CURRENT )); then
+        # After "--" come no flags: for run the command to run under the
+        # lock and its arguments, for the others their arguments.
+        if [[ $words[2] == run ]]; then
+            shift $sep words
+            (( CURRENT -= sep ))
+            _normal
+        else
+            _files
+        fi
         return
     fi
     case $words[2] in

@@ -70,6 +70,10 @@ func TestCompletionScripts(t *testing.T) {
 				if !strings.HasPrefix(script, "#compdef turnstile\n") || !strings.Contains(script, "compdef _turnstile turnstile") {
 					t.Error("the zsh script does not register _turnstile")
 				}
+				// After "--" every command takes arguments, not flags.
+				if !strings.Contains(script, "    if (( sep < CURRENT )); then\n") {
+					t.Error("the zsh script completes flags after \"--\"")
+				}
 			case "fish":
 				for _, line := range strings.Split(strings.TrimSpace(script), "\n") {
 					if !strings.HasPrefix(line, "complete -c turnstile ") && !strings.HasPrefix(line, "#") {
@@ -105,6 +109,11 @@ func TestBashCompletes(t *testing.T) {
 		{"turnstile completion ", []string{"bash", "zsh", "fish"}, nil},
 		{"turnstile help r", []string{"run"}, nil},
 		{"turnstile run --key k -- ech", []string{"echo"}, []string{"--backend"}},
+		// After "--" no flags: positional arguments only.
+		{"turnstile status -- -", nil, []string{"--json", "--backend"}},
+		{"turnstile unlock k -- --", nil, []string{"--force"}},
+		{"turnstile run --key k -- echo -", nil, []string{"--key", "--backend"}},
+		{"turnstile -- ", nil, []string{"run", "--version"}},
 	} {
 		words := strings.Split(tc.line, " ")
 		prog := `source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _turnstile; printf '%s\n' "${COMPREPLY[@]}"`
@@ -113,6 +122,13 @@ func TestBashCompletes(t *testing.T) {
 			t.Fatalf("%q: %v\n%s", tc.line, err, out)
 		}
 		got := strings.Fields(string(out))
+		seen := map[string]bool{}
+		for _, w := range got {
+			if seen[w] {
+				t.Errorf("%q: offers %s more than once: %v", tc.line, w, got)
+			}
+			seen[w] = true
+		}
 		for _, w := range tc.want {
 			if !contains(got, w) {
 				t.Errorf("%q: offers %v, not %s", tc.line, got, w)

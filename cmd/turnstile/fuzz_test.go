@@ -14,7 +14,7 @@ import (
 	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/clitest"
 )
 
-var runFlags = []string{"backend", "backend-file", "key", "ttl", "wait", "no-wait", "grace", "metrics-addr", "shared", "exclusive", "semaphore", "fair", "help", "h"}
+var runFlags = []string{"backend", "backend-file", "key", "ttl", "wait", "no-wait", "grace", "metrics-addr", "shared", "exclusive", "semaphore", "fair", "pass-backend", "help", "h"}
 
 // FuzzParseRun: "turnstile run" flags never panic the parser; a refused
 // command line gets an error that names the bad flag or value, and an
@@ -31,6 +31,7 @@ func FuzzParseRun(f *testing.F) {
 		{"--key", "k", "--ttl", "9999999h", "--", "x"}, {"--key", "k", "--no-wait=maybe", "--", "x"}, {"--", "x"},
 		{"--key", "k", "--shared", "--", "x"}, {"--key", "k", "--semaphore", "3", "--", "x"}, {"--key", "k", "--fair", "--exclusive", "--", "x"},
 		{"--key", "k", "--semaphore", "0", "--", "x"}, {"--key", "k", "--fair=false", "--shared", "--", "x"},
+		{}, {"--key", "k", "redis://u:p@h/?pasword=x", "--", "x"}, {"--key", "k", "--pass-backend", "--", "x"}, {"-="},
 	} {
 		f.Add(strings.Join(s, "\x00"))
 	}

@@ -28,6 +28,37 @@ func groupAlive(pgid int) bool {
 	return false
 }
 
+// descendantsAlive reports whether a process descended from root still
+// runs. Without /proc it cannot tell, and says no.
+func descendantsAlive(root int) bool {
+	procs, err := listProcs()
+	if err != nil {
+		return false
+	}
+	for _, p := range descendants(procs, root) {
+		if p.running {
+			return true
+		}
+	}
+	return false
+}
+
+// descendants returns the processes of procs descended from root, root
+// excluded.
+func descendants(procs []procInfo, root int) []procInfo {
+	children := make(map[int][]procInfo)
+	for _, p := range procs {
+		children[p.ppid] = append(children[p.ppid], p)
+	}
+	var out []procInfo
+	for queue := children[root]; len(queue) > 0; queue = queue[1:] {
+		p := queue[0]
+		out = append(out, p)
+		queue = append(queue, children[p.pid]...)
+	}
+	return out
+}
+
 // procInfo is what turnstile reads from /proc/PID/stat.
 type procInfo struct {
 	pid, ppid, pgrp int

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/demo"
 )
 
@@ -60,7 +61,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			if c, ok := lookup(args[1]); ok {
 				return c.run(ctx, []string{"-h"}, stdout, stderr)
 			}
-			fmt.Fprintf(stderr, "turnstile: unknown command %q\n\n", args[1])
+			fmt.Fprintf(stderr, "turnstile: unknown command %s\n\n", cli.QuoteArg(args[1]))
 			printUsage(stderr)
 			return exitUsage
 		}
@@ -69,7 +70,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	c, ok := lookup(name)
 	if !ok {
-		fmt.Fprintf(stderr, "turnstile: unknown command %q\n\n", name)
+		fmt.Fprintf(stderr, "turnstile: unknown command %s\n\n", cli.QuoteArg(name))
 		printUsage(stderr)
 		return exitUsage
 	}

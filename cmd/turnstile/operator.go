@@ -27,25 +27,47 @@ const defaultOpTimeout = 10 * time.Second
 type opFlags struct {
 	backend cli.BackendFlags
 	timeout durationFlag
-	url     string // resolved by resolve
+	kind    *opKind // --kind; nil: every kind
+	url     string  // resolved by resolve
+	from    string  // where url came from; "" for defaultBackend
 }
 
 func (o *opFlags) register(fs *flag.FlagSet) {
 	o.backend.Register(fs, "backend")
 	o.timeout = durationFlag(defaultOpTimeout)
 	fs.Var(&o.timeout, "timeout", "")
+	fs.Var(kindFlag{&o.kind}, "kind", "")
+}
+
+// kindFlag is --kind: a lock kind's name.
+type kindFlag struct{ k **opKind }
+
+func (f kindFlag) String() string {
+	if f.k == nil || *f.k == nil {
+		return ""
+	}
+	return (*f.k).name
+}
+
+func (f kindFlag) Set(s string) error {
+	k, err := lookupKind(s)
+	if err != nil {
+		return err
+	}
+	*f.k = &k
+	return nil
 }
 
 // resolve finds the store's URL and checks the flags.
 func (o *opFlags) resolve() error {
-	b, _, err := o.backend.Resolve(os.Getenv)
+	b, from, err := o.backend.Resolve(os.Getenv)
 	if err != nil {
 		return err
 	}
 	if b == "" {
 		b = defaultBackend
 	}
-	o.url = b
+	o.url, o.from = b, from
 	if o.timeout <= 0 {
 		return fmt.Errorf("--timeout %v must be positive", time.Duration(o.timeout))
 	}
@@ -54,7 +76,13 @@ func (o *opFlags) resolve() error {
 
 // opFlagsHelp describes the flags of opFlags, for the commands' help.
 func opFlagsHelp() string {
-	return fmt.Sprintf(`  --backend URL  the lock store (default: $TURNSTILE_BACKEND, else
+	return fmt.Sprintf(`  --kind K       look at one lock kind only: plain, fair, shared,
+                 exclusive, read-write, semaphore or reentrant (default:
+                 every kind the store has). shared and exclusive, as
+                 run's flags name them, both name the read-write lock;
+                 fair is the plain lock through the store's line of
+                 waiters (without --kind it shows as plain)
+  --backend URL  the lock store (default: $TURNSTILE_BACKEND, else
                  %s). Schemes: %s.
                  Keep a URL with a password in $TURNSTILE_BACKEND or
                  --backend-file: every local user can read a command line.
@@ -92,7 +120,7 @@ func checkKeyArg(pos []string) (string, error) {
 	case len(pos) == 0:
 		return "", errors.New("missing KEY: the lock's key, e.g. lock:report:daily")
 	case len(pos) > 1:
-		return "", fmt.Errorf("one KEY only; also got %q", pos[1])
+		return "", fmt.Errorf("one KEY only; also got %s", cli.QuoteArg(pos[1]))
 	case pos[0] == "":
 		return "", errors.New("KEY must not be empty")
 	case len(pos[0]) > turnstile.MaxKeyLen:
@@ -104,7 +132,7 @@ func checkKeyArg(pos []string) (string, error) {
 // usageError reports a usage error of command name on one line, with
 // the hint on the next, and returns exitUsage.
 func usageError(stderr io.Writer, name string, err error) int {
-	fmt.Fprintf(stderr, "turnstile %s: %s\nRun \"turnstile %s -h\" for usage.\n", name, oneLine(describe(err)), name)
+	fmt.Fprintf(stderr, "turnstile %s: %s\nRun \"turnstile %s -h\" for usage.\n", name, oneLine(cli.Scrub(describe(err))), name)
 	return exitUsage
 }
 
@@ -123,14 +151,30 @@ func oneLine(msg string) string {
 	return b.String()
 }
 
-// openStore opens the store of o for command name. On failure it has
-// said why on stderr and returns the exit code.
-func (o *opFlags) openStore(ctx context.Context, name string, stderr io.Writer) (*turnstile.Client, int) {
+// openStore opens the store of o for command name, and the Clients of
+// the kinds it looks at. On failure it has said why on stderr and
+// returns the exit code.
+func (o *opFlags) openStore(ctx context.Context, name string, stderr io.Writer) (*turnstile.Client, *kindClients, int) {
 	c, err := turnstile.Open(ctx, o.url)
 	if err != nil {
-		return nil, storeError(stderr, name, err)
+		return nil, nil, o.storeError(stderr, name, cli.HideURL(err, o.url))
 	}
-	return c, exitOK
+	ks, err := openKinds(c, o.kind)
+	if err != nil {
+		_ = c.Close()
+		return nil, nil, o.storeError(stderr, name, err)
+	}
+	return c, ks, exitOK
+}
+
+// storeError is the package's storeError, saying also, for a store that
+// failed, that it was the default one if no flag or variable named it.
+func (o *opFlags) storeError(stderr io.Writer, name string, err error) int {
+	code := storeError(stderr, name, err)
+	if code == exitUnavailable {
+		fmt.Fprint(stderr, defaultStoreNote(name, o.from))
+	}
+	return code
 }
 
 // storeError reports a failed call on the store and returns the exit
@@ -162,40 +206,51 @@ func ttlText(d time.Duration) string {
 
 // jsonHolder is a holder as the commands' JSON shows it.
 type jsonHolder struct {
+	Kind  string `json:"kind"`
 	Owner string `json:"owner"`
 	Token uint64 `json:"token"`
 	TTLMs int64  `json:"ttl_ms"` // -1: bounded by a session, not a deadline
 }
 
-// jsonState is a lock's state as the commands' JSON shows it.
+// jsonState is a key's state in the kinds looked at, as the commands'
+// JSON shows it.
 type jsonState struct {
 	Key     string       `json:"key"`
 	Held    bool         `json:"held"`
+	Kinds   []string     `json:"kinds"`
 	Holders []jsonHolder `json:"holders"`
 	Token   uint64       `json:"token"`
-	Waiters int          `json:"waiters"` // -1: the store keeps no queue it can count
+	Waiters int          `json:"waiters"` // -1: no kind keeps a queue it can count
 }
 
-func toJSON(st turnstile.LockState) jsonState {
-	js := jsonState{Key: st.Key, Held: st.Held, Holders: []jsonHolder{}, Token: st.Token, Waiters: st.Waiters}
-	for _, h := range st.Holders {
-		ms := int64(-1)
-		if h.TTL >= 0 {
-			ms = h.TTL.Milliseconds()
+// toJSON is key's state in the kinds of states.
+func toJSON(key string, states []kindState) jsonState {
+	js := jsonState{Key: key, Kinds: []string{}, Holders: []jsonHolder{}, Token: lastToken(states), Waiters: waiters(states)}
+	for _, s := range held(states) {
+		js.Held = true
+		js.Kinds = append(js.Kinds, s.kind)
+		for _, h := range s.st.Holders {
+			ms := int64(-1)
+			if h.TTL >= 0 {
+				ms = h.TTL.Milliseconds()
+			}
+			js.Holders = append(js.Holders, jsonHolder{Kind: s.kind, Owner: h.Owner, Token: h.Token, TTLMs: ms})
 		}
-		js.Holders = append(js.Holders, jsonHolder{Owner: h.Owner, Token: h.Token, TTLMs: ms})
 	}
 	return js
 }
 
 // jsonStateHelp documents jsonState for the commands' help.
-const jsonStateHelp = `    {"key": KEY, "held": true|false,
-     "holders": [{"owner": ID, "token": N, "ttl_ms": MS}, ...],
+const jsonStateHelp = `    {"key": KEY, "held": true|false, "kinds": [KIND, ...],
+     "holders": [{"kind": KIND, "owner": ID, "token": N, "ttl_ms": MS}, ...],
      "token": N, "waiters": N}
-  holders is [] when the lock is free; ttl_ms is the time left before the
-  lease expires unless renewed (-1: bounded by a session, as on ZooKeeper);
-  token is the last fencing token the store issued for the key (0: none,
-  or the store cannot tell); waiters is how many owners wait in the store's
-  queue (-1: the store keeps no queue it can count). Fields may be added,
-  never renamed or removed.
+  kinds are the lock kinds KEY is held in (plain, fair, read-write,
+  semaphore, reentrant), [] when it is free; holders is [] when it is
+  free; ttl_ms is the time left before the lease expires unless renewed
+  (-1: bounded by a session, as on ZooKeeper); token is the last fencing
+  token the store issued for the key (0: none, or the store cannot tell;
+  a holder's 0: the store keeps no token per holder, as for Redis's
+  semaphore permits and readers); waiters is how many owners wait in the
+  store's queues for the key (-1: the store keeps no queue it can count).
+  Fields may be added, never renamed or removed.
 `

@@ -21,6 +21,8 @@ func FuzzOperatorCommands(f *testing.F) {
 		{"status", "a", "b"}, {"status", "k", "--", "--json"}, {"ls"}, {"ls", "--limit", "0"}, {"ls", "--prefix", "x", "--json"},
 		{"ls", "--limit", "-1"}, {"ls", "extra"}, {"unlock", "k"}, {"unlock", "k", "--force", "--yes"}, {"unlock", "--force"},
 		{"unlock", "k", "--force"}, {"status", "-h"}, {"ls", "--bogus"}, {"unlock", "k", "--yes=maybe"},
+		{"status", "k", "--kind", "semaphore"}, {"status", "k", "--kind", "fair", "--json"}, {"ls", "--kind", "shared"},
+		{"ls", "--kind", "mutex"}, {"unlock", "k", "--force", "--yes", "--kind", "reentrant"}, {"status", "--kind=", "k"},
 	} {
 		f.Add(strings.Join(s, "\x00"))
 	}

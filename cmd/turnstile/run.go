@@ -15,10 +15,18 @@ import (
 	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 )
 
-// releaseTimeout bounds the release after the command exits: the lock
-// expires by itself after its TTL, so turnstile must not hang on a store
-// that stopped answering.
-const releaseTimeout = 5 * time.Second
+// releaseTimeout bounds the release after the command exits. A store
+// that answers releases it in milliseconds; one that does not answer
+// within this is failing, and the lock expires by itself after its TTL,
+// so turnstile must not wait for it longer.
+const releaseTimeout = 2 * time.Second
+
+// closeTimeout bounds closing the Client and what acquire opened with it
+// on the way out: closing waits for the store in places (a Redis client
+// closes each connection with a PING, for up to a second each), which a
+// store that stopped answering never gives. turnstile exits without
+// waiting longer: exiting closes the connections all the same.
+const closeTimeout = time.Second
 
 // runCmd implements "turnstile run".
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -28,7 +36,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "turnstile run: %v\nRun \"turnstile run -h\" for usage.\n", err)
+		fmt.Fprintf(stderr, "turnstile run: %s\nRun \"turnstile run -h\" for usage.\n", cli.Scrub(err.Error()))
 		return exitUsage
 	}
 	return o.run(ctx, stdout, stderr)
@@ -40,6 +48,25 @@ func (o *runOptions) closeRest() {
 		_ = o.closers[i]()
 	}
 	o.closers = nil
+}
+
+// closeAll closes c (if not nil) and what acquire opened with it, and
+// returns once they are closed or closeTimeout has passed.
+func (o *runOptions) closeAll(c *turnstile.Client) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if c != nil {
+			_ = c.Close()
+		}
+		o.closeRest()
+	}()
+	t := time.NewTimer(closeTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // run takes the lock, runs the command under it and releases it.
@@ -70,6 +97,8 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 		o.clientOpts = append(o.clientOpts, obs)
 	}
 
+	warnStore(stderr, "run", o.backend)
+
 	// A signal while waiting for the lock ends the wait: there is no
 	// command yet to pass it to.
 	actx, cancel := context.WithCancelCause(ctx)
@@ -83,12 +112,11 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 		c, lease, code = o.acquire(actx, stderr)
 	}
 	stopWatch()
-	defer o.closeRest()
+	defer o.closeAll(c)
 	if c == nil {
 		cancel(nil)
 		return code
 	}
-	defer c.Close()
 	if lease == nil {
 		cancel(nil)
 		return code
@@ -103,17 +131,23 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
 	} else {
 		code, lost = o.supervise(ctx, lease, sigs, stdout, stderr)
 	}
+	if lost {
+		// Nothing to release: the lock was taken from turnstile, or ran out
+		// of renewals until its local deadline, by which the store lets go
+		// of it too. A release could only wait on a store that stopped
+		// answering.
+		return exitLeaseLost
+	}
 
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer rcancel()
 	err := lease.Release(rctx)
 	switch {
-	case lost:
 	case errors.Is(err, turnstile.ErrNotHeld) && interrupted == nil:
 		fmt.Fprintf(stderr, "turnstile run: the lock on %q had expired when the command finished (exit status %d); its work may have overlapped with another holder's\n", o.key, code)
 		lost = true
 	case err != nil && !errors.Is(err, turnstile.ErrNotHeld):
-		fmt.Fprintf(stderr, "turnstile run: warning: release: %s (the lock expires by itself within --ttl %v)\n", describe(err), o.ttl)
+		fmt.Fprintf(stderr, "turnstile run: warning: release: %s (the lock expires by itself within --ttl %v)\n", o.describe(err), o.ttl)
 	}
 	if lost {
 		return exitLeaseLost
@@ -135,7 +169,7 @@ func (o *runOptions) campaign(ctx context.Context, stderr io.Writer) (*turnstile
 	c, err := turnstile.Open(wctx, o.backend, append([]turnstile.Option{turnstile.WithTTL(o.ttl)}, o.clientOpts...)...)
 	if err != nil {
 		if errors.Is(context.Cause(wctx), errWaitExpired) {
-			fmt.Fprintf(stderr, "turnstile run: lock store unavailable: no answer within --wait %v: %s\n", o.wait, describe(err))
+			fmt.Fprintf(stderr, "turnstile run: lock store unavailable: no answer within --wait %v: %s\n%s", o.wait, o.describe(err), defaultStoreNote("run", o.backendFrom))
 			return nil, nil, exitUnavailable
 		}
 		return nil, nil, o.fail(wctx, stderr, err)
@@ -159,8 +193,8 @@ func (o *runOptions) campaign(ctx context.Context, stderr io.Writer) (*turnstile
 }
 
 // leaderLookup bounds the look-up of who leads, for the message of a
-// candidate that was not elected.
-const leaderLookup = 2 * time.Second
+// candidate that was not elected: it only adds a name to the message.
+const leaderLookup = time.Second
 
 // notElected reports why turnstile did not become leader and returns the
 // exit code: as for a lock, with the leader named where the store says

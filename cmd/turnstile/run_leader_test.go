@@ -106,6 +106,7 @@ func FuzzParseRunLeader(f *testing.F) {
 		{"--leader", "e", "--key", "k", "--", "x"}, {"--leader", "", "--", "x"}, {"--value", "v", "--key", "k", "--", "x"},
 		{"--leader", "e", "--value", "", "--", "x"}, {"--leader", "e", "--value", "a\x01", "--", "x"},
 		{"--leader", "e", "--shared", "--", "x"}, {"--leader", "e", "--no-wait", "--", "x"}, {"--leader=e", "--value=a/b", "--", "x"},
+		{},
 	} {
 		f.Add(strings.Join(s, "\x00"))
 	}

@@ -12,12 +12,13 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
-	"github.com/turnstilelock/turnstile/redis"
+	"github.com/turnstilelock/turnstile/driver"
 )
 
 // defaultBackend is the store "turnstile run" uses when neither --backend
-// nor TURNSTILE_BACKEND names one.
-const defaultBackend = "redis://127.0.0.1:6379"
+// nor TURNSTILE_BACKEND names one. Tests point it at a port where nothing
+// listens; nothing else changes it.
+var defaultBackend = "redis://127.0.0.1:6379"
 
 // defaultGrace is how long a command whose lease was lost gets between
 // SIGTERM and SIGKILL.
@@ -26,12 +27,18 @@ const defaultGrace = 10 * time.Second
 // runOptions is a parsed and checked "turnstile run" command line.
 type runOptions struct {
 	backend string
-	key     string
-	ttl     time.Duration
-	wait    time.Duration // 0: wait until acquired
-	noWait  bool
-	grace   time.Duration
-	argv    []string
+	// backendFrom says where backend came from, for messages: "--backend",
+	// "$TURNSTILE_BACKEND", ..., or "" for defaultBackend.
+	backendFrom string
+	// passBackend (--pass-backend) gives the command the store's URL as
+	// $TURNSTILE_BACKEND; without it the command gets none.
+	passBackend bool
+	key         string
+	ttl         time.Duration
+	wait        time.Duration // 0: wait until acquired
+	noWait      bool
+	grace       time.Duration
+	argv        []string
 	// metricsAddr serves /metrics there while turnstile runs.
 	metricsAddr string
 	// clientOpts go to the Client (the metrics observer).
@@ -80,8 +87,8 @@ func (p permitsFlag) String() string {
 
 func (p permitsFlag) Set(s string) error {
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > redis.MaxPermits {
-		return fmt.Errorf("want a number of holders from 1 to %d", redis.MaxPermits)
+	if err != nil || driver.CheckPermits(n) != nil {
+		return fmt.Errorf("want a number of holders from 1 to %d", driver.MaxPermits)
 	}
 	*p.n = n
 	return nil
@@ -108,10 +115,14 @@ func newRunFlagSet(o *runOptions) (fs *flag.FlagSet, backend *cli.BackendFlags, 
 	fs.Bool("fair", false, "")
 	fs.StringVar(&o.leader, "leader", "", "")
 	fs.StringVar(&o.value, "value", "", "")
+	fs.BoolVar(&o.passBackend, "pass-backend", false, "")
 	return fs, backend, ttl, wait, grace
 }
 
 func parseRun(args []string) (*runOptions, error) {
+	if len(args) == 0 {
+		return nil, errors.New(`missing --key KEY, "--" and the command: turnstile run --key KEY -- COMMAND [ARG...]`)
+	}
 	o := &runOptions{}
 	fs, backend, ttl, wait, grace := newRunFlagSet(o)
 	if err := fs.Parse(args); err != nil {
@@ -129,14 +140,14 @@ func parseRun(args []string) (*runOptions, error) {
 	if len(kinds) > 1 {
 		return nil, fmt.Errorf("%s exclude each other: a lock is of one kind", strings.Join(kinds, " and "))
 	}
-	b, _, err := backend.Resolve(os.Getenv)
+	b, from, err := backend.Resolve(os.Getenv)
 	if err != nil {
 		return nil, err
 	}
 	if b == "" {
 		b = defaultBackend
 	}
-	o.backend = b
+	o.backend, o.backendFrom = b, from
 	o.ttl, o.wait, o.grace = time.Duration(*ttl), time.Duration(*wait), time.Duration(*grace)
 
 	// flag stops at "--" or at the first argument that is not a flag; only
@@ -145,9 +156,9 @@ func parseRun(args []string) (*runOptions, error) {
 	rest := fs.Args()
 	if consumed := len(args) - len(rest); consumed == 0 || args[consumed-1] != "--" {
 		if len(rest) > 0 {
-			return nil, fmt.Errorf("missing \"--\" before the command %q", rest[0])
+			return nil, fmt.Errorf("missing \"--\" before the command %s", cli.QuoteArg(rest[0]))
 		}
-		return nil, errors.New("missing \"--\" and the command to run")
+		return nil, errors.New(`missing "--" and the command to run after the flags: turnstile run [flags] -- COMMAND [ARG...]`)
 	}
 	if len(rest) == 0 || rest[0] == "" {
 		return nil, errors.New("no command after \"--\"")
@@ -257,27 +268,32 @@ Run COMMAND while holding the lock on --key (or while leading the election
 --leader names); release the lock when it exits.
 While COMMAND runs, the lease is renewed every TTL/3. If it is lost anyway
 (the store dropped the key, or no renewal was confirmed within the TTL),
-another holder may already be running: COMMAND's process group gets SIGTERM,
+another holder may already be running: COMMAND's processes get SIGTERM,
 then SIGKILL after --grace, and turnstile exits 79.
 
 COMMAND runs in its own process group (given the terminal, if turnstile has
 it, as a shell does for a job), with turnstile's stdin, stdout, stderr and
-environment, plus:
+environment, except $TURNSTILE_BACKEND (see --pass-backend), plus:
   TURNSTILE_KEY    the locked key
   TURNSTILE_TOKEN  the fencing token, in decimal: greater than the token of
                    every earlier holder of the key. Pass it to the storage
                    COMMAND writes to, so that it can refuse late writes from
                    a holder that lost the lock.
 SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to turnstile are passed on to
-COMMAND's process group; when COMMAND exits, the lock is released and
-turnstile exits with COMMAND's status. Processes COMMAND leaves running in the
-background are not waited for and do not hold the lock.
+COMMAND's processes; when COMMAND exits, the lock is released and turnstile
+exits with COMMAND's status. Processes COMMAND leaves running in the
+background when it ends by itself are not waited for and do not hold the
+lock. When COMMAND was stopped instead (lease lost, a signal passed on),
+what it leaves behind is stopped too before the lock is released: SIGTERM,
+then SIGKILL after --grace.
 
-If turnstile itself is killed (SIGKILL, the OOM killer), nothing renews the
-lease any more. On Linux, the small supervisor process that starts COMMAND
-for turnstile then kills COMMAND's process group and every process COMMAND
-started, even one that left the group or is stopped, within milliseconds.
-On other systems they keep running after turnstile dies.
+COMMAND's processes are its process group and, on Linux, every process
+descended from it, even one that left the group (setsid, a daemon that
+double-forks) or is stopped: the small supervisor process that starts
+COMMAND for turnstile finds them. If turnstile itself is killed (SIGKILL,
+the OOM killer), nothing renews the lease any more, and the supervisor
+kills them all within milliseconds. On other systems only the process
+group is reached, and it keeps running after turnstile dies.
 
 Flags:
 %s  --key KEY      the lock to hold, e.g. lock:inventory:12345 (required,
@@ -287,8 +303,16 @@ Flags:
   --wait D       give up with exit 75 if the lock is not acquired within D
                  (default: wait until it is, like flock without -w)
   --no-wait      make a single attempt; exit 75 at once if the lock is held
-  --grace D      time between SIGTERM and SIGKILL when the lease is lost
+  --grace D      time between SIGTERM and SIGKILL when COMMAND must stop:
+                 from the moment the lease is lost, or, after a signal, from
+                 the moment COMMAND exits for the processes it leaves behind
                  (default %v)
+  --pass-backend pass the store's URL (password included) on to COMMAND
+                 as $TURNSTILE_BACKEND, for a COMMAND that runs turnstile
+                 itself. Without it COMMAND gets no $TURNSTILE_BACKEND (nor
+                 the demo's TURNSTILE_DEMO_REDIS and TURNSTILE_DEMO_POSTGRES),
+                 so that it cannot release or take the store's locks by
+                 mistake.
   --metrics-addr HOST:PORT
                  serve Prometheus metrics (acquire latency, outcomes,
                  renewals, lost leases) at http://HOST:PORT/metrics while

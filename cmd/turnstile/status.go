@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"time"
-
-	"github.com/turnstilelock/turnstile"
 )
 
 // statusCmd implements "turnstile status".
@@ -39,22 +37,24 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(o.timeout))
 	defer cancel()
-	c, code := o.openStore(ctx, "status", stderr)
+	c, ks, code := o.openStore(ctx, "status", stderr)
 	if c == nil {
 		return code
 	}
 	defer c.Close()
-	st, err := c.Inspect(ctx, key)
+	defer ks.close()
+	states, err := ks.inspect(ctx, key)
 	if err != nil {
-		return storeError(stderr, "status", err)
+		return o.storeError(stderr, "status", err)
 	}
+	js := toJSON(key, states)
 	if *asJSON {
-		out, _ := json.Marshal(toJSON(st))
+		out, _ := json.Marshal(js)
 		fmt.Fprintf(stdout, "%s\n", out)
 	} else {
-		printState(stdout, st)
+		printState(stdout, key, states, o.kind)
 	}
-	if *held && !st.Held {
+	if *held && !js.Held {
 		return exitFree
 	}
 	return exitOK
@@ -64,21 +64,31 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // "unlock --force" for a lock nobody held.
 const exitFree = 1
 
-// printState shows st for people.
-func printState(w io.Writer, st turnstile.LockState) {
-	if !st.Held {
-		fmt.Fprintf(w, "%s is free\n", oneLine(st.Key))
-	} else {
-		fmt.Fprintf(w, "%s is held\n", oneLine(st.Key))
-		for _, h := range st.Holders {
-			fmt.Fprintf(w, "  owner       %s\n  token       %d\n  ttl left    %s\n", oneLine(h.Owner), h.Token, ttlText(h.TTL))
+// printState shows key's states in the kinds looked at for people: only
+// names the one kind --kind named, if any.
+func printState(w io.Writer, key string, states []kindState, only *opKind) {
+	hs := held(states)
+	switch {
+	case len(hs) == 0 && only != nil:
+		fmt.Fprintf(w, "%s is free\n  kind        %s\n", oneLine(key), only.name)
+	case len(hs) == 0:
+		fmt.Fprintf(w, "%s is free\n", oneLine(key))
+	default:
+		fmt.Fprintf(w, "%s is held\n", oneLine(key))
+	}
+	for _, s := range hs {
+		if len(s.st.Holders) == 0 { // held, by an owner the store cannot name
+			fmt.Fprintf(w, "  kind        %s\n", s.kind)
+		}
+		for _, h := range s.st.Holders {
+			fmt.Fprintf(w, "  kind        %s\n  owner       %s\n  token       %d\n  ttl left    %s\n", s.kind, oneLine(h.Owner), h.Token, ttlText(h.TTL))
 		}
 	}
-	if st.Token > 0 {
-		fmt.Fprintf(w, "  last token  %d\n", st.Token)
+	if t := lastToken(states); t > 0 {
+		fmt.Fprintf(w, "  last token  %d\n", t)
 	}
-	if st.Waiters >= 0 {
-		fmt.Fprintf(w, "  waiters     %d\n", st.Waiters)
+	if n := waiters(states); n >= 0 {
+		fmt.Fprintf(w, "  waiters     %d\n", n)
 	}
 }
 
@@ -86,10 +96,18 @@ func statusUsage() string {
 	return `Usage: turnstile status KEY [flags]
 
 Show whether the lock on KEY is held or free, and by whom: each holder's
-owner id, fencing token and the time its lease has left unless renewed (a
-semaphore or read lock may have several holders); the last fencing token
-the store issued for KEY; and how many owners wait in the store's queue,
-where the store keeps one. Nothing in the store changes.
+lock kind, owner id, fencing token and the time its lease has left unless
+renewed (a semaphore or read lock may have several holders); the last
+fencing token the store issued for KEY; and how many owners wait in the
+store's queues, where the store keeps them (on Redis, the waiters in the
+line of --fair runs; plain runs that wait are not counted). Nothing in the
+store changes.
+
+The lock kinds of "turnstile run" (plain, --shared and --exclusive,
+--semaphore, --fair) and the library's reentrant lock keep their holders
+apart in the store. Without --kind, status looks at every kind the store
+has and shows each that holds KEY; "free" means free in every kind. The
+fair lock is the plain lock, shown as plain with its line's waiters.
 
 Flags:
   --json         print one JSON object instead of text:
@@ -99,8 +117,9 @@ Flags:
 Exit status:
   0   the state was shown: the lock is held, or free (without --held)
   1   the lock is free (--held only)
-  64  usage error: bad flag, missing or empty KEY, bad backend URL, or a
-      store that cannot tell who holds a lock
+  64  usage error: bad flag, missing or empty KEY, bad backend URL, a
+      --kind the store does not have, or a store that cannot tell who
+      holds a lock
   69  the lock store is unreachable or failing, refused the TLS handshake,
       the credentials or a permission (docs/security.md), or did not
       answer within --timeout

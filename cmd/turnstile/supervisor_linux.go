@@ -2,17 +2,25 @@ package main
 
 // "turnstile run" on Linux starts the command through a supervisor: turnstile
 // runs itself again in a hidden mode (supervisorArg), and that process
-// starts the command. The supervisor outlives turnstile: if turnstile dies
-// by any signal while the command runs (SIGKILL, the OOM killer), the
-// supervisor SIGKILLs the command's process group and every process
-// descended from the command, so that nothing keeps working on a lock that
-// nobody renews. See "turnstile run: the command dies with the lock" in
+// starts the command. The supervisor is a child subreaper, so every process
+// descended from the command stays its descendant, even one that left the
+// command's process group (setsid, a double-forking daemon). It outlives
+// turnstile: if turnstile dies by any signal while the command runs
+// (SIGKILL, the OOM killer), the supervisor SIGKILLs the command's process
+// group and every process descended from the command, so that nothing
+// keeps working on a lock that nobody renews. It does the same when
+// turnstile stops the command (lease lost, a signal, the grace period
+// over). See "turnstile run: the command dies with the lock" in
 // docs/design.md.
 //
 // Between the two processes there are two pipes:
-//   - life (fd 3 of the supervisor): turnstile holds the only write end.
-//     It writes "x" when the command is over and the supervisor may go; end
-//     of file without that byte means turnstile died.
+//   - life (fd 3 of the supervisor): turnstile holds the only write end and
+//     writes orders, one per line: "signal N" (send signal N to the
+//     command's processes outside its group: the group turnstile signals
+//     itself), then "release" (the command is over: exit and leave alone
+//     what it left running in the background) or "kill" (SIGKILL every
+//     process of the command, then exit). End of file before "release" or
+//     "kill" means turnstile died.
 //   - report (fd 4): the supervisor writes "started PID", or "failed CODE
 //     MESSAGE" if the command could not be started, then "exited CODE"
 //     with the command's status as a shell reports it.
@@ -38,10 +46,12 @@ import (
 // command line. It is not a command users type.
 const supervisorArg = "__supervise"
 
-// release is what turnstile writes on the life pipe once the command is
-// over: the supervisor exits and leaves alone what the command left
-// running in the background.
-const release = 'x'
+// The orders turnstile writes on the life pipe (see above).
+const (
+	orderRelease = "release"
+	orderKill    = "kill"
+	orderSignal  = "signal" // "signal N"
+)
 
 // The supervisor mode is picked up here rather than in main so that a test
 // binary, which runs "turnstile run" in-process and re-executes itself for
@@ -122,7 +132,15 @@ func startCommand(argv, env []string, stdout, stderr io.Writer, tty int, foregro
 		return nil, exitCannotRun, fmt.Errorf("the command's supervisor failed: %s", describeExit(werr, line))
 	}
 
+	supervisor := cmd.Process.Pid
 	j := &job{pgid: pid, exited: make(chan struct{})}
+	j.signal = func(sig syscall.Signal) {
+		signalGroup(pid, sig)
+		// A failed write means the supervisor is gone, and the command's
+		// processes with it (see below).
+		_, _ = fmt.Fprintf(lifeW, "%s %d\n", orderSignal, int(sig))
+	}
+	j.alive = func() bool { return groupAlive(pid) || descendantsAlive(supervisor) }
 	waited := false
 	reported := make(chan struct{})
 	go func() {
@@ -146,8 +164,12 @@ func startCommand(argv, env []string, stdout, stderr io.Writer, tty int, foregro
 		j.err = fmt.Errorf("the command's supervisor ended unexpectedly (%s); the command's process group was killed", describeExit(werr, ""))
 		close(j.exited)
 	}()
-	j.finish = func() {
-		_, _ = lifeW.Write([]byte{release})
+	j.finish = func(kill bool) {
+		order := orderRelease
+		if kill {
+			order = orderKill
+		}
+		_, _ = fmt.Fprintln(lifeW, order)
 		lifeW.Close()
 		<-reported
 		reportR.Close()
@@ -230,12 +252,8 @@ func supervisorMain(args []string) int {
 	pid := cmd.Process.Pid
 	fmt.Fprintf(report, "started %d\n", pid)
 
-	released := make(chan bool, 1)
-	go func() {
-		b := make([]byte, 1)
-		n, _ := life.Read(b)
-		released <- n == 1 && b[0] == release
-	}()
+	orders := make(chan string)
+	go readOrders(life, orders)
 	exited := false
 	for {
 		select {
@@ -244,11 +262,37 @@ func supervisorMain(args []string) int {
 				exited = true
 				fmt.Fprintf(report, "exited %d\n", waitStatusCode(ws))
 			}
-		case ok := <-released:
-			if !ok {
+		case order := <-orders:
+			verb, arg, _ := strings.Cut(order, " ")
+			n, err := strconv.Atoi(arg)
+			switch {
+			case order == orderRelease:
+				return 0
+			case verb == orderSignal && err == nil && n > 0:
+				signalEscaped(pid, syscall.Signal(n))
+			default: // orderKill, or turnstile died
 				killTree(pid)
+				return 0
 			}
-			return 0
+		}
+	}
+}
+
+// readOrders sends turnstile's orders from the life pipe on orders, and
+// "" once the pipe is closed: turnstile died, unless it sent "release" or
+// "kill" before.
+func readOrders(life io.Reader, orders chan<- string) {
+	r := bufio.NewReader(life)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			orders <- ""
+			return
+		}
+		order := strings.TrimSuffix(line, "\n")
+		orders <- order
+		if order == orderRelease || order == orderKill {
+			return
 		}
 	}
 }
@@ -300,16 +344,10 @@ func killTree(pgid int) {
 			return // nothing more to find without /proc
 		}
 		var victims []int
-		children := make(map[int][]procInfo)
-		for _, p := range procs {
-			children[p.ppid] = append(children[p.ppid], p)
-		}
-		for queue := children[self]; len(queue) > 0; queue = queue[1:] {
-			p := queue[0]
+		for _, p := range descendants(procs, self) {
 			if p.running {
 				victims = append(victims, p.pid)
 			}
-			queue = append(queue, children[p.pid]...)
 		}
 		alive := false
 		for _, p := range procs {
@@ -325,5 +363,20 @@ func killTree(pgid int) {
 			return
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// signalEscaped sends sig to every living descendant of the supervisor
+// outside the process group pgid: the processes of the command that left
+// its group, which a signal to the group does not reach.
+func signalEscaped(pgid int, sig syscall.Signal) {
+	procs, err := listProcs()
+	if err != nil {
+		return
+	}
+	for _, p := range descendants(procs, os.Getpid()) {
+		if p.running && p.pgrp != pgid {
+			_ = syscall.Kill(p.pid, sig)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"syscall"
 	"time"
 )
 
@@ -32,6 +33,13 @@ func startCommand(argv, env []string, stdout, stderr io.Writer, tty int, foregro
 		j.code = exitStatus(cmd.ProcessState)
 		close(j.exited)
 	}()
-	j.finish = func() { <-j.exited }
+	j.signal = func(sig syscall.Signal) { signalGroup(j.pgid, sig) }
+	j.alive = func() bool { return groupAlive(j.pgid) }
+	j.finish = func(kill bool) {
+		if kill {
+			signalGroup(j.pgid, syscall.SIGKILL)
+		}
+		<-j.exited
+	}
 	return j, 0, nil
 }

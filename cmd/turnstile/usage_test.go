@@ -19,7 +19,7 @@ func TestUsageErrors(t *testing.T) {
 		{"no command", nil, "Usage: turnstile COMMAND"},
 		{"unknown command", []string{"lock"}, `unknown command "lock"`},
 		{"help for unknown command", []string{"help", "lock"}, `unknown command "lock"`},
-		{"run without arguments", []string{"run"}, `missing "--"`},
+		{"run without arguments", []string{"run"}, `missing --key KEY, "--" and the command: turnstile run --key KEY -- COMMAND`},
 		{"no dash dash", []string{"run", "--key", "k", "sh", "-c", "true"}, `missing "--" before the command "sh"`},
 		{"no command after dash dash", []string{"run", "--key", "k", "--"}, `no command after "--"`},
 		{"empty command", []string{"run", "--key", "k", "--", ""}, `no command after "--"`},
@@ -40,7 +40,8 @@ func TestUsageErrors(t *testing.T) {
 		{"empty backend", []string{"run", "--backend", "", "--key", "k", "--", "true"}, "--backend must not be empty"},
 		{"metrics addr without port", []string{"run", "--key", "k", "--metrics-addr", "localhost", "--", "true"}, "--metrics-addr wants host:port"},
 		{"unknown scheme", []string{"run", "--backend", "foo://x", "--key", "k", "--", "true"}, `unknown backend scheme: "foo"`},
-		{"no scheme", []string{"run", "--backend", "127.0.0.1:6379", "--key", "k", "--", "true"}, "invalid backend url"},
+		// Not a URL: nothing of it is shown, it may be a secret.
+		{"no scheme", []string{"run", "--backend", "127.0.0.1:6379", "--key", "k", "--", "true"}, "--backend is not a URL (14 bytes): want SCHEME://"},
 		{"bad redis port", []string{"run", "--backend", "redis://127.0.0.1:99999", "--key", "k", "--", "true"}, "port"},
 		{"unknown redis parameter", []string{"run", "--backend", "redis://127.0.0.1:1?colour=red", "--key", "k", "--", "true"}, "unknown query parameter"},
 	}

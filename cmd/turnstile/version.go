@@ -12,7 +12,13 @@ import (
 	"strings"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 )
+
+// revision is the commit a build names with
+// -ldflags "-X main.revision=$(git rev-parse HEAD)": the way to a revision
+// where Go stamps none (see versionUsage). Go's own stamp wins.
+var revision string
 
 // buildInfo is what "turnstile version" reports.
 type buildInfo struct {
@@ -21,8 +27,9 @@ type buildInfo struct {
 	// of its commit, or "(devel)" without VCS stamping.
 	Version string `json:"version"`
 	// Revision, Time and Modified describe the commit of a binary built
-	// in a checkout with VCS stamping (-buildvcs, the default in a git
-	// work tree); they are empty without it.
+	// in a git clone with VCS stamping (-buildvcs, on by default); they
+	// are empty without it, but for a Revision given with -X
+	// main.revision.
 	Revision string `json:"revision,omitempty"`
 	Time     string `json:"time,omitempty"`
 	Modified bool   `json:"modified,omitempty"`
@@ -58,6 +65,9 @@ func readBuildInfo() buildInfo {
 			bi.Modified = s.Value == "true"
 		}
 	}
+	if bi.Revision == "" {
+		bi.Revision = revision
+	}
 	return bi
 }
 
@@ -72,7 +82,7 @@ func (bi buildInfo) text() string {
 		}
 		fmt.Fprintf(&b, "  revision %s\n", rev)
 	} else {
-		b.WriteString("  revision unknown (built without VCS information)\n")
+		b.WriteString("  revision unknown (built without VCS information: see \"turnstile version -h\")\n")
 	}
 	if bi.Time != "" {
 		fmt.Fprintf(&b, "  time     %s\n", bi.Time)
@@ -94,10 +104,10 @@ func versionCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitOK
 	}
 	if err == nil && fs.NArg() > 0 {
-		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		err = fmt.Errorf("unexpected argument %s", cli.QuoteArg(fs.Arg(0)))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "turnstile version: %v\nRun \"turnstile version -h\" for usage.\n", err)
+		fmt.Fprintf(stderr, "turnstile version: %s\nRun \"turnstile version -h\" for usage.\n", cli.Scrub(err.Error()))
 		return exitUsage
 	}
 	bi := readBuildInfo()
@@ -115,11 +125,17 @@ Print the version of turnstile, the commit it was built from, the Go release
 that built it and the lock store URL schemes compiled in.
 
 The version is the module version given to go install (vX.Y.Z). A binary
-built in a git work tree gets the VCS information Go stamps into it: a
-pseudo-version of the commit (v0.0.0-DATE-REVISION, +dirty for uncommitted
-changes), the revision, its time and "(modified)". Built with
--buildvcs=false the version is "(devel)" and the revision "unknown"; a
-binary from a module download has no revision either.
+built with go build in a git clone gets the VCS information Go stamps into
+it: a pseudo-version of the commit (v0.0.0-DATE-REVISION, +dirty for
+uncommitted changes), the revision, its time and "(modified)". Go stamps
+nothing — the version is "(devel)" and the revision "unknown" — when
+-buildvcs=false is in effect (on the command line or in GOFLAGS, see
+go env GOFLAGS), when git is not installed, and in a checkout made with
+git worktree add (Go looks for a .git directory, and a worktree has a .git
+file). A binary from a module download has no revision either. To name the
+revision in any of these cases, build with:
+
+  go build -ldflags "-X main.revision=$(git rev-parse HEAD)" ./cmd/turnstile
 
 Flags:
   --json  print one JSON object: version, revision, time, modified, go,

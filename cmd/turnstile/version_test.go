@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -85,5 +87,35 @@ func TestVersionUsageErrors(t *testing.T) {
 		if lines := strings.Split(strings.TrimSpace(stderr.String()), "\n"); len(lines) != 2 || stdout.Len() != 0 {
 			t.Errorf("%q: want one line and the usage hint on stderr, got:\n%s", args, stderr.String())
 		}
+	}
+}
+
+// TestVersionRevisionFromLinker: where Go stamps no VCS information (a
+// git worktree, -buildvcs=false), the revision given with
+// -ldflags "-X main.revision=..." is printed, as version -h says.
+func TestVersionRevisionFromLinker(t *testing.T) {
+	t.Parallel()
+	const rev = "0123456789abcdef0123456789abcdef01234567"
+	bin := filepath.Join(t.TempDir(), "turnstile")
+	build := exec.Command("go", "build", "-buildvcs=false", "-ldflags", "-X main.revision="+rev, "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("turnstile version: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "  revision "+rev+"\n") {
+		t.Errorf("turnstile version does not print the revision given to the linker:\n%s", out)
+	}
+	out, err = exec.Command(bin, "version", "--json").CombinedOutput()
+	var bi buildInfo
+	if err != nil || json.Unmarshal(out, &bi) != nil || bi.Revision != rev {
+		t.Errorf("turnstile version --json: %v\n%s", err, out)
+	}
+	var help bytes.Buffer
+	versionCmd(context.Background(), []string{"-h"}, &help, io.Discard)
+	if !strings.Contains(help.String(), `-ldflags "-X main.revision=$(git rev-parse HEAD)"`) {
+		t.Errorf("version -h does not say how to name the revision:\n%s", help.String())
 	}
 }

@@ -83,6 +83,26 @@
 // timestamp still tells when it happened). Dead rows stay until deleted
 // or requeued; Purge does not touch them.
 //
+// # Events too large for the broker
+//
+// An event larger than a record may be — the topic's max.message.bytes,
+// or the producer's batch limit, such as one with a very long Error —
+// is refused by the broker (events.ErrTooLarge), and would be refused
+// again on every retry: being the oldest unsent row, it would be claimed
+// first and fail every batch, and no later event, of any key, would ever
+// be published. When a batch fails so, the relay sends its events again
+// one at a time, in order (not those the broker acknowledged, when the
+// publisher says which: *events.PublishError), and moves each event that
+// is refused on its own as too large to turnstile_outbox_dead, in the
+// claiming transaction, with the reason "too large for the broker: …";
+// the others are published and marked sent. As for an undecodable row,
+// the relay logs one line at error level per row once the transaction
+// commits (row id, key, the broker's error) and counts it (DeadLettered,
+// turnstile_outbox_dead_lettered_total), and the later events of its key
+// are published without it. To send it after all, raise the topic's
+// max.message.bytes (and the producer's batch limit,
+// kgo.ProducerBatchMaxBytes, for events over 1 MB), then call Requeue.
+//
 // # Latency
 //
 // Migrate installs a statement trigger that sends NOTIFY

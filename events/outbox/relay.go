@@ -102,8 +102,9 @@ func WithoutListen() Option {
 
 // WithRegisterer registers with reg the counter
 // turnstile_outbox_dead_lettered_total: rows moved to the dead-letter
-// table because they could not be decoded (see DeadLettered). Relays
-// given the same registerer share the counter. Default: no metrics.
+// table because they could not be decoded or the broker refused them as
+// too large (see DeadLettered). Relays given the same registerer share
+// the counter. Default: no metrics.
 func WithRegisterer(reg prometheus.Registerer) Option {
 	return func(r *Relay) error {
 		if isNil(reg) {
@@ -111,7 +112,7 @@ func WithRegisterer(reg prometheus.Registerer) Option {
 		}
 		c := prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "turnstile_outbox_dead_lettered_total",
-			Help: "Outbox rows a relay could not decode and moved to turnstile_outbox_dead.",
+			Help: "Outbox rows a relay could not decode, or whose events the broker refused as too large, moved to turnstile_outbox_dead.",
 		})
 		if err := reg.Register(c); err != nil {
 			are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err)
@@ -238,10 +239,9 @@ func (r *Relay) runOnce(ctx context.Context) (sent, claimed int, err error) {
 		return 0, 0, r.claimErr(err)
 	}
 	var (
-		ids, deadIDs []int64
-		evs          []events.Event
-		reasons      []string
-		deadKeys     []string
+		ids  []int64
+		evs  []events.Event
+		dead []deadRow
 	)
 	for rows.Next() {
 		var (
@@ -256,7 +256,7 @@ func (r *Relay) runOnce(ctx context.Context) (sent, claimed int, err error) {
 		claimed++
 		ev, err := decodeRow(key, payload)
 		if err != nil {
-			deadIDs, deadKeys, reasons = append(deadIDs, id), append(deadKeys, key), append(reasons, err.Error())
+			dead = append(dead, deadRow{id: id, key: key, reason: err.Error(), log: undecodableLog})
 			continue
 		}
 		ids, evs = append(ids, id), append(evs, ev)
@@ -268,8 +268,16 @@ func (r *Relay) runOnce(ctx context.Context) (sent, claimed int, err error) {
 		return 0, 0, nil
 	}
 	if len(evs) > 0 {
+		// One deadline for the batch and, if it comes to that, for
+		// sending its events one by one: the claim times out after twice
+		// the claim timeout idle.
 		pctx, cancel := context.WithTimeout(ctx, r.claim)
 		err = r.pub.Publish(pctx, evs...)
+		if errors.Is(err, events.ErrTooLarge) {
+			var refused []deadRow
+			ids, evs, refused, err = r.publishAlone(pctx, ids, evs, err)
+			dead = append(dead, refused...)
+		}
 		cancel()
 		if err != nil {
 			return 0, 0, fmt.Errorf("turnstile/outbox: publish %d events: %w", len(evs), err)
@@ -278,9 +286,13 @@ func (r *Relay) runOnce(ctx context.Context) (sent, claimed int, err error) {
 	// Published: record it even if ctx ends now, or the batch is sent twice.
 	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.claim)
 	defer cancel()
-	if len(deadIDs) > 0 {
+	if len(dead) > 0 {
+		deadIDs, reasons := make([]int64, len(dead)), make([]string, len(dead))
+		for i, d := range dead {
+			deadIDs[i], reasons[i] = d.id, d.reason
+		}
 		if _, err := tx.Exec(mctx, deadSQL, deadIDs, reasons); err != nil {
-			return 0, 0, fmt.Errorf("turnstile/outbox: move %d undecodable rows to turnstile_outbox_dead: %w", len(deadIDs), err)
+			return 0, 0, fmt.Errorf("turnstile/outbox: move %d rows to turnstile_outbox_dead: %w", len(dead), err)
 		}
 	}
 	if len(ids) > 0 {
@@ -289,22 +301,34 @@ func (r *Relay) runOnce(ctx context.Context) (sent, claimed int, err error) {
 		}
 	}
 	if err := tx.Commit(mctx); err != nil {
-		return 0, 0, fmt.Errorf("turnstile/outbox: mark %d events sent, %d rows dead: %w", len(ids), len(deadIDs), err)
+		return 0, 0, fmt.Errorf("turnstile/outbox: mark %d events sent, %d rows dead: %w", len(ids), len(dead), err)
 	}
 	// Once per row, after the commit: a batch retried logs nothing twice.
-	for i, id := range deadIDs {
-		r.log.Error("turnstile/outbox: undecodable row moved to turnstile_outbox_dead; later events of its key are published without it (outbox.Requeue puts it back once fixed)",
-			"id", id, "key", deadKeys[i], "err", reasons[i])
+	for _, d := range dead {
+		r.log.Error(d.log, "id", d.id, "key", d.key, "err", d.reason)
 	}
-	r.deadLettered.Add(uint64(len(deadIDs)))
+	r.deadLettered.Add(uint64(len(dead)))
 	if r.deadCounter != nil {
-		r.deadCounter.Add(float64(len(deadIDs)))
+		r.deadCounter.Add(float64(len(dead)))
 	}
 	return len(evs), claimed, nil
 }
 
-// DeadLettered returns how many undecodable rows this relay moved to the
-// dead-letter table turnstile_outbox_dead.
+// deadRow is a claimed row on its way to the dead-letter table: why, and
+// the line logged once it is there.
+type deadRow struct {
+	id          int64
+	key, reason string
+	log         string
+}
+
+// undecodableLog is the line logged for a row the relay could not
+// decode.
+const undecodableLog = "turnstile/outbox: undecodable row moved to turnstile_outbox_dead; later events of its key are published without it (outbox.Requeue puts it back once fixed)"
+
+// DeadLettered returns how many rows this relay moved to the
+// dead-letter table turnstile_outbox_dead: rows it could not decode, and
+// events the broker refused as too large.
 func (r *Relay) DeadLettered() uint64 { return r.deadLettered.Load() }
 
 func (r *Relay) claimErr(err error) error {

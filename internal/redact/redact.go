@@ -7,7 +7,9 @@
 // look secret (password, sslpassword, token, secret, key, ...), and the
 // secrets of a query value that is itself a URL (the stores of a
 // fallback:// URL), percent-encoded or not. In the opaque form the user
-// name is masked too, since it may be a password.
+// name is masked too, since it may be a password. A URL whose user
+// information has no clear end (Ambiguous) has all that may be its
+// password masked, up to the last '@'.
 // URL masks
 // them in a URL; Error masks every occurrence of them in an error's
 // message, as a last line of defence for errors of drivers and parsers
@@ -15,40 +17,12 @@
 package redact
 
 import (
-	"net/url"
 	"slices"
 	"strings"
 )
 
 // Mask is what stands in for a secret.
 const Mask = "xxxxx"
-
-// minScrub is the shortest secret that String and Error remove from free
-// text: a string of one or two bytes would match all over an ordinary
-// message and hide nothing an attacker could not guess. URL masks
-// secrets of every length, since it knows where they are.
-const minScrub = 3
-
-// secretParam reports whether a query parameter named name carries a
-// secret.
-func secretParam(name string) bool {
-	n, err := url.QueryUnescape(name)
-	if err != nil {
-		n = name
-	}
-	n = strings.ToLower(n)
-	// A file's path (password_file, key_file) is no secret, and an error
-	// about the file must be able to say which file.
-	if strings.HasSuffix(n, "_file") {
-		return false
-	}
-	for _, s := range []string{"pass", "pwd", "secret", "token", "key", "auth", "credential", "cookie", "signature"} {
-		if strings.Contains(n, s) {
-			return true
-		}
-	}
-	return false
-}
 
 // span is a secret's place in a raw URL: raw[start:end].
 type span struct{ start, end int }
@@ -58,26 +32,7 @@ type span struct{ start, end int }
 func parts(raw string) ([]span, []string) {
 	var spans []span
 	var secrets []string
-	addSecret := func(s string) {
-		// Decoded, and encoded again as url.URL.String and url.Values
-		// encode it.
-		plain := []string{s}
-		if d, err := url.PathUnescape(s); err == nil && d != s {
-			plain = append(plain, d)
-		}
-		if d, err := url.QueryUnescape(s); err == nil && d != s {
-			plain = append(plain, d)
-		}
-		for _, d := range plain {
-			secrets = append(secrets, d, url.QueryEscape(d), url.PathEscape(d),
-				strings.TrimPrefix(url.UserPassword("", d).String(), ":"))
-		}
-		// A password with an unescaped '/', '?' or '#' is cut there by
-		// url.Parse, whose error (or a parser's) may then show a piece.
-		if strings.ContainsAny(s, "/?#") {
-			secrets = append(secrets, strings.FieldsFunc(s, func(r rune) bool { return r == '/' || r == '?' || r == '#' })...)
-		}
-	}
+	addSecret := func(s string) { secrets = append(secrets, variants(s)...) }
 
 	add := func(start, end int) {
 		if start < end {
@@ -86,20 +41,11 @@ func parts(raw string) ([]span, []string) {
 		}
 	}
 
-	// The scheme, if raw has one, and the "//" of an authority.
-	rest := 0
-	opaque := false
-	if i := schemeEnd(raw); i > 0 {
-		rest = i + 1
-		opaque = true
-	}
-	if strings.HasPrefix(raw[rest:], "//") {
-		rest += 2
-		opaque = false
-	}
+	rest, opaque := authority(raw)
 
 	// The user information ends at the last '@' of the authority, as
-	// url.Parse reads it; failing that, at the last '@' of all, since an
+	// url.Parse reads it; failing that, or when an '@' further on makes
+	// that end unclear (Ambiguous), at the last '@' of all, since an
 	// unescaped '/', '?' or '#' in a password ends the authority early.
 	auth := raw[rest:]
 	if i := strings.IndexAny(auth, "/?#"); i >= 0 {
@@ -109,8 +55,8 @@ func parts(raw string) ([]span, []string) {
 	after := rest
 	// An empty authority (scheme://?query) has no user information: an
 	// '@' further on is in the query (a URL in a query value).
-	fallback := at < 0 && auth != ""
-	if fallback {
+	greedy := auth != "" && (at < 0 || ambiguous(raw[rest:], opaque))
+	if greedy {
 		at = strings.LastIndexByte(raw[rest:], '@')
 	}
 	if at >= 0 {
@@ -124,7 +70,7 @@ func parts(raw string) ([]span, []string) {
 		} else if c := strings.IndexByte(cred, ':'); c >= 0 {
 			add(rest+c+1, rest+at)
 		}
-		if !fallback {
+		if !greedy {
 			after = rest + at + 1
 		} // else the '@' may be part of a query parameter, looked at below
 	}
@@ -141,27 +87,39 @@ func parts(raw string) ([]span, []string) {
 			end = len(raw)
 		}
 		name, _, ok := strings.Cut(raw[i+1:end], "=")
-		if ok && secretParam(name) {
-			// A secret value runs to the next parameter: a '#' in it was
-			// meant as part of the secret, not as a fragment.
-			if j := strings.IndexAny(raw[end:], "&;"); j >= 0 {
-				end += j
-			} else {
-				end = len(raw)
-			}
-			add(i+1+len(name)+1, end)
-			i = end - 1
+		// A secret value, or one that is a URL, runs to the next
+		// parameter: a '#' in it was meant as part of the secret or of
+		// the inner URL's password, not as a fragment.
+		toNext := end
+		if j := strings.IndexAny(raw[end:], "&;"); j >= 0 {
+			toNext += j
+		} else {
+			toNext = len(raw)
+		}
+		if ok && SecretParam(name) {
+			add(i+1+len(name)+1, toNext)
+			i = toNext - 1
 		} else if ok {
 			// A value that is itself a URL (the stores of a fallback://
 			// URL) has its own secrets, masked where they stand.
 			start := i + 1 + len(name) + 1
-			dec, at := unescapeMap(raw[start:end])
-			if strings.Contains(dec, "://") {
+			dec, at := unescapeMap(raw[start:toNext])
+			if !innerURL(dec) && innerURL(raw[start:toNext]) {
+				// A '+' of the scheme (redis+sentinel:) decodes to a
+				// space: look at the value as written.
+				dec = raw[start:toNext]
+				at = at[:0]
+				for j := range len(dec) + 1 {
+					at = append(at, j)
+				}
+			}
+			if innerURL(dec) {
 				inner, innerSecrets := parts(dec)
 				for _, sp := range inner {
 					add(start+at[sp.start], start+at[sp.end])
 				}
 				secrets = append(secrets, innerSecrets...)
+				i = toNext - 1
 			}
 		}
 	}
@@ -171,6 +129,12 @@ func parts(raw string) ([]span, []string) {
 		addSecret(raw[sp.start:sp.end])
 	}
 	return spans, secrets
+}
+
+// innerURL reports whether the query value v may be a URL with secrets
+// of its own: scheme://…, //… or scheme:…@….
+func innerURL(v string) bool {
+	return strings.Contains(v, "://") || strings.HasPrefix(v, "//") || (schemeEnd(v) > 0 && strings.Contains(v, "@"))
 }
 
 // unescapeMap decodes s as a query value ('+' is a space, %XX a byte;
@@ -225,6 +189,20 @@ func merge(spans []span) []span {
 	return out
 }
 
+// authority is where the authority of raw begins: after the scheme
+// (if raw has one) and the "//" that opens an authority. opaque: raw has
+// a scheme and no "//" (scheme:user:password@host).
+func authority(raw string) (start int, opaque bool) {
+	if i := schemeEnd(raw); i > 0 {
+		start, opaque = i+1, true
+	}
+	if strings.HasPrefix(raw[start:], "//") {
+		start += 2
+		opaque = false
+	}
+	return start, opaque
+}
+
 // schemeEnd is the index of the ':' after raw's scheme, or -1.
 func schemeEnd(raw string) int {
 	for i := 0; i < len(raw); i++ {
@@ -272,69 +250,4 @@ func URL(raw string) string {
 func Secrets(raw string) []string {
 	_, s := parts(raw)
 	return s
-}
-
-// String returns s with every occurrence of each secret replaced by
-// Mask, longest secret first.
-func String(s string, secrets ...string) string {
-	secrets = slices.Clone(secrets)
-	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
-	for _, sec := range secrets {
-		if len(sec) >= minScrub && sec != Mask {
-			s = strings.ReplaceAll(s, sec, Mask)
-		}
-	}
-	return s
-}
-
-// Error returns err with the secrets of the URL raw masked in its
-// message. It returns err itself when its message holds no secret, and
-// nil for nil.
-//
-// errors.Is and errors.As see through the result to the errors err wraps,
-// each masked the same way: an error whose own message holds a secret is
-// seen only as a masked copy, which errors.As cannot match by type, so
-// that no way round leads back to the secret. errors.Unwrap, which knows
-// only single wrapping, returns nil for a masked error.
-func Error(err error, raw string) error {
-	return scrub(err, Secrets(raw))
-}
-
-func scrub(err error, secrets []string) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	clean := String(msg, secrets...)
-	if clean == msg {
-		return err
-	}
-	return &scrubbed{msg: clean, err: err, secrets: secrets}
-}
-
-// scrubbed is an error whose message had secrets masked.
-type scrubbed struct {
-	msg     string
-	err     error
-	secrets []string
-}
-
-func (e *scrubbed) Error() string { return e.msg }
-
-// Unwrap returns the errors e's original wraps, masked.
-func (e *scrubbed) Unwrap() []error {
-	var inner []error
-	switch u := e.err.(type) {
-	case interface{ Unwrap() []error }:
-		inner = u.Unwrap()
-	case interface{ Unwrap() error }:
-		inner = []error{u.Unwrap()}
-	}
-	out := make([]error, 0, len(inner))
-	for _, w := range inner {
-		if w != nil {
-			out = append(out, scrub(w, e.secrets))
-		}
-	}
-	return out
 }

@@ -189,22 +189,20 @@ func clusterReady(info string, nodes int) bool {
 }
 
 // Addrs are the nodes' host:port addresses.
-func (c *Cluster) Addrs() []string {
-	addrs := make([]string, len(c.nodes))
-	for i, s := range c.nodes {
-		addrs[i] = s.Addr()
+func (c *Cluster) Addrs() []string { return addrs(c.nodes) }
+
+// addrs are the servers' host:port addresses.
+func addrs(servers []*Server) []string {
+	out := make([]string, len(servers))
+	for i, s := range servers {
+		out[i] = s.Addr()
 	}
-	return addrs
+	return out
 }
 
 // URL is the cluster's turnstile URL, redis://host1:port1,host2:port2,...
 // or for a cluster that speaks TLS rediss://host1:port1,...?ca_file=...&cert_file=...&key_file=...
-func (c *Cluster) URL() string {
-	if c.tls == nil {
-		return "redis://" + strings.Join(c.Addrs(), ",")
-	}
-	return "rediss://" + strings.Join(c.Addrs(), ",") + "?" + c.tls.Query()
-}
+func (c *Cluster) URL() string { return turnstileURL(c.tls, "", c.Addrs(), "") }
 
 // Do sends one command to the first node, as Server.Do does: for commands
 // any node answers alike, such as CLUSTER KEYSLOT or CLUSTER INFO. Key

@@ -4,16 +4,13 @@
 package redisproc
 
 import (
-	"bufio"
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/turnstilelock/turnstile/internal/proc"
@@ -87,12 +84,7 @@ func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 // URL is the server's turnstile URL: redis://host:port, or for a server
 // that speaks TLS rediss://host:port?ca_file=...&cert_file=...&key_file=...
 // with the files of its TLS.
-func (s *Server) URL() string {
-	if s.tls == nil {
-		return "redis://" + s.Addr()
-	}
-	return "rediss://" + s.Addr() + "?" + s.tls.Query()
-}
+func (s *Server) URL() string { return turnstileURL(s.tls, "", []string{s.Addr()}, "") }
 
 // TLS is the TLS of the server, or nil for plain text.
 func (s *Server) TLS() *TLS { return s.tls }
@@ -126,56 +118,6 @@ func (s *Server) start() error {
 	}
 	proc.Started(&s.process, cmd, exited)
 	return nil
-}
-
-// Do sends one command and returns the first line of the reply without its
-// type byte (for example "PONG" or "1"), or the whole bulk string. A Redis
-// error reply becomes an error. It is for set-up and inspection, not load.
-func (s *Server) Do(args ...string) (string, error) {
-	var conn net.Conn
-	var err error
-	if s.dial != nil {
-		conn, err = tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", s.Addr(), s.dial)
-	} else {
-		conn, err = net.DialTimeout("tcp", s.Addr(), time.Second)
-	}
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := io.WriteString(conn, b.String()); err != nil {
-		return "", err
-	}
-	rd := bufio.NewReader(conn)
-	line, err := rd.ReadString('\n')
-	if err != nil {
-		return "", err
-	}
-	line = strings.TrimRight(line, "\r\n")
-	if line == "" {
-		return "", errors.New("empty reply")
-	}
-	switch line[0] {
-	case '-':
-		return "", errors.New(line[1:])
-	case '$':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil || n < 0 {
-			return "", err
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(rd, buf); err != nil {
-			return "", err
-		}
-		return string(buf[:n]), nil
-	}
-	return line[1:], nil
 }
 
 // Restart kills the server and starts it again on the same port: with an

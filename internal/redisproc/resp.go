@@ -12,6 +12,41 @@ import (
 	"time"
 )
 
+// Do sends one command and returns the first line of the reply without its
+// type byte (for example "PONG" or "1"), or the whole bulk string. A Redis
+// error reply becomes an error. It is for set-up and inspection, not load.
+func (s *Server) Do(args ...string) (string, error) {
+	conn, err := s.send([][]string{args}, 5*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	rd := bufio.NewReader(conn)
+	line, err := rd.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", errors.New("empty reply")
+	}
+	switch line[0] {
+	case '-':
+		return "", errors.New(line[1:])
+	case '$':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || n < 0 {
+			return "", err
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(rd, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
+	}
+	return line[1:], nil
+}
+
 // Call sends one command and returns its whole reply: a string for a
 // simple or bulk string, an int64 for an integer, nil for a null, []any
 // for an array (of the same), and a Redis error reply as an error. Unlike
@@ -32,6 +67,25 @@ func (s *Server) Call(args ...string) (any, error) {
 // replies; an error reply is an error value in its place, so that a
 // command after ASKING can be told from the ASKING.
 func (s *Server) exchange(cmds [][]string) ([]any, error) {
+	conn, err := s.send(cmds, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	rd := bufio.NewReader(conn)
+	replies := make([]any, len(cmds))
+	for i := range cmds {
+		if replies[i], err = readReply(rd, 0); err != nil {
+			return nil, err
+		}
+	}
+	return replies, nil
+}
+
+// send connects to the server, in TLS where it speaks it, and sends cmds
+// on the connection, which the caller reads the replies from, and closes,
+// within timeout.
+func (s *Server) send(cmds [][]string, timeout time.Duration) (net.Conn, error) {
 	var conn net.Conn
 	var err error
 	if s.dial != nil {
@@ -42,8 +96,7 @@ func (s *Server) exchange(cmds [][]string) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = conn.SetDeadline(time.Now().Add(timeout))
 	var b strings.Builder
 	for _, args := range cmds {
 		fmt.Fprintf(&b, "*%d\r\n", len(args))
@@ -52,16 +105,10 @@ func (s *Server) exchange(cmds [][]string) ([]any, error) {
 		}
 	}
 	if _, err := io.WriteString(conn, b.String()); err != nil {
+		conn.Close()
 		return nil, err
 	}
-	rd := bufio.NewReader(conn)
-	replies := make([]any, len(cmds))
-	for i := range cmds {
-		if replies[i], err = readReply(rd, 0); err != nil {
-			return nil, err
-		}
-	}
-	return replies, nil
+	return conn, nil
 }
 
 // replyError is a Redis error reply.
@@ -95,12 +142,9 @@ func readReply(rd *bufio.Reader, depth int) (any, error) {
 	case ':':
 		return strconv.ParseInt(line[1:], 10, 64)
 	case '$':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil {
-			return nil, fmt.Errorf("bad bulk length %q", line)
-		}
-		if n < 0 {
-			return nil, nil
+		n, err := length(line, "bulk")
+		if err != nil || n < 0 {
+			return nil, err
 		}
 		if n > maxBulk {
 			return nil, fmt.Errorf("bulk string of %d bytes, more than %d", n, maxBulk)
@@ -111,12 +155,9 @@ func readReply(rd *bufio.Reader, depth int) (any, error) {
 		}
 		return string(buf[:n]), nil
 	case '*':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil {
-			return nil, fmt.Errorf("bad array length %q", line)
-		}
-		if n < 0 {
-			return nil, nil
+		n, err := length(line, "array")
+		if err != nil || n < 0 {
+			return nil, err
 		}
 		out := make([]any, 0, min(n, 1024))
 		for range n {
@@ -129,4 +170,14 @@ func readReply(rd *bufio.Reader, depth int) (any, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("unexpected reply %q", line)
+}
+
+// length reads the length of a bulk string or an array (what) from the
+// line that begins it; a negative one is a null.
+func length(line, what string) (int, error) {
+	n, err := strconv.Atoi(line[1:])
+	if err != nil {
+		return 0, fmt.Errorf("bad %s length %q", what, line)
+	}
+	return n, nil
 }

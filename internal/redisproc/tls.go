@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 )
 
 // TLS is what a server started with StartTLS (or a cluster started with
@@ -47,6 +48,17 @@ func (t *TLS) Query() string {
 	return "ca_file=" + url.QueryEscape(t.CA) +
 		"&cert_file=" + url.QueryEscape(t.ClientCert) +
 		"&key_file=" + url.QueryEscape(t.ClientKey)
+}
+
+// turnstileURL is the turnstile URL of Redis servers at hosts
+// (comma-separated), under path: scheme redis+kind (kind "" or
+// "+sentinel"), or rediss+kind with t's files in its query when t is not
+// nil.
+func turnstileURL(t *TLS, kind string, hosts []string, path string) string {
+	if t == nil {
+		return "redis" + kind + "://" + strings.Join(hosts, ",") + path
+	}
+	return "rediss" + kind + "://" + strings.Join(hosts, ",") + path + "?" + t.Query()
 }
 
 // ClientConfig is the configuration of a Go client that trusts CA and

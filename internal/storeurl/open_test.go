@@ -39,12 +39,12 @@ func parseStore(u *url.URL) (string, []int, error) {
 // dialler's error.
 func TestOpener(t *testing.T) {
 	open := storeurl.Opener(parseStore, dialStore)
-	b, err := open(context.Background(), &url.URL{Host: "h:1"})
+	b, err := open(context.Background(), &url.URL{Host: "h:1"}, driver.OpenConfig{})
 	if s, ok := b.(*store); err != nil || !ok || s.addr != "h:1" {
 		t.Fatalf("open = %v, %v", b, err)
 	}
 	for _, host := range []string{"bad", ""} {
-		b, err := open(context.Background(), &url.URL{Host: host})
+		b, err := open(context.Background(), &url.URL{Host: host}, driver.OpenConfig{})
 		if err == nil || b != driver.Backend(nil) {
 			t.Fatalf("host %q: open = %#v, %v; want nil and an error", host, b, err)
 		}

@@ -71,10 +71,26 @@ func (f *Form) Read(u *url.URL, read func(*URL) error) error {
 	if !errors.Is(err, f.Invalid) {
 		err = fmt.Errorf("%w: %w", f.Invalid, err)
 	}
-	return redact.Error(err, u.String())
+	return redact.Error(err, rawOf(u))
+}
+
+// rawOf is u written out as it was written in: url.URL.String drops
+// the "//" of an empty authority (fallback://?primary=…), which would
+// make it read as an opaque URL (fallback:?primary=…).
+func rawOf(u *url.URL) string {
+	s := u.String()
+	if u.Opaque == "" && u.Scheme != "" && strings.HasPrefix(s, u.Scheme+":") && !strings.HasPrefix(s[len(u.Scheme)+1:], "//") {
+		return u.Scheme + "://" + s[len(u.Scheme)+1:]
+	}
+	return s
 }
 
 func (f *Form) read(u *url.URL, read func(*URL) error) error {
+	// Before anything else reads, or shows, a part of the URL that may
+	// be a piece of the password.
+	if redact.Ambiguous(rawOf(u)) {
+		return redact.ErrAmbiguous
+	}
 	scheme := strings.ToLower(u.Scheme)
 	if !slices.Contains(f.Schemes, scheme) {
 		return fmt.Errorf("scheme %q is not %s", u.Scheme, strings.Join(f.Schemes, " or "))
@@ -171,12 +187,13 @@ type Param func(value string) error
 // Params reads the query: every parameter must be one that known names
 // and be given once; known's Param for each parameter given is called
 // with its value, in the order of the parameters' names. An unknown
-// parameter is refused with the names of the known ones.
+// parameter is refused with its name and the names of the known ones,
+// never its value: it may be a misspelt secret (pasword=…).
 func (u *URL) Params(known map[string]Param) error {
 	q := u.Query()
 	for _, name := range sortedKeys(q) {
 		if known[name] == nil {
-			return fmt.Errorf("unknown query parameter %q (known: %s)", name, strings.Join(sortedKeys(known), ", "))
+			return Unknown(q, known, name, "known: "+strings.Join(sortedKeys(known), ", "))
 		}
 	}
 	_, err := readParams(q, known)

@@ -16,16 +16,19 @@
 //
 //   - the lock kinds the store has (Info), as views, as the store's
 //     backend offers them;
-//   - driver.Queuer where the store queues waiters itself (etcd,
-//     ZooKeeper, a fair view): the wait is the service's (Acquire), in
-//     the store's queue, with no polling;
+//   - driver.Queuer for each kind whose waiters the store queues itself
+//     (etcd's and ZooKeeper's kinds, a fair view; Info's queued_kinds):
+//     the wait is the service's (Acquire), in the store's queue, with no
+//     polling — which is also what lets a writer in past a stream of
+//     readers;
 //   - driver.Notifier through Watch: the instance's own events for the
 //     key and, on a store that sends release notices, the store's. A
 //     notice may be lost, as the Notifier contract allows: the Client's
 //     backoff timer is the safety net;
-//   - driver.Inspector, driver.ForceReleaser, driver.AloudReleaser, as
-//     the store has them (an operation the store lacks gives
-//     ErrUnsupported).
+//   - driver.Inspector, driver.ForceReleaser, as the store has them (an
+//     operation the store lacks gives ErrUnsupported);
+//   - driver.NoticeReleaser: the store's own, or where it has none its
+//     Release, which tells every time.
 //
 // It does not offer driver.TokenRoom: a Client over it never hands a
 // lock to its own next waiter without the service.
@@ -51,7 +54,10 @@ func init() {
 	turnstile.Register("turnstiles", open)
 }
 
-func open(ctx context.Context, u *url.URL) (driver.Backend, error) {
+// open is what turnstile.Open calls for a turnstile:// URL. The Client's
+// settings in the driver.OpenConfig need no agreement here: its TTL goes
+// with every call, and the store behind the service judges it there.
+func open(ctx context.Context, u *url.URL, _ driver.OpenConfig) (driver.Backend, error) {
 	cfg, err := ParseURL(u)
 	if err != nil {
 		return nil, err
@@ -100,10 +106,10 @@ func Dial(ctx context.Context, cfg Config) (driver.Backend, error) {
 	return view(&Backend{c: c, info: info, kind: v1.Kind_KIND_LOCK}), nil
 }
 
-// view returns b as its type: a QueuedBackend where its waiters queue in
-// the store.
+// view returns b as its type: a QueuedBackend where its kind's waiters
+// queue in the store, as Info says.
 func view(b *Backend) driver.Backend {
-	if b.kind == v1.Kind_KIND_FAIR || (b.info.StoreQueue && b.kind == v1.Kind_KIND_LOCK) {
+	if slices.Contains(b.info.QueuedKinds, b.kind) {
 		return &QueuedBackend{b}
 	}
 	return b
@@ -186,21 +192,21 @@ func (b *Backend) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) [
 
 // Release implements driver.Backend.
 func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
-	return b.release(ctx, key, owner, false)
+	ok, _, err := b.ReleaseNotice(ctx, key, owner, driver.NoticeIfTried)
+	return ok, err
 }
 
-// ReleaseAloud implements driver.AloudReleaser.
-func (b *Backend) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
-	return b.release(ctx, key, owner, true)
-}
-
-func (b *Backend) release(ctx context.Context, key, owner string, notify bool) (bool, error) {
-	req := &v1.ReleaseRequest{Lease: b.lease(key, owner), Notify: notify}
+// ReleaseNotice implements driver.NoticeReleaser: the instance releases
+// through the store's own ReleaseNotice, and says whether someone else
+// had tried the lock.
+func (b *Backend) ReleaseNotice(ctx context.Context, key, owner string, n driver.Notice) (ok, tried bool, err error) {
+	req := &v1.ReleaseRequest{Lease: b.lease(key, owner), Notify: n == driver.NoticeAlways}
 	r, err := b.c.ops.do(ctx, &v1.BatchOp{Op: &v1.BatchOp_Release{Release: req}})
 	if err == nil {
 		err = opError(r)
 	}
-	return heldResult(err)
+	ok, err = heldResult(err)
+	return ok, ok && r.GetReleased().GetTried(), err
 }
 
 // heldResult reads an Extend's or Release's outcome as the driver's.
@@ -280,8 +286,25 @@ func (b *Backend) noKind(what string) error {
 	return fmt.Errorf("%w: %s has no %s", turnstile.ErrUnsupported, b.Name(), what)
 }
 
+// kindSettings checks the settings a view is made with. The waiting
+// mechanisms' settings (writer claim, waiter timeout, poll interval) are
+// the service's, the same for each of its clients, so a view that asks
+// for others is refused rather than made with settings it would not have.
+func kindSettings(cfg driver.KindConfig) error {
+	if err := cfg.Check(); err != nil {
+		return err
+	}
+	if cfg.WriterClaim != 0 || cfg.WaiterTimeout != 0 || cfg.PollInterval != 0 {
+		return fmt.Errorf("%w: through turnstile:// a lock kind's writer claim, waiter timeout and poll interval are the service's; leave them unset", turnstile.ErrInvalidOption)
+	}
+	return nil
+}
+
 // ReentrantView implements driver.Reentranter.
-func (b *Backend) ReentrantView() (driver.Backend, error) {
+func (b *Backend) ReentrantView(cfg driver.KindConfig) (driver.Backend, error) {
+	if err := kindSettings(cfg); err != nil {
+		return nil, err
+	}
 	if !b.has(v1.Kind_KIND_REENTRANT) {
 		return nil, b.noKind("reentrant lock")
 	}
@@ -289,18 +312,24 @@ func (b *Backend) ReentrantView() (driver.Backend, error) {
 }
 
 // SemaphoreView implements driver.Semaphorer.
-func (b *Backend) SemaphoreView(permits int) (driver.Backend, error) {
-	if permits < 1 || permits > 1<<16 {
-		return nil, fmt.Errorf("%w: a semaphore needs permits in [1, %d], got %d", turnstile.ErrInvalidOption, 1<<16, permits)
+func (b *Backend) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
+	if err := driver.CheckPermits(cfg.Permits); err != nil {
+		return nil, err
+	}
+	if err := kindSettings(cfg); err != nil {
+		return nil, err
 	}
 	if !b.has(v1.Kind_KIND_SEMAPHORE) {
 		return nil, b.noKind("semaphore")
 	}
-	return view(&Backend{c: b.c, info: b.info, kind: v1.Kind_KIND_SEMAPHORE, permits: uint32(permits)}), nil
+	return view(&Backend{c: b.c, info: b.info, kind: v1.Kind_KIND_SEMAPHORE, permits: uint32(cfg.Permits)}), nil
 }
 
 // ReadWriteView implements driver.ReadWriter.
-func (b *Backend) ReadWriteView() (read, write driver.Backend, err error) {
+func (b *Backend) ReadWriteView(cfg driver.KindConfig) (read, write driver.Backend, err error) {
+	if err := kindSettings(cfg); err != nil {
+		return nil, nil, err
+	}
 	if !b.has(v1.Kind_KIND_SHARED) {
 		return nil, nil, b.noKind("read-write lock")
 	}
@@ -309,9 +338,20 @@ func (b *Backend) ReadWriteView() (read, write driver.Backend, err error) {
 }
 
 // FairView implements driver.Fairer.
-func (b *Backend) FairView() (driver.Backend, error) {
+func (b *Backend) FairView(cfg driver.KindConfig) (driver.Backend, error) {
+	if err := kindSettings(cfg); err != nil {
+		return nil, err
+	}
 	if !b.has(v1.Kind_KIND_FAIR) {
 		return nil, b.noKind("fair lock")
 	}
 	return view(&Backend{c: b.c, info: b.info, kind: v1.Kind_KIND_FAIR}), nil
 }
+
+// The kinds a store behind the service may have.
+var (
+	_ driver.Reentranter = (*Backend)(nil)
+	_ driver.Semaphorer  = (*Backend)(nil)
+	_ driver.ReadWriter  = (*Backend)(nil)
+	_ driver.Fairer      = (*Backend)(nil)
+)

@@ -24,8 +24,17 @@
 //	                                and a fresh module using the README's program, both from the
 //	                                local proxy with an empty module cache; VERSION defaults
 //	                                to the one the go.mod files require
+//	release workspace DIR           make the module in DIR (a directory with a go.mod, outside
+//	                                this checkout) build against this checkout: a go.work in DIR
+//	                                (or the workspace above DIR that uses it) uses DIR and replaces
+//	                                every turnstile module DIR needs, directly or through another,
+//	                                at the version the go.mod files require, by the checkout's
+//	                                directory; DIR's go.mod requires what it imports at that
+//	                                version. Running it again changes nothing
 //
 // Every command works on the repository that contains the current directory.
+// Only workspace writes outside it (DIR's go.mod and go.work), and it needs
+// no git: a checkout is the nearest directory with the root module's go.mod.
 package main
 
 import (
@@ -47,7 +56,8 @@ const usage = `usage: release check-version VERSION
        release set-version VERSION
        release tidy
        release check
-       release install-check [-keep] [VERSION]`
+       release install-check [-keep] [VERSION]
+       release workspace DIR`
 
 // exitUsage is the exit status for bad arguments (sysexits EX_USAGE).
 const exitUsage = 64
@@ -101,6 +111,10 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 		if err := checkVersion(version); err != nil {
 			return usageError{err.Error()}
 		}
+	case "workspace":
+		if fs.NArg() != 1 {
+			return usageError{fmt.Sprintf("workspace takes one DIR argument, the directory of your module's go.mod, got %d", fs.NArg())}
+		}
 	case "order", "tidy", "check":
 		if fs.NArg() != 0 {
 			return usageError{fmt.Sprintf("%s takes no arguments", cmd)}
@@ -113,6 +127,17 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 	}
 	if cmd == "check-version" {
 		return nil
+	}
+	if cmd == "workspace" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		checkout, err := checkoutRoot(wd)
+		if err != nil {
+			return err
+		}
+		return setupWorkspace(checkout, fs.Arg(0), stdout)
 	}
 	root, err := repoRoot()
 	if err != nil {

@@ -167,9 +167,17 @@ func dependencies(root string, mods []Module) (map[string][]string, error) {
 // moduleImports returns the import paths of every .go file under dir that
 // belongs to dir's module (nested modules, testdata and vendor excluded).
 func moduleImports(dir string) ([]string, error) {
-	fset := token.NewFileSet()
 	var out []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := forEachImport(dir, func(_, ip string) { out = append(out, ip) })
+	return out, err
+}
+
+// forEachImport calls fn with the file and the import path of every import
+// of every .go file under dir that belongs to dir's module (nested modules,
+// testdata and vendor excluded), tests and every build tag included.
+func forEachImport(dir string, fn func(file, importPath string)) error {
+	fset := token.NewFileSet()
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -196,12 +204,11 @@ func moduleImports(dir string) ([]string, error) {
 		for _, s := range f.Imports {
 			ip, err := strconv.Unquote(s.Path.Value)
 			if err == nil {
-				out = append(out, ip)
+				fn(p, ip)
 			}
 		}
 		return nil
 	})
-	return out, err
 }
 
 // order sorts mods so that every module comes after the modules it depends

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,15 +27,44 @@ const alphabet = "QJZVWK"
 // forgets to percent-encode them.
 var Separators = []string{"", "/", "#", "?", "@", ":", "%", "%2F", "%40", " ", "!", "$", "'", "\n"}
 
-// Secret builds a secret from two fuzz inputs and a separator: letters
-// of alphabet, each half at least six long, so that neither half nor the
-// whole can be part of an ordinary message. It returns the secret and the
-// strings that must never appear: the secret and its halves.
-func Secret(a, b []byte, sep string) (string, []string) {
-	h1, h2 := letters(a), letters(b)
-	s := h1 + sep + h2
-	return s, []string{s, h1, h2}
+// Secret builds a secret from two fuzz inputs and separators: runs of
+// letters of alphabet, one more than there are separators, each at least
+// six long, so that no run nor the whole can be part of an ordinary
+// message, with the separators between them. It returns the secret and
+// the strings that must never appear: the secret and each run.
+func Secret(a, b []byte, seps ...string) (string, []string) {
+	var s strings.Builder
+	never := []string{""} // the whole, below
+	for i := range len(seps) + 1 {
+		src := a
+		if i%2 == 1 {
+			src = b
+		}
+		// Each run from its input framed by its index, so that runs
+		// differ even when the inputs are short or the same.
+		run := letters(append(append([]byte{byte(i)}, src...), byte(i)))
+		if i > 0 {
+			s.WriteString(seps[i-1])
+		}
+		s.WriteString(run)
+		never = append(never, run)
+	}
+	never[0] = s.String()
+	return never[0], never
 }
+
+// Seps are the separators of a secret that the fuzz inputs choose: two
+// from one byte (every pair of Separators, such as '@' then '/', for
+// some value) and a third from the length of a, so that a secret has
+// several.
+func Seps(idx uint8, a []byte) []string {
+	n := len(Separators)
+	return []string{Separators[int(idx)%n], Separators[int(idx)/n%n], Separators[len(a)%n]}
+}
+
+// SepsIndex is the byte that makes Seps choose Separators[i] then
+// Separators[j], for seeds.
+func SepsIndex(i, j int) uint8 { return uint8(i + j*len(Separators)) }
 
 func letters(b []byte) string {
 	var s strings.Builder
@@ -129,6 +159,14 @@ type Backend struct {
 	InvalidURL error
 	// Lazy is set for a backend that opens without connecting.
 	Lazy bool
+	// User and Path make the URLs of the checks of refused URLs
+	// (CheckAmbiguous, CheckUnknownParams) read up to their query:
+	// scheme://User@Host+Path. User default: none; Path default: "/0".
+	User, Path string
+	// LooseParams is set for a backend whose driver takes query
+	// parameters the parser does not know (postgres: libpq's): only a
+	// misspelt secret's is refused there.
+	LooseParams bool
 }
 
 // ParseErr returns a Parse function that runs parse and keeps only its
@@ -151,6 +189,9 @@ func (b Backend) withDefaults() Backend {
 	if b.InvalidURL == nil {
 		b.InvalidURL = turnstile.ErrInvalidURL
 	}
+	if b.Path == "" {
+		b.Path = "/0"
+	}
 	return b
 }
 
@@ -158,12 +199,9 @@ func (b Backend) withDefaults() Backend {
 // and checks that no error of the parser shows the secret, or half of it.
 func (b Backend) Fuzz(f *testing.F) {
 	b = b.withDefaults()
-	f.Add([]byte("hunter2"), []byte("correcthorse"), uint8(0))
-	for i := range Separators {
-		f.Add([]byte("s3cr3tPW"), []byte("batterystaple"), uint8(i))
-	}
+	addSeeds(f)
 	f.Fuzz(func(t *testing.T, x, y []byte, sepIdx uint8) {
-		secret, never := Secret(x, y, Separators[int(sepIdx)%len(Separators)])
+		secret, never := Secret(x, y, Seps(sepIdx, x)...)
 		for _, scheme := range b.Schemes {
 			for _, raw := range URLs(scheme, b.Host, secret) {
 				u, err := url.Parse(raw)
@@ -185,6 +223,21 @@ func (b Backend) Fuzz(f *testing.F) {
 	})
 }
 
+// addSeeds adds the seeds of a fuzz target that takes two inputs and
+// a byte for Seps: each separator alone, and '@' followed by each other
+// one, which cuts a password where url.Parse's user information seems
+// to end.
+func addSeeds(f *testing.F) {
+	f.Add([]byte("hunter2"), []byte("correcthorse"), uint8(0))
+	for i := range Separators {
+		f.Add([]byte("s3cr3tPW"), []byte("batterystaple"), uint8(i))
+		f.Add([]byte("s3cr3tPW!"), []byte("batterystaple"), SepsIndex(atSep, i))
+	}
+}
+
+// atSep is the index of "@" in Separators.
+var atSep = slices.Index(Separators, "@")
+
 // CheckOpen opens the URLs of each secret, with the server refusing
 // connections, and checks that neither the parser's errors nor the
 // driver's show the secret.
@@ -192,7 +245,9 @@ func (b Backend) CheckOpen(t *testing.T) {
 	t.Helper()
 	b = b.withDefaults()
 	for i, sep := range Separators {
-		secret, never := Secret([]byte("s3cr3tPW"), []byte("batterystaple"), sep)
+		// '@' then sep (which may cut the password where url.Parse's
+		// user information seems to end) then '@' again.
+		secret, never := Secret([]byte("s3cr3tPW"), []byte("batterystaple"), "@", sep, "@")
 		for _, scheme := range b.Schemes {
 			for _, raw := range URLs(scheme, b.Host, secret) {
 				// The first secret is dialled (and refused); for the others
@@ -247,10 +302,10 @@ func (b Backend) FuzzPasswordFile(f *testing.F, p PasswordFile) {
 	}
 	f.Add([]byte("hunter2"), []byte("correcthorse"), uint8(0), "")
 	for i, extra := range p.Extras {
-		f.Add([]byte("s3cr3tPW"), []byte("batterystaple"), uint8(i), extra)
+		f.Add([]byte("s3cr3tPW"), []byte("batterystaple"), SepsIndex(atSep, i), extra)
 	}
 	f.Fuzz(func(t *testing.T, x, y []byte, sepIdx uint8, extra string) {
-		secret, never := Secret(x, y, Separators[int(sepIdx)%len(Separators)])
+		secret, never := Secret(x, y, Seps(sepIdx, x)...)
 		if Leak(extra, never) != "" {
 			return // the URL itself names the secret
 		}

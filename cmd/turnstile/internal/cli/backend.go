@@ -7,7 +7,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
+
+	"github.com/turnstilelock/turnstile"
 )
 
 // BackendEnv names the environment variable that gives every command its
@@ -33,6 +36,13 @@ type BackendFlags struct {
 	file     string
 	fileFlag string // "backend-file"
 	fileSet  bool
+	// Want says what URLs the command takes, for the error of a value that
+	// is no URL at all; "" for any store's.
+	Want string
+	// twice is the error of two names of the URL flag given together,
+	// reported by Resolve: an error of Set would be printed by package
+	// flag with the URL in it.
+	twice error
 }
 
 // urlValue is a string flag that remembers which of its names was used.
@@ -50,7 +60,10 @@ func (v urlValue) String() string {
 
 func (v urlValue) Set(s string) error {
 	if v.b.urlFlag != "" && v.b.urlFlag != v.name {
-		return fmt.Errorf("--%s and --%s name the same thing: give one", v.b.urlFlag, v.name)
+		if v.b.twice == nil {
+			v.b.twice = fmt.Errorf("--%s and --%s name the same thing: give one", v.b.urlFlag, v.name)
+		}
+		return nil
 	}
 	v.b.url, v.b.urlFlag = s, v.name
 	return nil
@@ -93,11 +106,16 @@ func (b *BackendFlags) RegisterFile(fs *flag.FlagSet, fileFlag string, names ...
 // file's content.
 func (b *BackendFlags) Resolve(getenv func(string) string) (raw, from string, err error) {
 	switch {
+	case b.twice != nil:
+		return "", "", b.twice
 	case b.urlFlag != "" && b.fileSet:
 		return "", "", fmt.Errorf("--%s and --%s exclude each other", b.urlFlag, b.fileFlag)
 	case b.urlFlag != "":
 		if b.url == "" {
 			return "", "", fmt.Errorf("--%s %w", b.urlFlag, ErrEmptyURL)
+		}
+		if !looksLikeURL(b.url) {
+			return "", "", fmt.Errorf("--%s %w (%d bytes): %s", b.urlFlag, ErrNotURL, len(b.url), b.want())
 		}
 		return b.url, "--" + b.urlFlag, nil
 	case b.fileSet:
@@ -105,14 +123,60 @@ func (b *BackendFlags) Resolve(getenv func(string) string) (raw, from string, er
 		if err != nil {
 			return "", "", err
 		}
+		if !looksLikeURL(raw) {
+			return "", "", fmt.Errorf("--%s %s: the file's content %w (%d bytes): %s", b.fileFlag, b.file, ErrNotURL, len(raw), b.want())
+		}
 		return raw, "--" + b.fileFlag + " " + b.file, nil
 	}
 	if getenv != nil {
 		if raw := getenv(BackendEnv); raw != "" {
+			if !looksLikeURL(raw) {
+				return "", "", fmt.Errorf("$%s %w (%d bytes): %s", BackendEnv, ErrNotURL, len(raw), b.want())
+			}
 			return raw, "$" + BackendEnv, nil
 		}
 	}
 	return "", "", nil
+}
+
+// ErrNotURL is the error of Resolve, wrapped, for a value that is not a
+// URL at all. The message shows none of it: a file named by mistake may
+// hold a password, and a password given where the URL belongs is one.
+var ErrNotURL = errors.New("is not a URL")
+
+// want says what a store URL looks like.
+func (b *BackendFlags) want() string {
+	if b.Want != "" {
+		return b.Want
+	}
+	return `want SCHEME://..., such as redis://127.0.0.1:6379 ("turnstile version" lists the schemes)`
+}
+
+// looksLikeURL reports whether raw starts as a store URL does: a scheme,
+// then "://", or ':' after a scheme turnstile has (the opaque
+// redis:user:password@host, which the store then refuses with its
+// password masked). Anything else may be a secret put in the wrong place,
+// and is never shown.
+func looksLikeURL(raw string) bool {
+	scheme, rest, ok := strings.Cut(raw, ":")
+	if !ok || scheme == "" || !validScheme(scheme) {
+		return false
+	}
+	return strings.HasPrefix(rest, "//") || slices.Contains(turnstile.Schemes(), strings.ToLower(scheme))
+}
+
+// validScheme reports whether s is a URL scheme: a letter, then letters,
+// digits, '+', '-' or '.'.
+func validScheme(s string) bool {
+	for i, c := range s {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // readURLFile reads the URL in the file at path: its only line,

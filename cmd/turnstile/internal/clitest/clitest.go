@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 )
 
 // SplitArgs turns a fuzz input into a command line: arguments separated by
@@ -21,7 +23,8 @@ func SplitArgs(s string) []string {
 var quotedArg = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 
 // NamesBadPart reports whether a usage error points at the input: it names
-// one of flags, quotes part of an argument, or says what is missing.
+// one of flags, quotes part of an argument (as given, or as cli.MaskURL
+// shows it), or says what is missing.
 func NamesBadPart(msg string, args, flags []string) bool {
 	for _, f := range flags {
 		if strings.Contains(msg, "-"+f) {
@@ -29,14 +32,20 @@ func NamesBadPart(msg string, args, flags []string) bool {
 		}
 	}
 	for _, q := range quotedArg.FindAllString(msg, -1) {
-		if s, err := strconv.Unquote(q); err == nil && slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, s) }) {
+		if s, err := strconv.Unquote(q); err == nil && slices.ContainsFunc(args, func(a string) bool {
+			return strings.Contains(a, s) || strings.Contains(cli.MaskURL(a), s)
+		}) {
 			return true
 		}
 	}
+	if strings.HasPrefix(msg, "missing ") {
+		return true // says what is missing
+	}
 	// flag's own messages: "flag provided but not defined: -x", "flag
-	// needs an argument: -x", "bad flag syntax: ---x".
+	// needs an argument: -x", "bad flag syntax: ---x" (the argument as
+	// given, "-=" too).
 	return strings.Contains(msg, "flag") && slices.ContainsFunc(args, func(a string) bool {
 		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		return name != "" && strings.Contains(msg, "-"+name)
+		return name != "" && strings.Contains(msg, "-"+name) || strings.HasSuffix(msg, "bad flag syntax: "+a)
 	})
 }

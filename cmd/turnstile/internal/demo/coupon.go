@@ -37,10 +37,7 @@ func (t *couponTally) record(code string, won, used bool, err error) {
 	defer t.mu.Unlock()
 	switch {
 	case err != nil:
-		t.failed++
-		if t.firstErr == "" {
-			t.firstErr = err.Error()
-		}
+		countFailure(&t.failed, &t.firstErr, err)
 	case won:
 		t.winners[code]++
 	case used:
@@ -211,9 +208,7 @@ func couponResult(variant, store string, t *couponTally, elapsed time.Duration) 
 		r.Summary = fmt.Sprintf("%s redemptions, %s coupons never issued, %s failed", num(issued), num(unredeemed), num(t.failed))
 	}
 	r.Summary += fmt.Sprintf(", %s redeemers on %s", num(int64(couponRedeemers)), store)
-	if t.firstErr != "" {
-		r.Summary += "; first error: " + t.firstErr
-	}
+	r.firstError(t.firstErr)
 	r.add("store", store)
 	r.add("coupons", couponCodes)
 	r.add("redeemers", couponRedeemers)

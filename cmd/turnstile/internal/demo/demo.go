@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
-	"github.com/turnstilelock/turnstile/internal/redact"
 )
 
 // A scenario is one incident from the field, run twice or more on the
@@ -83,7 +82,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cli.ExitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "turnstile demo: %v\nRun \"turnstile demo -h\" for usage.\n", err)
+		fmt.Fprintf(stderr, "turnstile demo: %s\nRun \"turnstile demo -h\" for usage.\n", cli.Scrub(err.Error()))
 		return cli.ExitUsage
 	}
 	return o.run(ctx, stdout, stderr)
@@ -95,7 +94,8 @@ func parseArgs(args []string) (*options, error) {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	fs.BoolVar(&o.json, "json", false, "")
-	var redisFlags, pgFlags cli.BackendFlags
+	redisFlags := cli.BackendFlags{Want: "want a URL such as redis://127.0.0.1:6379"}
+	pgFlags := cli.BackendFlags{Want: "want a URL such as postgres://user@127.0.0.1:5432/db"}
 	redisFlags.Register(fs, "redis", "backend")
 	pgFlags.RegisterFile(fs, "postgres-file", "postgres")
 	fs.BoolVar(&o.inProcess, "in-process", false, "")
@@ -159,10 +159,10 @@ func parseArgs(args []string) (*options, error) {
 		if o.redisFrom == "$"+cli.BackendEnv {
 			hint = " (the demo runs on Redis: unset " + cli.BackendEnv + " to start servers of its own, or pass --in-process)"
 		}
-		return nil, fmt.Errorf("%s %q: want a URL such as redis://127.0.0.1:6379%s", o.redisFrom, redact.URL(o.redisURL), hint)
+		return nil, fmt.Errorf("%s %s: want a URL such as redis://127.0.0.1:6379%s", o.redisFrom, cli.QuoteArg(o.redisURL), hint)
 	}
 	if o.pgURL != "" && !strings.HasPrefix(o.pgURL, "postgres://") && !strings.HasPrefix(o.pgURL, "postgresql://") {
-		return nil, fmt.Errorf("%s %q: want a URL such as postgres://user@127.0.0.1:5432/db", o.pgFrom, redact.URL(o.pgURL))
+		return nil, fmt.Errorf("%s %s: want a URL such as postgres://user@127.0.0.1:5432/db", o.pgFrom, cli.QuoteArg(o.pgURL))
 	}
 	if len(names) == 0 {
 		o.scenarios = scenarios
@@ -171,7 +171,7 @@ func parseArgs(args []string) (*options, error) {
 	for _, n := range names {
 		i := slices.IndexFunc(scenarios, func(s scenario) bool { return s.name == n })
 		if i < 0 {
-			return nil, fmt.Errorf("unknown scenario %q (known: %s)", n, scenarioNames())
+			return nil, fmt.Errorf("unknown scenario %s (known: %s)", cli.QuoteArg(n), scenarioNames())
 		}
 		if !slices.ContainsFunc(o.scenarios, func(s scenario) bool { return s.name == n }) {
 			o.scenarios = append(o.scenarios, scenarios[i])

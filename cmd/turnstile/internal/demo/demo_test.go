@@ -168,9 +168,12 @@ func TestDemoHerd(t *testing.T) {
 	if number(t, fixed, "acquired") == 0 {
 		t.Errorf("fixed-interval retry: no waiter held the lock: %v", fixed)
 	}
+	// Most of one process's waiters take the lock from each other without
+	// the store (handoffs within a Client), so an acquisition may cost
+	// well under one command; more than 3 is a herd.
 	perAcq := number(t, best, "store_commands_per_acquisition")
-	if perAcq > 3 || perAcq < 1 {
-		t.Errorf("notifications + coalescing: %.2f store commands per acquisition, want 1 to 3", perAcq)
+	if perAcq > 3 || perAcq <= 0 {
+		t.Errorf("notifications + coalescing: %.2f store commands per acquisition, want above 0 and at most 3", perAcq)
 	}
 	if f := number(t, fixed, "store_commands_per_acquisition"); f <= perAcq {
 		t.Errorf("fixed-interval retry: %.2f commands per acquisition, not more than notifications + coalescing (%.2f)", f, perAcq)

@@ -79,24 +79,9 @@ func flashSaleWorker(ctx context.Context, env *environment, spec workerSpec, w *
 		return nil, err
 	}
 	t := &flashTally{}
-	stop := make(chan struct{})
-	reported := make(chan struct{})
-	go func() {
-		defer close(reported)
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				w.progress(t.done.Load())
-			}
-		}
-	}()
+	stop := every(200*time.Millisecond, func() { w.progress(t.done.Load()) })
 	s.run(ctx, p.Orders, t)
-	close(stop)
-	<-reported
+	stop()
 	return t, ctx.Err()
 }
 
@@ -108,15 +93,7 @@ func runFlashSale(ctx context.Context, env *environment) ([]result, error) {
 	} else {
 		env.progress("flash-sale: cas needs PostgreSQL, which this run has not: skipped")
 	}
-	var rs []result
-	for _, v := range variants {
-		r, err := runFlashVariant(ctx, env, v)
-		if err != nil {
-			return rs, fmt.Errorf("%s: %w", v, err)
-		}
-		rs = append(rs, r)
-	}
-	return rs, nil
+	return runVariants(ctx, env, variants, runFlashVariant)
 }
 
 func runFlashVariant(ctx context.Context, env *environment, variant string) (result, error) {
@@ -190,9 +167,7 @@ func runFlashVariant(ctx context.Context, env *environment, variant string) (res
 	if variant == "cas" {
 		r.Summary += fmt.Sprintf(", %s orders resubmitted after conflicts", num(total.Resubmits))
 	}
-	if total.FirstErr != "" {
-		r.Summary += "; first error: " + total.FirstErr
-	}
+	r.firstError(total.FirstErr)
 	store := "redis"
 	if variant == "naive" || variant == "lock" || variant == "cas" {
 		store = p.Store

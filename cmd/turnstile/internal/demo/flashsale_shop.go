@@ -173,10 +173,7 @@ func (s *flashShop) run(ctx context.Context, n int, t *flashTally) {
 			defer t.mu.Unlock()
 			switch {
 			case err != nil:
-				t.Failed++
-				if t.FirstErr == "" {
-					t.FirstErr = err.Error()
-				}
+				countFailure(&t.Failed, &t.FirstErr, err)
 			case sold:
 				t.Sold++
 			default:

@@ -97,7 +97,7 @@ func (s *gcStore) read(ctx context.Context) (int64, error) {
 }
 
 // write stores n as the stock, with token for the fenced variant. A stale
-// token gives an error matching turnstile.ErrStaleToken.
+// token gives an error matching fence.ErrStaleToken.
 func (s *gcStore) write(ctx context.Context, token uint64, n int64) error {
 	switch {
 	case s.p.Store == "postgres":
@@ -127,7 +127,7 @@ func (s *gcStore) sell(ctx context.Context, l *turnstile.Lease, read int64) (gcW
 	switch {
 	case err == nil:
 		w.Accepted = true
-	case errors.Is(err, turnstile.ErrStaleToken):
+	case errors.Is(err, fence.ErrStaleToken):
 		w.Refusal = err.Error()
 	default:
 		return w, err
@@ -174,15 +174,7 @@ func gcPauseWorker(ctx context.Context, env *environment, spec workerSpec, w *wo
 
 // runGCPause runs the pause without and with fencing.
 func runGCPause(ctx context.Context, env *environment) ([]result, error) {
-	var rs []result
-	for _, v := range []string{"naive", "fence"} {
-		r, err := runGCVariant(ctx, env, v)
-		if err != nil {
-			return rs, fmt.Errorf("%s: %w", v, err)
-		}
-		rs = append(rs, r)
-	}
-	return rs, nil
+	return runVariants(ctx, env, []string{"naive", "fence"}, runGCVariant)
 }
 
 func runGCVariant(ctx context.Context, env *environment, variant string) (result, error) {

@@ -105,9 +105,9 @@ func (c *countingBackend) Released(ctx context.Context, key string) (<-chan stru
 	return c.b.Released(ctx, key)
 }
 
-func (c *countingBackend) ReleaseAloud(ctx context.Context, key, owner string) (bool, error) {
+func (c *countingBackend) ReleaseNotice(ctx context.Context, key, owner string, n driver.Notice) (bool, bool, error) {
 	c.calls.Add(1)
-	return c.b.ReleaseAloud(ctx, key, owner)
+	return c.b.ReleaseNotice(ctx, key, owner, n)
 }
 
 // TokenRoom forwards the store's room between tokens, so that the
@@ -118,9 +118,9 @@ func (c *countingBackend) TokenRoom() uint64 { return c.b.TokenRoom() }
 func (c *countingBackend) Name() string { return c.b.Name() }
 
 var (
-	_ driver.Notifier      = (*countingBackend)(nil)
-	_ driver.AloudReleaser = (*countingBackend)(nil)
-	_ driver.TokenRoom     = (*countingBackend)(nil)
+	_ driver.Notifier       = (*countingBackend)(nil)
+	_ driver.NoticeReleaser = (*countingBackend)(nil)
+	_ driver.TokenRoom      = (*countingBackend)(nil)
 )
 
 // herdWorker is one process of waiters.
@@ -158,10 +158,7 @@ func herdWorker(ctx context.Context, env *environment, spec workerSpec, w *worke
 			waited := time.Since(start)
 			if err != nil {
 				mu.Lock()
-				t.Failed++
-				if t.FirstErr == "" {
-					t.FirstErr = err.Error()
-				}
+				countFailure(&t.Failed, &t.FirstErr, err)
 				mu.Unlock()
 				return
 			}

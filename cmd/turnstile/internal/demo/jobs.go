@@ -48,10 +48,7 @@ func (t *jobsTally) ran(id int64) {
 func (t *jobsTally) fail(err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.failed++
-	if t.firstErr == "" {
-		t.firstErr = err.Error()
-	}
+	countFailure(&t.failed, &t.firstErr, err)
 }
 
 // counts returns how many jobs ran, ran more than once, and never ran.
@@ -281,9 +278,7 @@ func jobsResult(t *jobsTally, jobs int, elapsed time.Duration) result {
 	default:
 		r.Summary = fmt.Sprintf("%s runs, %s jobs never ran, %s failed", num(ran), num(never), num(t.failed))
 	}
-	if t.firstErr != "" {
-		r.Summary += "; first error: " + t.firstErr
-	}
+	r.firstError(t.firstErr)
 	r.add("store", "postgres")
 	r.add("workers", jobsWorkers)
 	r.add("jobs", jobs)

@@ -42,15 +42,7 @@ type longTally struct {
 // runLongJob runs the jobs on three "servers" (Clients) with a fixed TTL,
 // then with the watchdog renewing it.
 func runLongJob(ctx context.Context, env *environment) ([]result, error) {
-	var rs []result
-	for _, v := range []string{"naive", "watchdog"} {
-		r, err := runLongVariant(ctx, env, v)
-		if err != nil {
-			return rs, fmt.Errorf("%s: %w", v, err)
-		}
-		rs = append(rs, r)
-	}
-	return rs, nil
+	return runVariants(ctx, env, []string{"naive", "watchdog"}, runLongVariant)
 }
 
 func runLongVariant(ctx context.Context, env *environment, variant string) (result, error) {
@@ -87,10 +79,7 @@ func runLongVariant(ctx context.Context, env *environment, variant string) (resu
 			err := longJob(ctx, clients[i%len(clients)], key, file, i+1, d/longScale, variant == "naive", t)
 			if err != nil {
 				t.mu.Lock()
-				t.failed++
-				if t.firstErr == "" {
-					t.firstErr = err.Error()
-				}
+				countFailure(&t.failed, &t.firstErr, err)
 				t.mu.Unlock()
 			}
 		})

@@ -92,15 +92,7 @@ func (s *paymentServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // runDoublePayment runs the retried payment without and with an
 // idempotency key plus a lock.
 func runDoublePayment(ctx context.Context, env *environment) ([]result, error) {
-	var rs []result
-	for _, v := range []string{"naive", "idempotency+lock"} {
-		r, err := runPaymentVariant(ctx, env, v)
-		if err != nil {
-			return rs, fmt.Errorf("%s: %w", v, err)
-		}
-		rs = append(rs, r)
-	}
-	return rs, nil
+	return runVariants(ctx, env, []string{"naive", "idempotency+lock"}, runPaymentVariant)
 }
 
 func runPaymentVariant(ctx context.Context, env *environment, variant string) (result, error) {

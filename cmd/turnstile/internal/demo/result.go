@@ -105,6 +105,38 @@ func writeTable(w io.Writer, rs []result) {
 	_ = tw.Flush()
 }
 
+// countFailure counts a failed attempt in n and keeps the first
+// failure's error in first, for the summary.
+func countFailure[T ~int | ~int64](n *T, first *string, err error) {
+	*n++
+	if *first == "" {
+		*first = err.Error()
+	}
+}
+
+// firstError adds the first failure's error to the summary, if there was
+// one.
+func (r *result) firstError(first string) {
+	if first != "" {
+		r.Summary += "; first error: " + first
+	}
+}
+
+// runVariants runs each of a scenario's variants in turn with run, and
+// returns their results; an error ends the scenario, named by its
+// variant.
+func runVariants(ctx context.Context, env *environment, variants []string, run func(context.Context, *environment, string) (result, error)) ([]result, error) {
+	var rs []result
+	for _, v := range variants {
+		r, err := run(ctx, env, v)
+		if err != nil {
+			return rs, fmt.Errorf("%s: %w", v, err)
+		}
+		rs = append(rs, r)
+	}
+	return rs, nil
+}
+
 // num formats an integer with thousands separators: 2,847 and -2,847.
 func num[T ~int | ~int64](n T) string {
 	s := strconv.FormatInt(int64(n), 10)

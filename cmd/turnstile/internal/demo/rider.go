@@ -103,10 +103,7 @@ func riderWorker(ctx context.Context, env *environment, spec workerSpec, w *work
 				mu.Lock()
 				switch {
 				case err != nil:
-					t.Failed++
-					if t.FirstErr == "" {
-						t.FirstErr = err.Error()
-					}
+					countFailure(&t.Failed, &t.FirstErr, err)
 				case assigned:
 					t.Assigned++
 				default:
@@ -127,15 +124,7 @@ func riderWorker(ctx context.Context, env *environment, spec workerSpec, w *work
 // runRider runs two dispatchers on the same orders, without and with a
 // lock per order.
 func runRider(ctx context.Context, env *environment) ([]result, error) {
-	var rs []result
-	for _, v := range []string{"naive", "lock"} {
-		r, err := runRiderVariant(ctx, env, v)
-		if err != nil {
-			return rs, fmt.Errorf("%s: %w", v, err)
-		}
-		rs = append(rs, r)
-	}
-	return rs, nil
+	return runVariants(ctx, env, []string{"naive", "lock"}, runRiderVariant)
 }
 
 func runRiderVariant(ctx context.Context, env *environment, variant string) (result, error) {
@@ -204,9 +193,7 @@ func runRiderVariant(ctx context.Context, env *environment, variant string) (res
 	default:
 		r.Summary = fmt.Sprintf("%d orders without a rider, %d dispatches failed", unassigned, failed)
 	}
-	if firstErr != "" {
-		r.Summary += "; first error: " + firstErr
-	}
+	r.firstError(firstErr)
 	r.add("store", "redis")
 	r.add("dispatchers", riderDispatchers)
 	r.add("orders", riderOrders)

@@ -315,18 +315,24 @@ func (g *workerGroup) Close() {
 // showProgress prints done/total on stderr every half second until stop is
 // called; done is read with count.
 func (e *environment) showProgress(label string, total int64, count func() int64) (stop func()) {
+	return every(500*time.Millisecond, func() { e.progress("%s: %s/%s", label, num(count()), num(total)) })
+}
+
+// every calls f every d until stop is called, which returns once f has
+// returned for the last time.
+func every(d time.Duration, f func()) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(500 * time.Millisecond)
+		t := time.NewTicker(d)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				e.progress("%s: %s/%s", label, num(count()), num(total))
+				f()
 			}
 		}
 	}()

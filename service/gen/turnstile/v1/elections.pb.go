@@ -214,7 +214,7 @@ type CampaignResponse_Draining struct {
 }
 
 type CampaignResponse_Waiting struct {
-	// Sent at once: the candidate waits to lead.
+	// Sent first when the candidate has to wait to lead.
 	Waiting *Waiting `protobuf:"bytes,5,opt,name=waiting,proto3,oneof"`
 }
 

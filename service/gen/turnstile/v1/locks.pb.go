@@ -660,8 +660,8 @@ func (*QueueResponse_Granted) isQueueResponse_Event() {}
 
 func (*QueueResponse_Waiting) isQueueResponse_Event() {}
 
-// Waiting is the first message of a stream that waits for a lock: the
-// call arrived and waits (a client learns it at once, not at the grant).
+// Waiting is the first message of a stream that has to wait for a lock:
+// the call arrived and waits (a client learns it then, not at the grant).
 type Waiting struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -904,7 +904,11 @@ func (x *ReleaseRequest) GetNotify() bool {
 }
 
 type ReleaseResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Someone else had tried to take the lock while it was held, and so
+	// was told of the release. A store that cannot say tells every
+	// release, and says true.
+	Tried         bool `protobuf:"varint,1,opt,name=tried,proto3" json:"tried,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -937,6 +941,13 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
 	return file_turnstile_v1_locks_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ReleaseResponse) GetTried() bool {
+	if x != nil {
+		return x.Tried
+	}
+	return false
 }
 
 type HoldRequest struct {
@@ -2487,9 +2498,14 @@ type InfoResponse struct {
 	StoreQueue bool   `protobuf:"varint,4,opt,name=store_queue,json=storeQueue,proto3" json:"store_queue,omitempty"`
 	Version    string `protobuf:"bytes,5,opt,name=version,proto3" json:"version,omitempty"`
 	// The instance's id, the first part of the owner ids it makes.
-	Instance      string               `protobuf:"bytes,6,opt,name=instance,proto3" json:"instance,omitempty"`
-	DefaultTtl    *durationpb.Duration `protobuf:"bytes,7,opt,name=default_ttl,json=defaultTtl,proto3" json:"default_ttl,omitempty"`
-	MaxWait       *durationpb.Duration `protobuf:"bytes,8,opt,name=max_wait,json=maxWait,proto3" json:"max_wait,omitempty"`
+	Instance   string               `protobuf:"bytes,6,opt,name=instance,proto3" json:"instance,omitempty"`
+	DefaultTtl *durationpb.Duration `protobuf:"bytes,7,opt,name=default_ttl,json=defaultTtl,proto3" json:"default_ttl,omitempty"`
+	MaxWait    *durationpb.Duration `protobuf:"bytes,8,opt,name=max_wait,json=maxWait,proto3" json:"max_wait,omitempty"`
+	// The kinds whose waiters queue in the store (etcd's and ZooKeeper's,
+	// fair locks): Acquire waits in that queue, where a caller that only
+	// retried TryAcquire could wait forever (a writer behind a stream of
+	// readers).
+	QueuedKinds   []Kind `protobuf:"varint,9,rep,packed,name=queued_kinds,json=queuedKinds,proto3,enum=turnstile.v1.Kind" json:"queued_kinds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2580,6 +2596,13 @@ func (x *InfoResponse) GetMaxWait() *durationpb.Duration {
 	return nil
 }
 
+func (x *InfoResponse) GetQueuedKinds() []Kind {
+	if x != nil {
+		return x.QueuedKinds
+	}
+	return nil
+}
+
 var File_turnstile_v1_locks_proto protoreflect.FileDescriptor
 
 const file_turnstile_v1_locks_proto_rawDesc = "" +
@@ -2618,8 +2641,9 @@ const file_turnstile_v1_locks_proto_rawDesc = "" +
 	"\bvalidity\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\bvalidity\"S\n" +
 	"\x0eReleaseRequest\x12)\n" +
 	"\x05lease\x18\x01 \x01(\v2\x13.turnstile.v1.LeaseR\x05lease\x12\x16\n" +
-	"\x06notify\x18\x02 \x01(\bR\x06notify\"\x11\n" +
-	"\x0fReleaseResponse\"\x88\x02\n" +
+	"\x06notify\x18\x02 \x01(\bR\x06notify\"'\n" +
+	"\x0fReleaseResponse\x12\x14\n" +
+	"\x05tried\x18\x01 \x01(\bR\x05tried\"\x88\x02\n" +
 	"\vHoldRequest\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12&\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x12.turnstile.v1.KindR\x04kind\x12\x18\n" +
@@ -2713,7 +2737,7 @@ const file_turnstile_v1_locks_proto_rawDesc = "" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\"\r\n" +
-	"\vInfoRequest\"\xbc\x02\n" +
+	"\vInfoRequest\"\xf3\x02\n" +
 	"\fInfoResponse\x12\x14\n" +
 	"\x05store\x18\x01 \x01(\tR\x05store\x12(\n" +
 	"\x05kinds\x18\x02 \x03(\x0e2\x12.turnstile.v1.KindR\x05kinds\x12#\n" +
@@ -2724,7 +2748,8 @@ const file_turnstile_v1_locks_proto_rawDesc = "" +
 	"\binstance\x18\x06 \x01(\tR\binstance\x12:\n" +
 	"\vdefault_ttl\x18\a \x01(\v2\x19.google.protobuf.DurationR\n" +
 	"defaultTtl\x124\n" +
-	"\bmax_wait\x18\b \x01(\v2\x19.google.protobuf.DurationR\amaxWait*\x87\x01\n" +
+	"\bmax_wait\x18\b \x01(\v2\x19.google.protobuf.DurationR\amaxWait\x125\n" +
+	"\fqueued_kinds\x18\t \x03(\x0e2\x12.turnstile.v1.KindR\vqueuedKinds*\x87\x01\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tKIND_LOCK\x10\x01\x12\x0f\n" +
@@ -2887,35 +2912,36 @@ var file_turnstile_v1_locks_proto_depIdxs = []int32{
 	0,  // 51: turnstile.v1.InfoResponse.kinds:type_name -> turnstile.v1.Kind
 	37, // 52: turnstile.v1.InfoResponse.default_ttl:type_name -> google.protobuf.Duration
 	37, // 53: turnstile.v1.InfoResponse.max_wait:type_name -> google.protobuf.Duration
-	5,  // 54: turnstile.v1.Locks.TryAcquire:input_type -> turnstile.v1.AcquireRequest
-	5,  // 55: turnstile.v1.Locks.Acquire:input_type -> turnstile.v1.AcquireRequest
-	5,  // 56: turnstile.v1.Locks.Queue:input_type -> turnstile.v1.AcquireRequest
-	10, // 57: turnstile.v1.Locks.Extend:input_type -> turnstile.v1.ExtendRequest
-	12, // 58: turnstile.v1.Locks.Release:input_type -> turnstile.v1.ReleaseRequest
-	14, // 59: turnstile.v1.Locks.Hold:input_type -> turnstile.v1.HoldRequest
-	20, // 60: turnstile.v1.Locks.Status:input_type -> turnstile.v1.StatusRequest
-	22, // 61: turnstile.v1.Locks.List:input_type -> turnstile.v1.ListRequest
-	24, // 62: turnstile.v1.Locks.ForceRelease:input_type -> turnstile.v1.ForceReleaseRequest
-	26, // 63: turnstile.v1.Locks.Watch:input_type -> turnstile.v1.WatchRequest
-	35, // 64: turnstile.v1.Locks.Info:input_type -> turnstile.v1.InfoRequest
-	30, // 65: turnstile.v1.Locks.Batch:input_type -> turnstile.v1.BatchRequest
-	6,  // 66: turnstile.v1.Locks.TryAcquire:output_type -> turnstile.v1.AcquireResponse
-	6,  // 67: turnstile.v1.Locks.Acquire:output_type -> turnstile.v1.AcquireResponse
-	7,  // 68: turnstile.v1.Locks.Queue:output_type -> turnstile.v1.QueueResponse
-	11, // 69: turnstile.v1.Locks.Extend:output_type -> turnstile.v1.ExtendResponse
-	13, // 70: turnstile.v1.Locks.Release:output_type -> turnstile.v1.ReleaseResponse
-	15, // 71: turnstile.v1.Locks.Hold:output_type -> turnstile.v1.HoldResponse
-	21, // 72: turnstile.v1.Locks.Status:output_type -> turnstile.v1.StatusResponse
-	23, // 73: turnstile.v1.Locks.List:output_type -> turnstile.v1.ListResponse
-	25, // 74: turnstile.v1.Locks.ForceRelease:output_type -> turnstile.v1.ForceReleaseResponse
-	27, // 75: turnstile.v1.Locks.Watch:output_type -> turnstile.v1.WatchResponse
-	36, // 76: turnstile.v1.Locks.Info:output_type -> turnstile.v1.InfoResponse
-	32, // 77: turnstile.v1.Locks.Batch:output_type -> turnstile.v1.BatchResponse
-	66, // [66:78] is the sub-list for method output_type
-	54, // [54:66] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	0,  // 54: turnstile.v1.InfoResponse.queued_kinds:type_name -> turnstile.v1.Kind
+	5,  // 55: turnstile.v1.Locks.TryAcquire:input_type -> turnstile.v1.AcquireRequest
+	5,  // 56: turnstile.v1.Locks.Acquire:input_type -> turnstile.v1.AcquireRequest
+	5,  // 57: turnstile.v1.Locks.Queue:input_type -> turnstile.v1.AcquireRequest
+	10, // 58: turnstile.v1.Locks.Extend:input_type -> turnstile.v1.ExtendRequest
+	12, // 59: turnstile.v1.Locks.Release:input_type -> turnstile.v1.ReleaseRequest
+	14, // 60: turnstile.v1.Locks.Hold:input_type -> turnstile.v1.HoldRequest
+	20, // 61: turnstile.v1.Locks.Status:input_type -> turnstile.v1.StatusRequest
+	22, // 62: turnstile.v1.Locks.List:input_type -> turnstile.v1.ListRequest
+	24, // 63: turnstile.v1.Locks.ForceRelease:input_type -> turnstile.v1.ForceReleaseRequest
+	26, // 64: turnstile.v1.Locks.Watch:input_type -> turnstile.v1.WatchRequest
+	35, // 65: turnstile.v1.Locks.Info:input_type -> turnstile.v1.InfoRequest
+	30, // 66: turnstile.v1.Locks.Batch:input_type -> turnstile.v1.BatchRequest
+	6,  // 67: turnstile.v1.Locks.TryAcquire:output_type -> turnstile.v1.AcquireResponse
+	6,  // 68: turnstile.v1.Locks.Acquire:output_type -> turnstile.v1.AcquireResponse
+	7,  // 69: turnstile.v1.Locks.Queue:output_type -> turnstile.v1.QueueResponse
+	11, // 70: turnstile.v1.Locks.Extend:output_type -> turnstile.v1.ExtendResponse
+	13, // 71: turnstile.v1.Locks.Release:output_type -> turnstile.v1.ReleaseResponse
+	15, // 72: turnstile.v1.Locks.Hold:output_type -> turnstile.v1.HoldResponse
+	21, // 73: turnstile.v1.Locks.Status:output_type -> turnstile.v1.StatusResponse
+	23, // 74: turnstile.v1.Locks.List:output_type -> turnstile.v1.ListResponse
+	25, // 75: turnstile.v1.Locks.ForceRelease:output_type -> turnstile.v1.ForceReleaseResponse
+	27, // 76: turnstile.v1.Locks.Watch:output_type -> turnstile.v1.WatchResponse
+	36, // 77: turnstile.v1.Locks.Info:output_type -> turnstile.v1.InfoResponse
+	32, // 78: turnstile.v1.Locks.Batch:output_type -> turnstile.v1.BatchResponse
+	67, // [67:79] is the sub-list for method output_type
+	55, // [55:67] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_turnstile_v1_locks_proto_init() }

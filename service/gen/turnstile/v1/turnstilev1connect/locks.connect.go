@@ -85,9 +85,9 @@ type LocksClient interface {
 	// deadline: DEADLINE_EXCEEDED. The lease is not renewed by the service:
 	// Extend it before its TTL runs out, or use Hold.
 	Acquire(context.Context, *connect.Request[v1.AcquireRequest]) (*connect.Response[v1.AcquireResponse], error)
-	// Queue is Acquire as a stream: Waiting at once, the caller's place in
-	// line (1 = next) while it waits in a store's queue (KIND_FAIR; etcd,
-	// ZooKeeper), then the grant, and it ends.
+	// Queue is Acquire as a stream: Waiting when it has to wait, the
+	// caller's place in line (1 = next) while it waits in a store's queue
+	// (KIND_FAIR; etcd, ZooKeeper), then the grant, and it ends.
 	Queue(context.Context, *connect.Request[v1.AcquireRequest]) (*connect.ServerStreamForClient[v1.QueueResponse], error)
 	// Extend renews a lease for ttl from now. A lease no longer held:
 	// FAILED_PRECONDITION, reason NOT_HELD.
@@ -302,9 +302,9 @@ type LocksHandler interface {
 	// deadline: DEADLINE_EXCEEDED. The lease is not renewed by the service:
 	// Extend it before its TTL runs out, or use Hold.
 	Acquire(context.Context, *connect.Request[v1.AcquireRequest]) (*connect.Response[v1.AcquireResponse], error)
-	// Queue is Acquire as a stream: Waiting at once, the caller's place in
-	// line (1 = next) while it waits in a store's queue (KIND_FAIR; etcd,
-	// ZooKeeper), then the grant, and it ends.
+	// Queue is Acquire as a stream: Waiting when it has to wait, the
+	// caller's place in line (1 = next) while it waits in a store's queue
+	// (KIND_FAIR; etcd, ZooKeeper), then the grant, and it ends.
 	Queue(context.Context, *connect.Request[v1.AcquireRequest], *connect.ServerStream[v1.QueueResponse]) error
 	// Extend renews a lease for ttl from now. A lease no longer held:
 	// FAILED_PRECONDITION, reason NOT_HELD.

@@ -1,0 +1,67 @@
+package service_test
+
+import (
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/etcd"
+	"github.com/turnstilelock/turnstile/internal/testserver"
+	"github.com/turnstilelock/turnstile/memory"
+	"github.com/turnstilelock/turnstile/service"
+)
+
+// kindViews returns the views of a turnstile:// backend by name.
+func kindViews(t *testing.T, b driver.Backend) map[string]driver.Backend {
+	t.Helper()
+	r, w, err := b.(driver.ReadWriter).ReadWriteView(driver.KindConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	re, err := b.(driver.Reentranter).ReentrantView(driver.KindConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.(driver.Semaphorer).SemaphoreView(driver.KindConfig{Permits: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]driver.Backend{"plain": b, "read": r, "write": w, "reentrant": re, "semaphore": s}
+}
+
+// TestQueuedKinds: each lock kind whose waiters the store queues itself
+// is a driver.Queuer through turnstile://, so that a Client waits in the
+// store's queue through the service instead of retrying: etcd's writer
+// behind a stream of readers only gets in from its queue. A kind the
+// store does not queue is not one.
+func TestQueuedKinds(t *testing.T) {
+	srv := testserver.StartEtcd(t)
+	store, err := etcd.Dial(ctxFor(t, 30*time.Second), clientv3.Config{Endpoints: []string{srv.Endpoint()}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	in := startInstance(t, service.Config{Backend: store})
+	for name, v := range kindViews(t, dial(t, "turnstile://"+in.addr)) {
+		if _, ok := v.(driver.Queuer); !ok {
+			t.Errorf("etcd's %s lock through the service: %T is no driver.Queuer", name, v)
+		}
+	}
+
+	mem := startInstance(t, service.Config{Backend: memory.New()})
+	b := dial(t, "turnstile://"+mem.addr)
+	for name, v := range kindViews(t, b) {
+		if _, ok := v.(driver.Queuer); ok {
+			t.Errorf("memory's %s lock through the service: %T is a driver.Queuer, but the store keeps no queue", name, v)
+		}
+	}
+	f, err := b.(driver.Fairer).FairView(driver.KindConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.(driver.Queuer); !ok {
+		t.Errorf("memory's fair lock through the service: %T is no driver.Queuer", f)
+	}
+}
