@@ -112,5 +112,11 @@ if [ "$which" = all ] || [ "$which" = java ]; then
 	fi
 	echo "== clients: java took $(($(date +%s) - t0)) s"
 fi
+if [ $status -ne 0 ]; then
+	for log in redis.log serve.log serve-tls.log; do
+		echo "== clients: the end of $log"
+		tail -n 40 "$work/$log" 2>/dev/null || true
+	done
+fi
 echo "== clients: $( [ $status -eq 0 ] && echo ok || echo FAILED ) in $(($(date +%s) - start)) s"
 exit $status

@@ -102,3 +102,16 @@ class ServiceCase(unittest.TestCase):
         for n in NAMES:
             env(n)
         self.c = client()
+
+    def worker(self, *args: str) -> subprocess.Popen:
+        """worker(*args), killed (if it still runs) when the test ends."""
+        p = worker(*args)
+
+        def end() -> None:
+            if p.poll() is None:
+                p.kill()
+            p.wait(30)
+            p.stdout.close()
+
+        self.addCleanup(end)
+        return p

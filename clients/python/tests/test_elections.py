@@ -13,7 +13,7 @@ class ElectionTest(support.ServiceCase):
     def test_one_leader_at_a_time_over_three_terms(self) -> None:
         name = support.key("election")
         with tempfile.TemporaryDirectory() as d:
-            ws = [support.worker("campaign", support.env("TURNSTILE_TEST_URL"), name, "candidate-%d" % i, d)
+            ws = [self.worker("campaign", support.env("TURNSTILE_TEST_URL"), name, "candidate-%d" % i, d)
                   for i in range(3)]
             lines = [support.read_line(w, 120) for w in ws]
             for w in ws:

@@ -22,7 +22,7 @@ class CounterTest(support.ServiceCase):
             open(path, "w").close()
             logs = [os.path.join(d, "log%d" % i) for i in range(procs)]
             started = time.monotonic()
-            ws = [support.worker("counter", support.env("TURNSTILE_TEST_URL"), key, path, str(n), log) for log in logs]
+            ws = [self.worker("counter", support.env("TURNSTILE_TEST_URL"), key, path, str(n), log) for log in logs]
             for w in ws:
                 self.assertEqual(w.wait(300), 0, "a counter worker failed")
             took = time.monotonic() - started

@@ -37,6 +37,9 @@ class Lease:
     validity, with a new, greater token: read ``token`` when you write.
     """
 
+    # The call that ends the lease by its handle.
+    _release_call = ("Locks", "Release")
+
     def __init__(self, transport: Transport, stream: Stream, grant: dict, ttl: Optional[float]) -> None:
         self._t = transport
         self._mu = threading.Lock()
@@ -107,14 +110,24 @@ class Lease:
             raise self._error
 
     def release(self) -> None:
-        """Release the lock: the service releases it the moment the stream
-        closes (if the connection is gone, the lock expires within its TTL).
-        Raises LeaseLost if the lease had been lost. Releasing again does
-        nothing."""
+        """Release the lock; when it returns the lock is free. Raises
+        LeaseLost if the lease had been lost, even if the service had not
+        said so yet (the store no longer held it). Releasing again does
+        nothing. If no instance answers, closing the stream releases it
+        (or the lock expires within its TTL)."""
         with self._mu:
-            if self._state == HELD:
+            held = self._state == HELD
+            if held:
                 self._state = RELEASED
-            st = self._stream
+            st, handle = self._stream, self._handle
+        if held:
+            service, method = self._release_call
+            try:
+                self._t.unary(service, method, {"lease": handle})
+            except _errors.LeaseLost as e:
+                self._lose(e.message, was=RELEASED)
+            except _errors.TurnstileError:
+                pass
         st.close()
         self.check()
 
@@ -193,6 +206,11 @@ class Lease:
             old = self._stream
             deadline = self._deadline
         old.close()
+        if deadline <= time.monotonic():
+            # Paused (a GC pause, a stopped process) past its validity: the
+            # lock may be another's by now.
+            self._lose("its stream ended after the lease's validity had run out")
+            return False
         body = {"resume": handle}
         if self._ttl_asked is not None:
             body["ttl"] = duration(self._ttl_asked)
@@ -209,11 +227,11 @@ class Lease:
         st.close()
         return False
 
-    def _lose(self, why: str) -> None:
+    def _lose(self, why: str, was: str = HELD) -> None:
         if why.startswith("turnstile: "):
             why = why[len("turnstile: "):]
         with self._mu:
-            if self._state != HELD:
+            if self._state != was:
                 return
             self._state = LOST
             self._error = _errors.LeaseLost("lease of %r (token %d) lost: %s" % (self.key, self._token, why),
@@ -232,6 +250,8 @@ class Lease:
 class Leadership(Lease):
     """A won election: a Lease whose term is its token. Leaving the block (or
     release()) resigns; ``lost`` is set the moment the leadership is lost."""
+
+    _release_call = ("Elections", "Resign")
 
     @property
     def term(self) -> int:

@@ -209,9 +209,16 @@ class Transport:
         return conn
 
     def unreachable(self, errors: List[Tuple[Address, BaseException]]) -> _errors.Unavailable:
-        parts = ["%s: %s" % (a.name, _describe(e)) for a, e in errors]
-        return _errors.Unavailable("no instance of the service could be reached (%s)" % "; ".join(parts) if parts
-                                   else "no instance of the service could be reached", code="unavailable")
+        """The error of a call no instance took: each address once, with the
+        last thing it said (a wait retries them many times)."""
+        last: dict = {}
+        for a, e in errors:
+            last.pop(a.name, None)
+            last[a.name] = _describe(e)
+        text = "the service could not be reached"
+        if last:
+            text += " (%s)" % "; ".join("%s: %s" % kv for kv in last.items())
+        return _errors.Unavailable(text, code="unavailable")
 
     def unary(self, service: str, method: str, body: dict, timeout: Optional[float] = None) -> dict:
         """One call, on the instances in turn as the top of this file says."""
