@@ -23,7 +23,8 @@ class AddressTest(unittest.TestCase):
 
     def test_refused(self) -> None:
         for bad in ("", "h:7070", "ftp://h", "http://", "http://h:0", "http://h:x", "http://h,", "http://::1:70",
-                    "http://h/?q=1", "http://[::1"):
+                    "http://h/?q=1", "http://[::1", "http://h:", "http://[::1]:",
+                    "http://127.0.0.1:1,http://127.0.0.1:2"):
             with self.assertRaises(ValueError, msg=bad):
                 _wire.parse_addresses(bad)
         with self.assertRaises(ValueError) as cm:

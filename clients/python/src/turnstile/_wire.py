@@ -101,6 +101,8 @@ def _host_port(hostport: str) -> Tuple[str, int]:
         raise ValueError("turnstile: host %r: write an IPv6 address in brackets, [addr]:port" % _clip(hostport))
     if not host:
         raise ValueError("turnstile: host %r: empty host name" % _clip(hostport))
+    if port == "" and hostport.endswith(":"):
+        raise ValueError("turnstile: host %r: empty port" % _clip(hostport))
     if port == "":
         return host, DEFAULT_PORT
     if not port.isdigit() or not 0 < int(port) < 65536:
