@@ -104,7 +104,8 @@ for m in $modules; do
 	(cd "$m" && go test -race -count=1 -timeout 15m "$@" ./...) || status=1
 done
 # The Python and Java clients against a real turnstile serve over a real
-# redis-server, with their GC-pause examples (about 80 s on 2 busy cores).
+# redis-server, with their GC-pause examples (about 2 minutes on 2 busy
+# cores, half a minute of it building turnstile and the Java client).
 echo "== clients: python, java"
 clients/test.sh || status=1
 echo "== chaos quick mode"
