@@ -204,6 +204,7 @@
     stopView();
     view = null;
     session.role = null;
+    chartRun++;
     $('list-view').hidden = true;
     $('key-view').hidden = true;
     $('login-view').hidden = false;
@@ -357,7 +358,7 @@
     $('force').hidden = session.role !== 'admin';
     const ctl = new AbortController();
     stopView = () => ctl.abort();
-    const grants = new Map(); // token → grant time, for "held for"
+    const grants = new Map(); // owner → its open grant, for "held for"
     const load = async () => {
       try {
         const q = new URLSearchParams({ key, kind });
@@ -387,13 +388,22 @@
     keepWatching(key, (ev) => {
       if (ev.key !== key || ev.type === 'EVENT_TYPE_EXTENDED') return;
       const at = ev.time ? new Date(ev.time) : new Date();
-      const token = ev.token || '';
+      let token = ev.token && ev.token !== '0' ? ev.token : '';
       let held = '';
       if (ev.type === 'EVENT_TYPE_ACQUIRED') {
-        grants.set(token, at);
+        grants.set(ev.owner || token, { token, at });
         firstSeen.set(key + '\u0000' + token, { at: at.getTime(), granted: true });
-      } else if (grants.has(token)) {
-        held = duration(at - grants.get(token));
+      } else {
+        // A release by a lease's handle may carry no token, and the
+        // store's notice no owner either: it ends the open grant of its
+        // owner, or the last one.
+        let g = grants.get(ev.owner || '');
+        if (!g && !ev.owner) g = [...grants.values()].pop();
+        if (g) {
+          if (!token || ev.type !== 'EVENT_TYPE_FORCE_RELEASED') token = g.token;
+          held = duration(at - g.at);
+          grants.delete(ev.owner || [...grants.keys()].pop());
+        }
       }
       const type = ev.type.replace('EVENT_TYPE_', '').toLowerCase().replace('_', ' ');
       $('history').tBodies[0].append(el('tr', { data: { type, token } },
@@ -435,14 +445,17 @@
     { id: 'holds', title: 'Holds in flight', lines: [['held streams', '#2b6cb0'], ['leases', '#38a169'], ['waiting calls', '#d69e2e']] },
   ];
 
+  let chartRun = 0; // the sampling loop that runs; login() ends it
   function startCharts() {
-    if ($('charts').childElementCount) return;
-    for (const c of charts) {
+    const run = ++chartRun;
+    samples.length = 0;
+    if (!$('charts').childElementCount) for (const c of charts) {
       c.canvas = el('canvas', { width: '300', height: '120' });
       c.caption = el('figcaption', {}, c.title);
       $('charts').append(el('figure', { id: 'chart-' + c.id }, c.caption, c.canvas));
     }
     const poll = async () => {
+      if (run !== chartRun || !session.role) return;
       try {
         const s = await get('/ui/api/metrics');
         samples.push(s);
