@@ -30,7 +30,7 @@ type browser struct {
 // newBrowser starts Debian's chromium headless. A missing chromium fails
 // the test with the command that installs it: the page is tested in a
 // real browser or not at all.
-func newBrowser(t *testing.T) *browser {
+func newBrowser(t testing.TB) *browser {
 	t.Helper()
 	path := ""
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
@@ -93,7 +93,7 @@ func (b *browser) takeProblems() []string {
 }
 
 // run runs actions, bounded generously.
-func (b *browser) run(t *testing.T, what string, actions ...chromedp.Action[chromedp.Void]) {
+func (b *browser) run(t testing.TB, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
 	defer cancel()
@@ -115,7 +115,7 @@ func (b *browser) diagnose() string {
 }
 
 // eval evaluates a script expression, awaiting a promise.
-func eval[T any](t *testing.T, b *browser, expr string) T {
+func eval[T any](t testing.TB, b *browser, expr string) T {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
 	defer cancel()
@@ -128,13 +128,13 @@ func eval[T any](t *testing.T, b *browser, expr string) T {
 
 // text is the text of the first element matching a CSS selector, "" if
 // none does.
-func (b *browser) text(t *testing.T, selector string) string {
+func (b *browser) text(t testing.TB, selector string) string {
 	t.Helper()
 	return eval[string](t, b, fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent`, selector))
 }
 
 // visible says whether an element matching selector is shown.
-func (b *browser) visible(t *testing.T, selector string) bool {
+func (b *browser) visible(t testing.TB, selector string) bool {
 	t.Helper()
 	return eval[bool](t, b, fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.offsetParent !== null; })()`, selector))
 }
@@ -142,7 +142,7 @@ func (b *browser) visible(t *testing.T, selector string) bool {
 // screenshot saves the page as name.png in the screenshot directory:
 // $TURNSTILE_SCREENSHOTS, else a directory under the system's temporary
 // one that the test names.
-func (b *browser) screenshot(t *testing.T, name string) {
+func (b *browser) screenshot(t testing.TB, name string) {
 	t.Helper()
 	dir := os.Getenv("TURNSTILE_SCREENSHOTS")
 	if dir == "" {
