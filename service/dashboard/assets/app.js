@@ -264,7 +264,12 @@
         if (!ctl.signal.aborted) refresh();
       }
     })();
-    keepWatching(list.prefix, refresh, ctl.signal);
+    keepWatching(list.prefix, (ev) => {
+      if (ev.type === 'EVENT_TYPE_ACQUIRED' && ev.token) {
+        firstSeen.set(ev.key + '\u0000' + ev.token, { at: ev.time ? Date.parse(ev.time) : Date.now(), granted: true });
+      }
+      refresh();
+    }, ctl.signal);
   }
 
   let listSeq = 0;
