@@ -12,8 +12,9 @@ cd "$(dirname "$0")/.."
 # promtool, which checks and tests the alert rules in deploy/prometheus,
 # faketime, whose library runs servers under a wrong wall clock, and
 # protobuf-compiler, whose protoc checks that the service's generated code
-# is what its .proto files make (scripts/proto.sh).
-packages=(redis-server redis-sentinel etcd-server zookeeper postgresql mariadb-server prometheus faketime protobuf-compiler)
+# is what its .proto files make (scripts/proto.sh), and chromium, which the
+# operator page's tests drive headless (service/dashboard).
+packages=(redis-server redis-sentinel etcd-server zookeeper postgresql mariadb-server prometheus faketime protobuf-compiler chromium)
 # The Python and Java clients' tests (clients/test.sh) need python3 (3.9+)
 # and a JDK 17+ (javac, java); a machine that has them from elsewhere
 # keeps its own.

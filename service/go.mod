@@ -60,6 +60,9 @@ require (
 
 require (
 	github.com/Shopify/toxiproxy/v2 v2.5.0
+	github.com/chromedp/cdproto v0.160.1 // indirect
+	github.com/chromedp/chromedp v0.23.1
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/rs/zerolog v1.28.0
 	github.com/turnstilelock/turnstile/redis v0.1.0
 	google.golang.org/grpc v1.83.2

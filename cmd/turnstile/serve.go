@@ -34,6 +34,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&o.TokensFile, "tokens", "", "")
 	fs.BoolVar(&o.Insecure, "insecure", false, "")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "")
+	fs.BoolVar(&o.NoDashboard, "no-dashboard", false, "")
 	fs.StringVar(&o.Config.Instance, "instance", "", "")
 	ttl := durationFlag(service.DefaultTTL)
 	fs.Var(&ttl, "ttl", "")
@@ -187,6 +188,9 @@ Flags:
   --metrics-addr ADDR
                    serve Prometheus metrics at http://ADDR/metrics ("same":
                    at /metrics of --listen)
+  --no-dashboard   do not serve the operator page at / (the locks held,
+                   their history, live charts, force unlock for an admin
+                   token)
 
 serve token prints a new token for the client and the line for the tokens
 file; the secret is not kept anywhere else.
