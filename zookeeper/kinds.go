@@ -266,16 +266,9 @@ func (k *seqKind) Release(ctx context.Context, key, owner string) (_ bool, err e
 		p = dir + "/" + q[i].name
 	}
 	if !k.counted {
-		err := k.b.deleteOrDoom(ctx, p, -1)
+		held, err := k.b.releaseNode(ctx, p, "release")
 		k.b.drop(hk)
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, zk.ErrNoNode):
-			return false, nil
-		default:
-			return false, fmt.Errorf("zookeeper: release %s: %w", p, err)
-		}
+		return held, err
 	}
 	nc, known := k.counts.get(hk, p)
 	for {
