@@ -162,42 +162,9 @@ func (k *seqKind) AcquireWait(ctx context.Context, key, owner string, ttl time.D
 			}
 			return tok, err
 		}
-		pred := dir + "/" + q[j].name
-		watch := func() (<-chan zk.Event, error) {
-			_, _, ch, err := k.b.conn.GetW(pred)
-			return ch, err
-		}
-		if report != nil {
-			// As the plain lock's waiters do: one that counts its place
-			// watches the whole line.
-			if at != last {
-				report(at)
-				last = at
-			}
-			watch = func() (<-chan zk.Event, error) {
-				kids, _, ch, err := k.b.conn.ChildrenW(dir)
-				if err == nil && !sameNodes(queue(kids), q) {
-					return nil, zk.ErrNoNode
-				}
-				return ch, err
-			}
-		}
-		ch, err := call(ctx, watch)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			k.b.cleanup(mine)
-			if ctx.Err() != nil {
-				return 0, ctx.Err()
-			}
-			return 0, fmt.Errorf("zookeeper: watch %s: %w", pred, err)
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			k.b.cleanup(mine)
-			return 0, ctx.Err()
+		// As the plain lock's waiters do: behind the node that blocks it.
+		if err := k.b.waitBehind(ctx, mine, dir, dir+"/"+q[j].name, q, at, &last, report); err != nil {
+			return 0, err
 		}
 	}
 }
