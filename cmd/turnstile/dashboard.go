@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
@@ -44,28 +42,7 @@ func dashboardCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return usageError(stderr, "dashboard", err)
 	}
-	o.Config.Version = readBuildInfo().Version
-
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	stop := cli.CancelOnSignal(sigs, cancel)
-	defer stop()
-
-	err = service.Run(ctx, o, stderr)
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, service.ErrUsage):
-		return usageError(stderr, "dashboard", err)
-	case errors.Is(err, service.ErrStore):
-		fmt.Fprintf(stderr, "turnstile dashboard: %s\n%s", oneLine(describe(err)), storeHint(err))
-		return exitUnavailable
-	}
-	fmt.Fprintf(stderr, "turnstile dashboard: %s\n", oneLine(describe(err)))
-	return exitUnavailable
+	return runService(ctx, "dashboard", o, stderr)
 }
 
 func dashboardUsage() string {

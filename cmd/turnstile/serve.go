@@ -62,28 +62,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return usageError(stderr, "serve", err)
 	}
-	o.Config.Version = readBuildInfo().Version
-
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	stop := cli.CancelOnSignal(sigs, cancel)
-	defer stop()
-
-	err = service.Run(ctx, o, stderr)
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, service.ErrUsage):
-		return usageError(stderr, "serve", err)
-	case errors.Is(err, service.ErrStore):
-		fmt.Fprintf(stderr, "turnstile serve: %s\n%s", oneLine(describe(err)), storeHint(err))
-		return exitUnavailable
-	}
-	fmt.Fprintf(stderr, "turnstile serve: %s\n", oneLine(describe(err)))
-	return exitUnavailable
+	return runService(ctx, "serve", o, stderr)
 }
 
 func checkServeFlags(o service.RunOptions) error {
@@ -201,4 +180,31 @@ Exit status:
       TLS or tokens
   69  the lock store is unreachable, or serving failed
 `
+}
+
+// runService runs the service of command name (serve, dashboard) until
+// ctx ends or SIGINT or SIGTERM comes, and returns its exit code.
+func runService(ctx context.Context, name string, o service.RunOptions, stderr io.Writer) int {
+	o.Config.Version = readBuildInfo().Version
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	stop := cli.CancelOnSignal(sigs, cancel)
+	defer stop()
+
+	err := service.Run(ctx, o, stderr)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, service.ErrUsage):
+		return usageError(stderr, name, err)
+	case errors.Is(err, service.ErrStore):
+		fmt.Fprintf(stderr, "turnstile %s: %s\n%s", name, oneLine(describe(err)), storeHint(err))
+		return exitUnavailable
+	}
+	fmt.Fprintf(stderr, "turnstile %s: %s\n", name, oneLine(describe(err)))
+	return exitUnavailable
 }
