@@ -105,6 +105,9 @@ func grant(v *lockView, key, owner string, token uint64, ttl, valid time.Duratio
 
 // event tells this instance's watchers what it did to a lock.
 func (s *Server) event(t v1.EventType, v *lockView, key, owner string, token uint64) {
+	if !s.hub.watched() {
+		return
+	}
 	s.hub.publish(&v1.Event{Type: t, Key: key, Owner: owner, Token: token, Time: timestamppb.Now(),
 		Source: v1.EventSource_EVENT_SOURCE_INSTANCE, Kind: v.key.kind})
 }
