@@ -32,6 +32,11 @@ func (h *locks) Batch(ctx context.Context, req *connect.Request[v1.BatchRequest]
 	if err := admitN(ctx, callerOf(ctx), len(ops)-1); err != nil {
 		return nil, toConnect(err)
 	}
+	// Its ops run even if the instance starts draining meanwhile, as a
+	// call admitted before the drain does: an op refused alone would
+	// fail in its client, which moves on to the next instance only
+	// when the whole call is refused.
+	ctx = context.WithValue(ctx, admittedKey{}, true)
 	out := make([]*v1.BatchResult, len(ops))
 	tenant := callerName(ctx)
 	do := func(i int) {
@@ -59,6 +64,15 @@ func (h *locks) Batch(ctx context.Context, req *connect.Request[v1.BatchRequest]
 		wg.Wait()
 	}
 	return connect.NewResponse(&v1.BatchResponse{Results: out}), nil
+}
+
+// admittedKey marks the context of a batch's ops: the batch was admitted
+// as a call, so they are not refused for a drain that began meanwhile.
+type admittedKey struct{}
+
+func admitted(ctx context.Context) bool {
+	_, ok := ctx.Value(admittedKey{}).(bool)
+	return ok
 }
 
 // batchOp makes one op and returns its result, and its method's name for
