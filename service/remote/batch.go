@@ -224,7 +224,8 @@ func (b *batcher) send(batch []*pendingOp) {
 func (c *conn) batch(ctx context.Context, ops []*v1.BatchOp) ([]*v1.BatchResult, error) {
 	req := &v1.BatchRequest{Ops: ops}
 	return call(ctx, c, func(in *instance) ([]*v1.BatchResult, error) {
-		r, err := in.locks.Batch(ctx, connect.NewRequest(req))
+		r, err := c.batchClient(in).Batch(ctx, connect.NewRequest(req))
+		c.batchEnded()
 		if err != nil {
 			return nil, err
 		}

@@ -25,7 +25,8 @@ type gatedLocks struct {
 	gate    chan struct{}
 	mu      sync.Mutex
 	batches []int
-	waiting int // slow ops waiting for the gate
+	protos  []int // the HTTP major version of each call
+	waiting int   // slow ops waiting for the gate
 }
 
 func (g *gatedLocks) Batch(ctx context.Context, req *connect.Request[v1.BatchRequest]) (*connect.Response[v1.BatchResponse], error) {
@@ -62,9 +63,16 @@ func gatedConn(t *testing.T) (*conn, *gatedLocks) {
 	g := &gatedLocks{gate: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.Handle(turnstilev1connect.NewLocksHandler(g))
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		g.protos = append(g.protos, r.ProtoMajor)
+		g.mu.Unlock()
+		mux.ServeHTTP(w, r)
+	})
 	var p http.Protocols
+	p.SetHTTP1(true)
 	p.SetUnencryptedHTTP2(true)
-	srv := &http.Server{Handler: mux, Protocols: &p}
+	srv := &http.Server{Handler: h, Protocols: &p}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -140,6 +148,27 @@ func TestBatcherAlone(t *testing.T) {
 	}
 	if batches, _ := g.state(); fmt.Sprint(batches) != "[1 1 1]" {
 		t.Fatalf("batches %v, want three of one op", batches)
+	}
+}
+
+// TestBatchTransport: a Batch call that follows the last one within
+// batchIdle goes over HTTP/1.1, any other over HTTP/2.
+func TestBatchTransport(t *testing.T) {
+	c, g := gatedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 3 {
+		if i == 2 {
+			c.lastBatch.Store(time.Now().Add(-2 * batchIdle).UnixNano())
+		}
+		if _, err := c.ops.do(ctx, tryOp("k")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if fmt.Sprint(g.protos) != "[2 1 2]" {
+		t.Fatalf("HTTP versions of the calls: %v, want [2 1 2]: the first and one after an idle while over HTTP/2", g.protos)
 	}
 }
 

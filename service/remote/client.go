@@ -41,6 +41,9 @@ type instance struct {
 	addr      string
 	locks     turnstilev1connect.LocksClient
 	elections turnstilev1connect.ElectionsClient
+	// batches makes the Batch calls of a busy client, over HTTP/1.1
+	// (transport.go).
+	batches   turnstilev1connect.LocksClient
 	skipUntil atomic.Int64 // unix nanoseconds
 }
 
@@ -49,7 +52,9 @@ type conn struct {
 	instances []*instance
 	current   atomic.Int64
 	http      *http.Client
-	name      string // "h1:7070,h2:7070"
+	batchHTTP *http.Client
+	lastBatch atomic.Int64 // unix nanoseconds: when the last Batch call ended
+	name      string       // "h1:7070,h2:7070"
 	ops       *batcher
 	closeOnce sync.Once
 }
@@ -73,7 +78,7 @@ func newConn(cfg Config) *conn {
 		protocols.SetHTTP2(true)
 	}
 	tr.Protocols = &protocols
-	c := &conn{http: &http.Client{Transport: tr}, name: strings.Join(cfg.Hosts, ",")}
+	c := &conn{http: &http.Client{Transport: tr}, batchHTTP: &http.Client{Transport: batchTransport(*dialer, cfg)}, name: strings.Join(cfg.Hosts, ",")}
 	opts := []connect.ClientOption{}
 	if cfg.Token != "" {
 		opts = append(opts, connect.WithInterceptors(bearer(cfg.Token)))
@@ -83,6 +88,7 @@ func newConn(cfg Config) *conn {
 			addr:      h,
 			locks:     turnstilev1connect.NewLocksClient(c.http, scheme+h, opts...),
 			elections: turnstilev1connect.NewElectionsClient(c.http, scheme+h, opts...),
+			batches:   turnstilev1connect.NewLocksClient(c.batchHTTP, scheme+h, opts...),
 		})
 	}
 	c.ops = newBatcher(c)
@@ -197,5 +203,6 @@ func (c *conn) close() {
 	c.closeOnce.Do(func() {
 		c.ops.close()
 		c.http.CloseIdleConnections()
+		c.batchHTTP.CloseIdleConnections()
 	})
 }
