@@ -97,16 +97,25 @@ func (b *batcher) do(ctx context.Context, op *v1.BatchOp) (*v1.BatchResult, erro
 		b.handOver(true)
 		return r, err
 	}
-	p := &pendingOp{ctx: ctx, op: op, done: make(chan opResult, 1)}
+	p := pendingOps.Get().(*pendingOp)
+	p.ctx, p.op = ctx, op
 	b.queue = append(b.queue, p)
 	b.mu.Unlock()
 	select {
 	case r := <-p.done:
+		// Its one answer is taken: nothing refers to p any more.
+		p.ctx, p.op = nil, nil
+		pendingOps.Put(p)
 		return r.r, r.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
+
+// pendingOps keeps the pendingOps whose answer was taken, for the next
+// ops to queue. One that gave up before its answer came is left to the
+// garbage collector: its answer may still be sent.
+var pendingOps = sync.Pool{New: func() any { return &pendingOp{done: make(chan opResult, 1)} }}
 
 // alone sends op as a batch of its own, under the caller's ctx.
 func (b *batcher) alone(ctx context.Context, op *v1.BatchOp) (*v1.BatchResult, error) {
