@@ -32,24 +32,47 @@ func (h *locks) Batch(ctx context.Context, req *connect.Request[v1.BatchRequest]
 	if err := admitN(ctx, callerOf(ctx), len(ops)-1); err != nil {
 		return nil, toConnect(err)
 	}
+	// Its ops run even if the instance starts draining meanwhile, as a
+	// call admitted before the drain does: an op refused alone would
+	// fail in its client, which moves on to the next instance only
+	// when the whole call is refused.
+	ctx = context.WithValue(ctx, admittedKey{}, true)
 	out := make([]*v1.BatchResult, len(ops))
 	tenant := callerName(ctx)
-	var wg sync.WaitGroup
-	wg.Add(len(ops))
-	for i, op := range ops {
-		s.pool.run(func() {
-			defer wg.Done()
-			start := time.Now()
-			r, method, err := s.batchOp(ctx, op)
-			s.metrics.call(method, tenant, err, time.Since(start))
-			if err != nil {
-				r = &v1.BatchResult{Result: &v1.BatchResult_Error{Error: batchError(err)}}
-			}
-			out[i] = r
-		})
+	do := func(i int) {
+		start := time.Now()
+		r, method, err := s.batchOp(ctx, ops[i])
+		s.metrics.call(method, tenant, err, time.Since(start))
+		if err != nil {
+			r = &v1.BatchResult{Result: &v1.BatchResult_Error{Error: batchError(err)}}
+		}
+		out[i] = r
 	}
-	wg.Wait()
+	// Every op but the last goes to a pooled goroutine; the last runs on
+	// this one, which would only wait meanwhile: a batch of one op is
+	// made without a hand-off at all.
+	if n := len(ops); n > 0 {
+		var wg sync.WaitGroup
+		wg.Add(n - 1)
+		for i := range n - 1 {
+			s.pool.run(func() {
+				defer wg.Done()
+				do(i)
+			})
+		}
+		do(n - 1)
+		wg.Wait()
+	}
 	return connect.NewResponse(&v1.BatchResponse{Results: out}), nil
+}
+
+// admittedKey marks the context of a batch's ops: the batch was admitted
+// as a call, so they are not refused for a drain that began meanwhile.
+type admittedKey struct{}
+
+func admitted(ctx context.Context) bool {
+	_, ok := ctx.Value(admittedKey{}).(bool)
+	return ok
 }
 
 // batchOp makes one op and returns its result, and its method's name for

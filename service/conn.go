@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -48,9 +49,38 @@ const (
 type connInfo struct {
 	end     atomic.Uint32
 	streams atomic.Int64
+
+	// http1 is set once the connection served an HTTP/1.x request: it is
+	// counted in open until it ends (drain.go). mu orders the two.
+	http1 atomic.Bool
+	mu    sync.Mutex
+	open  *atomic.Int64
 }
 
-func (c *connInfo) ended(e connEnd) { c.end.CompareAndSwap(uint32(connOpen), uint32(e)) }
+func (c *connInfo) ended(e connEnd) {
+	if !c.end.CompareAndSwap(uint32(connOpen), uint32(e)) {
+		return
+	}
+	c.mu.Lock()
+	if c.http1.Load() {
+		c.open.Add(-1)
+	}
+	c.mu.Unlock()
+}
+
+// servesHTTP1 notes that the connection serves HTTP/1.x.
+func (c *connInfo) servesHTTP1() {
+	if c.http1.Load() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.http1.Load() || connEnd(c.end.Load()) != connOpen {
+		return
+	}
+	c.http1.Store(true)
+	c.open.Add(1)
+}
 
 // trackedConn records how its connection ended.
 type trackedConn struct {
@@ -97,6 +127,8 @@ var DefaultKeepAlive = KeepAlive{Idle: 5 * time.Second, Interval: 2 * time.Secon
 type trackingListener struct {
 	net.Listener
 	ka KeepAlive
+	// http1 counts the open connections that served HTTP/1.x.
+	http1 atomic.Int64
 }
 
 func (l *trackingListener) Accept() (net.Conn, error) {
@@ -108,7 +140,7 @@ func (l *trackingListener) Accept() (net.Conn, error) {
 		_ = tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: l.ka.Idle, Interval: l.ka.Interval, Count: l.ka.Count})
 		setUserTimeout(tc, l.ka.UserTimeout)
 	}
-	return &trackedConn{Conn: c, info: &connInfo{}}, nil
+	return &trackedConn{Conn: c, info: &connInfo{open: &l.http1}}, nil
 }
 
 type connKey struct{}

@@ -3,6 +3,7 @@ package service
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	v1 "github.com/turnstilelock/turnstile/service/gen/turnstile/v1"
 )
@@ -15,6 +16,10 @@ const watchBuffer = 256
 // hub passes the instance's own lock events to the Watch streams of
 // this instance that want them.
 type hub struct {
+	// watchers counts the watchers, so that an instance nobody watches
+	// makes no event at all.
+	watchers atomic.Int64
+
 	mu       sync.Mutex
 	keys     map[string]map[*watcher]struct{}
 	prefixes map[*watcher]struct{}
@@ -49,10 +54,12 @@ func (h *hub) watch(key string, prefix bool) (*watcher, func()) {
 		}
 		set[w] = struct{}{}
 	}
+	h.watchers.Add(1)
 	h.mu.Unlock()
 	return w, func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
+		h.watchers.Add(-1)
 		if prefix {
 			delete(h.prefixes, w)
 			return
@@ -63,6 +70,11 @@ func (h *hub) watch(key string, prefix bool) (*watcher, func()) {
 		}
 	}
 }
+
+// watched reports whether anyone watches: an event made while nobody
+// does would reach nobody. A watcher that starts meanwhile sees the
+// events from its start, as it would anyway.
+func (h *hub) watched() bool { return h.watchers.Load() > 0 }
 
 // publish gives e to every watcher of its key, without waiting.
 func (h *hub) publish(e *v1.Event) {

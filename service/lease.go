@@ -49,8 +49,10 @@ func checkOwner(owner string) error {
 // lockOf checks a call on key's lock of kind (with permits), that the
 // caller may make it with role, and returns the kind's view.
 func (s *Server) lockOf(ctx context.Context, r role, key string, kind v1.Kind, permits uint32) (*lockView, error) {
-	if err := s.check(); err != nil {
-		return nil, err
+	if !admitted(ctx) {
+		if err := s.check(); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkKey(key); err != nil {
 		return nil, err
@@ -105,6 +107,9 @@ func grant(v *lockView, key, owner string, token uint64, ttl, valid time.Duratio
 
 // event tells this instance's watchers what it did to a lock.
 func (s *Server) event(t v1.EventType, v *lockView, key, owner string, token uint64) {
+	if !s.hub.watched() {
+		return
+	}
 	s.hub.publish(&v1.Event{Type: t, Key: key, Owner: owner, Token: token, Time: timestamppb.Now(),
 		Source: v1.EventSource_EVENT_SOURCE_INSTANCE, Kind: v.key.kind})
 }

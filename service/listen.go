@@ -163,6 +163,10 @@ type ServeOptions struct {
 	// connection that brought nothing for PingEvery is pinged, and closed
 	// when the ping goes unanswered for PingTimeout. Defaults 5s and 10s.
 	PingEvery, PingTimeout time.Duration
+	// HTTP1Grace bounds how long draining waits for HTTP/1.x clients to
+	// close their connections (drain.go), within DrainTimeout. Default
+	// DefaultHTTP1Grace.
+	HTTP1Grace time.Duration
 }
 
 // Defaults of ServeOptions.
@@ -173,8 +177,10 @@ const (
 
 // Serve serves the instance's API on ln until ctx is done, then drains:
 // new calls are refused (DRAINING), streams that hold leases stop
-// renewing them and say so, and the server stops accepting connections
-// and waits up to DrainTimeout for calls in progress.
+// renewing them and say so, HTTP/1.x clients get up to HTTP1Grace to
+// close their connections (drain.go), and the server stops accepting
+// connections and waits, within DrainTimeout in all, for calls in
+// progress.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error {
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = 30 * time.Second
@@ -185,6 +191,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, o ServeOptions) err
 	if o.PingTimeout <= 0 {
 		o.PingTimeout = DefaultPingTimeout
 	}
+	if o.HTTP1Grace <= 0 {
+		o.HTTP1Grace = DefaultHTTP1Grace
+	}
 	handler := s.Handler()
 	if len(o.Extra) > 0 {
 		mux := http.NewServeMux()
@@ -194,6 +203,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, o ServeOptions) err
 		mux.Handle("/", handler)
 		handler = mux
 	}
+	handler = s.http1Conns(handler)
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	if o.TLS != nil {
@@ -231,7 +241,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, o ServeOptions) err
 	case <-ctx.Done():
 	}
 	s.Drain()
-	sctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
+	start := time.Now()
+	awaitHTTP1(ln, min(o.HTTP1Grace, o.DrainTimeout))
+	sctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout-time.Since(start))
 	defer cancel()
 	err := srv.Shutdown(sctx)
 	if err != nil {

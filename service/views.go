@@ -3,7 +3,9 @@ package service
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
+	"sync/atomic"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
@@ -35,6 +37,10 @@ type lockView struct {
 type views struct {
 	root driver.Backend
 	opts []turnstile.Option // every Client's
+
+	// made is a copy of m that every op reads without the lock: m only
+	// grows, and each change replaces the copy.
+	made atomic.Pointer[map[kindKey]*lockView]
 
 	mu      sync.Mutex
 	m       map[kindKey]*lockView
@@ -72,6 +78,11 @@ func kindOf(kind v1.Kind, permits uint32) (kindKey, error) {
 
 // get returns the view of k, making it on first use.
 func (vs *views) get(k kindKey) (*lockView, error) {
+	if made := vs.made.Load(); made != nil {
+		if v, ok := (*made)[k]; ok {
+			return v, nil
+		}
+	}
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	if vs.closed {
@@ -100,6 +111,8 @@ func (vs *views) get(k kindKey) (*lockView, error) {
 		}
 		vs.m[key] = &lockView{key: key, store: store, client: c}
 	}
+	made := maps.Clone(vs.m)
+	vs.made.Store(&made)
 	if k.kind == v1.Kind_KIND_SEMAPHORE {
 		vs.sems++
 	}
@@ -156,6 +169,7 @@ func (vs *views) close() {
 	vs.closed = true
 	m := vs.m
 	vs.m = nil
+	vs.made.Store(nil)
 	vs.mu.Unlock()
 	for _, v := range m {
 		_ = v.client.Close()

@@ -146,6 +146,9 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 	req := &v1.AcquireRequest{Key: key, Kind: b.kind, Permits: b.permits, Ttl: durationpb.New(ttl), Owner: owner}
 	r, err := b.c.ops.do(ctx, &v1.BatchOp{Op: &v1.BatchOp_TryAcquire{TryAcquire: req}})
 	if err == nil {
+		if opReason(r, v1.ErrorReason_NOT_ACQUIRED) {
+			return 0, false, nil
+		}
 		err = opError(r)
 	}
 	switch {
@@ -162,6 +165,9 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 	req := &v1.ExtendRequest{Lease: b.lease(key, owner), Ttl: durationpb.New(ttl)}
 	r, err := b.c.ops.do(ctx, &v1.BatchOp{Op: &v1.BatchOp_Extend{Extend: req}})
 	if err == nil {
+		if opReason(r, v1.ErrorReason_NOT_HELD) {
+			return false, nil
+		}
 		err = opError(r)
 	}
 	return heldResult(err)
@@ -184,6 +190,9 @@ func (b *Backend) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) [
 				out[start+i].Err = asDriverError(err)
 				continue
 			}
+			if opReason(results[i], v1.ErrorReason_NOT_HELD) {
+				continue
+			}
 			out[start+i].OK, out[start+i].Err = heldResult(opError(results[i]))
 		}
 	}
@@ -203,6 +212,9 @@ func (b *Backend) ReleaseNotice(ctx context.Context, key, owner string, n driver
 	req := &v1.ReleaseRequest{Lease: b.lease(key, owner), Notify: n == driver.NoticeAlways}
 	r, err := b.c.ops.do(ctx, &v1.BatchOp{Op: &v1.BatchOp_Release{Release: req}})
 	if err == nil {
+		if opReason(r, v1.ErrorReason_NOT_HELD) {
+			return false, false, nil
+		}
 		err = opError(r)
 	}
 	ok, err = heldResult(err)

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -10,14 +11,19 @@ import (
 	v1 "github.com/turnstilelock/turnstile/service/gen/turnstile/v1"
 )
 
-// Auto-batching. TryAcquire, Extend and Release of every goroutine go
-// through one queue; a sender takes what is queued and sends it as one
-// Batch call, with up to maxInFlight batches on their way at once. An op
-// that finds the queue empty and a slot free goes out at once, alone: a
-// lone caller waits no longer than with a call of its own. Under load
-// the ops queue while the slots are busy and leave together, so that 64
-// goroutines cost the instance a few calls, not 64 — as rueidis
-// pipelines commands to Redis.
+// Auto-batching. TryAcquire, Extend and Release of every goroutine share
+// at most maxInFlight Batch calls on their way at once. An op that finds
+// a call free and nothing queued goes out at once, alone, on its own
+// goroutine: a lone caller waits no longer than with a call of its own,
+// and no other goroutine is woken for it. Under load the ops queue while
+// the calls are busy, and whichever call ends first takes everything
+// queued as its next batch, so that 64 goroutines cost the instance a
+// few calls, not 64 — as rueidis pipelines commands to Redis.
+//
+// A batch that follows another is sent by one of maxInFlight sender
+// goroutines that live as long as the conn: a goroutine made per batch
+// would grow its stack, by copying, to the depth of an HTTP/2 call every
+// time.
 
 const (
 	maxInFlight = 2
@@ -26,7 +32,7 @@ const (
 	batchTimeout = 30 * time.Second
 )
 
-// pendingOp is one op waiting for its batch's answer.
+// pendingOp is one op waiting in the queue for its batch's answer.
 type pendingOp struct {
 	ctx  context.Context
 	op   *v1.BatchOp
@@ -38,18 +44,36 @@ type opResult struct {
 	err error
 }
 
+// batcherState is whether a batcher still sends.
+type batcherState int
+
+const (
+	batcherOpen batcherState = iota
+	batcherClosed
+)
+
 // batcher sends the ops of one conn.
 type batcher struct {
-	c     *conn
-	queue chan *pendingOp
-	slots chan struct{}
-	quit  chan struct{}
-	done  chan struct{}
+	c *conn
+
+	mu    sync.Mutex
+	state batcherState
+	queue []*pendingOp
+	// busy is how many of the maxInFlight calls are taken: on their way,
+	// or handed to a sender. Ops queue only while all are: the holder of
+	// a call takes the queue when its own batch ends.
+	busy int
+
+	// next carries a batch to an idle sender, its call already taken.
+	next chan []*pendingOp
+	quit chan struct{}
 }
 
 func newBatcher(c *conn) *batcher {
-	b := &batcher{c: c, queue: make(chan *pendingOp, maxOps), slots: make(chan struct{}, maxInFlight), quit: make(chan struct{}), done: make(chan struct{})}
-	go b.run()
+	b := &batcher{c: c, next: make(chan []*pendingOp, maxInFlight), quit: make(chan struct{})}
+	for range maxInFlight {
+		go b.sender()
+	}
 	return b
 }
 
@@ -57,64 +81,106 @@ func newBatcher(c *conn) *batcher {
 // (BatchError) is the op's own; err is the batch's (the instance could
 // not be reached, or ctx ended first).
 func (b *batcher) do(ctx context.Context, op *v1.BatchOp) (*v1.BatchResult, error) {
-	p := &pendingOp{ctx: ctx, op: op, done: make(chan opResult, 1)}
-	select {
-	case b.queue <- p:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-b.quit:
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	if b.state == batcherClosed {
+		b.mu.Unlock()
 		return nil, errClosedConn
 	}
+	if b.busy < maxInFlight {
+		// Nothing is queued: ops queue only while every call is taken.
+		b.busy++
+		b.mu.Unlock()
+		r, err := b.alone(ctx, op)
+		b.handOver(true)
+		return r, err
+	}
+	p := pendingOps.Get().(*pendingOp)
+	p.ctx, p.op = ctx, op
+	b.queue = append(b.queue, p)
+	b.mu.Unlock()
 	select {
 	case r := <-p.done:
+		// Its one answer is taken: nothing refers to p any more.
+		p.ctx, p.op = nil, nil
+		pendingOps.Put(p)
 		return r.r, r.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
-func (b *batcher) run() {
-	defer close(b.done)
+// pendingOps keeps the pendingOps whose answer was taken, for the next
+// ops to queue. One that gave up before its answer came is left to the
+// garbage collector: its answer may still be sent.
+var pendingOps = sync.Pool{New: func() any { return &pendingOp{done: make(chan opResult, 1)} }}
+
+// alone sends op as a batch of its own, under the caller's ctx.
+func (b *batcher) alone(ctx context.Context, op *v1.BatchOp) (*v1.BatchResult, error) {
+	bctx, cancel := batchContext(ctx)
+	defer cancel()
+	results, err := b.c.batch(bctx, []*v1.BatchOp{op})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	return results[0], nil
+}
+
+// batchContext bounds a call that has no deadline, or one further than
+// batchTimeout, by batchTimeout: an instance that never answers does not
+// keep one of the calls for ever.
+func batchContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= batchTimeout {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, batchTimeout)
+}
+
+// handOver is called by the holder of a call whose batch ended: it
+// returns the next batch to send on that call, or frees the call when
+// nothing is queued (or the batcher is closed). toSender gives that
+// batch to an idle sender instead, under the lock, so that close finds
+// it: a caller that sent its own op alone returns to its own work.
+func (b *batcher) handOver(toSender bool) []*pendingOp {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue) == 0 || b.state == batcherClosed {
+		b.busy--
+		return nil
+	}
+	n := min(len(b.queue), maxOps)
+	batch := b.queue[:n:n]
+	if n == len(b.queue) {
+		b.queue = nil
+	} else {
+		b.queue = b.queue[n:]
+	}
+	if toSender {
+		// Never blocks: each batch in next holds one of the
+		// maxInFlight calls, and next has room for as many.
+		b.next <- batch
+		return nil
+	}
+	return batch
+}
+
+// sender sends the batches handed to it, and what queues meanwhile.
+func (b *batcher) sender() {
 	for {
-		var first *pendingOp
 		select {
-		case first = <-b.queue:
+		case batch := <-b.next:
+			for batch != nil {
+				b.send(batch)
+				batch = b.handOver(false)
+			}
 		case <-b.quit:
 			return
 		}
-		batch := []*pendingOp{first}
-	gather:
-		for len(batch) < maxOps {
-			// Everything queued already goes with it; then it leaves as
-			// soon as a slot is free, taking what queues meanwhile.
-			select {
-			case p := <-b.queue:
-				batch = append(batch, p)
-				continue
-			default:
-			}
-			select {
-			case p := <-b.queue:
-				batch = append(batch, p)
-			case b.slots <- struct{}{}:
-				break gather
-			case <-b.quit:
-				fail(batch, errClosedConn)
-				return
-			}
-		}
-		if len(batch) == maxOps {
-			select {
-			case b.slots <- struct{}{}:
-			case <-b.quit:
-				fail(batch, errClosedConn)
-				return
-			}
-		}
-		go func() {
-			defer func() { <-b.slots }()
-			b.send(batch)
-		}()
 	}
 }
 
@@ -124,7 +190,9 @@ func fail(batch []*pendingOp, err error) {
 	}
 }
 
-// send makes one Batch call of batch's ops that are still wanted.
+// send makes one Batch call of batch's ops that are still wanted. The
+// call outlives any one op's context: it ends by the latest deadline of
+// its ops, bounded by batchTimeout.
 func (b *batcher) send(batch []*pendingOp) {
 	ops := make([]*v1.BatchOp, 0, len(batch))
 	live := batch[:0:0]
@@ -167,7 +235,8 @@ func (c *conn) batch(ctx context.Context, ops []*v1.BatchOp) ([]*v1.BatchResult,
 	return call(ctx, c, func(in *instance) ([]*v1.BatchResult, error) {
 		actx, cancel := c.attempt(ctx)
 		defer cancel()
-		r, err := in.locks.Batch(actx, connect.NewRequest(req))
+		r, err := c.batchClient(in).Batch(actx, connect.NewRequest(req))
+		c.batchEnded()
 		if err != nil {
 			return nil, noAnswer(ctx, actx, in.addr, err)
 		}
@@ -178,6 +247,14 @@ func (c *conn) batch(ctx context.Context, ops []*v1.BatchOp) ([]*v1.BatchResult,
 	})
 }
 
+// opReason reports whether r is the op's own error of reason want: the
+// answers an op expects (a lock taken, a lease gone), read without
+// making the error they would be as a call's.
+func opReason(r *v1.BatchResult, want v1.ErrorReason) bool {
+	e := r.GetError()
+	return e != nil && e.GetReason() == want.String()
+}
+
 // opError is the op's own error in r, or nil.
 func opError(r *v1.BatchResult) error {
 	if e := r.GetError(); e != nil {
@@ -186,7 +263,30 @@ func opError(r *v1.BatchResult) error {
 	return nil
 }
 
+// close fails every op not yet sent and stops the senders, as soon as
+// each has ended the batch on its way, if any; close does not wait for
+// that batch's answer.
 func (b *batcher) close() {
+	b.mu.Lock()
+	if b.state == batcherClosed {
+		b.mu.Unlock()
+		return
+	}
+	b.state = batcherClosed
+	unsent := [][]*pendingOp{b.queue}
+	b.queue = nil
+drain:
+	for {
+		select {
+		case batch := <-b.next:
+			unsent = append(unsent, batch)
+		default:
+			break drain
+		}
+	}
+	b.mu.Unlock()
+	for _, batch := range unsent {
+		fail(batch, errClosedConn)
+	}
 	close(b.quit)
-	<-b.done
 }

@@ -43,6 +43,9 @@ type instance struct {
 	addr      string
 	locks     turnstilev1connect.LocksClient
 	elections turnstilev1connect.ElectionsClient
+	// batches makes the Batch calls of a busy client, over HTTP/1.1
+	// (transport.go).
+	batches   turnstilev1connect.LocksClient
 	skipUntil atomic.Int64 // unix nanoseconds
 }
 
@@ -51,7 +54,9 @@ type conn struct {
 	instances []*instance
 	current   atomic.Int64
 	http      *http.Client
-	name      string // "h1:7070,h2:7070"
+	batchHTTP *http.Client
+	lastBatch atomic.Int64 // unix nanoseconds: when the last Batch call ended
+	name      string       // "h1:7070,h2:7070"
 	ops       *batcher
 	callFor   time.Duration // Config.CallTimeout
 	closeOnce sync.Once
@@ -76,7 +81,12 @@ func newConn(cfg Config) *conn {
 		protocols.SetHTTP2(true)
 	}
 	tr.Protocols = &protocols
-	c := &conn{http: &http.Client{Transport: tr}, name: strings.Join(cfg.Hosts, ","), callFor: cfg.CallTimeout}
+	c := &conn{
+		http:      &http.Client{Transport: tr},
+		batchHTTP: &http.Client{Transport: batchTransport(*dialer, cfg)},
+		name:      strings.Join(cfg.Hosts, ","),
+		callFor:   cfg.CallTimeout,
+	}
 	if c.callFor <= 0 {
 		c.callFor = DefaultCallTimeout
 	}
@@ -89,6 +99,7 @@ func newConn(cfg Config) *conn {
 			addr:      h,
 			locks:     turnstilev1connect.NewLocksClient(c.http, scheme+h, opts...),
 			elections: turnstilev1connect.NewElectionsClient(c.http, scheme+h, opts...),
+			batches:   turnstilev1connect.NewLocksClient(c.batchHTTP, scheme+h, opts...),
 		})
 	}
 	c.ops = newBatcher(c)
@@ -228,5 +239,6 @@ func (c *conn) close() {
 	c.closeOnce.Do(func() {
 		c.ops.close()
 		c.http.CloseIdleConnections()
+		c.batchHTTP.CloseIdleConnections()
 	})
 }

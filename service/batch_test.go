@@ -1,0 +1,132 @@
+package service_test
+
+import (
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/turnstilelock/turnstile/memory"
+	"github.com/turnstilelock/turnstile/service"
+	"github.com/turnstilelock/turnstile/service/apierr"
+	v1 "github.com/turnstilelock/turnstile/service/gen/turnstile/v1"
+)
+
+func tryOp(key, owner string) *v1.BatchOp {
+	return &v1.BatchOp{Op: &v1.BatchOp_TryAcquire{TryAcquire: &v1.AcquireRequest{Key: key, Owner: owner, Ttl: durationpb.New(time.Minute)}}}
+}
+
+func extendOp(key, owner string) *v1.BatchOp {
+	return &v1.BatchOp{Op: &v1.BatchOp_Extend{Extend: &v1.ExtendRequest{Lease: &v1.Lease{Key: key, Owner: owner}, Ttl: durationpb.New(time.Minute)}}}
+}
+
+func releaseOp(key, owner string) *v1.BatchOp {
+	return &v1.BatchOp{Op: &v1.BatchOp_Release{Release: &v1.ReleaseRequest{Lease: &v1.Lease{Key: key, Owner: owner}}}}
+}
+
+// TestBatch: each op of a Batch is answered, in order, as its own call
+// would be — its result or its own error, which fails no other op —
+// and counted in the metrics under its own method, with its latency.
+func TestBatch(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	ts, bearer := tokens(t, map[string]string{"alpha": "lock a:"})
+	in := startInstance(t, service.Config{Backend: memory.New(), Registerer: reg, Tokens: ts})
+	c := clientsOf(t, in.addr, withToken(bearer["alpha"]))
+	ctx := ctxFor(t, 30*time.Second)
+
+	// One op alone, then many: a batch of one is made as one of many.
+	one, err := c.locks.Batch(ctx, connect.NewRequest(&v1.BatchRequest{Ops: []*v1.BatchOp{tryOp("a:0", "o0")}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := one.Msg.Results; len(got) != 1 || got[0].GetAcquired().GetLease().GetToken() == 0 {
+		t.Fatalf("a batch of one TryAcquire answered %v", got)
+	}
+	ops := []*v1.BatchOp{
+		tryOp("a:1", "o1"), // ops run at once: one of these two
+		tryOp("a:1", "o2"), // gets a:1, the other NOT_ACQUIRED
+		extendOp("a:0", "o0"),
+		releaseOp("a:0", "someone else"),
+		tryOp("b:1", "o1"), // outside the token's prefix
+		{},                 // no op at all
+		tryOp("a:2", "o1"),
+	}
+	r, err := c.locks.Batch(ctx, connect.NewRequest(&v1.BatchRequest{Ops: ops}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.Msg.Results
+	if len(res) != len(ops) {
+		t.Fatalf("%d results for %d ops", len(res), len(ops))
+	}
+	reason := func(i int) string {
+		t.Helper()
+		e := res[i].GetError()
+		if e == nil {
+			t.Fatalf("op %d: %v, want an error", i, res[i])
+		}
+		return apierr.Reason(apierr.FromBatch(e))
+	}
+	won, lost := 0, 1
+	if res[0].GetAcquired() == nil {
+		won, lost = 1, 0
+	}
+	if l := res[won].GetAcquired().GetLease(); l.GetKey() != "a:1" || l.GetOwner() != ops[won].GetTryAcquire().GetOwner() || l.GetToken() == 0 {
+		t.Errorf("op %d: lease %v, want a:1 of its owner with a token", won, l)
+	}
+	if got := reason(lost); got != v1.ErrorReason_NOT_ACQUIRED.String() {
+		t.Errorf("op %d (a:1 held): reason %q", lost, got)
+	}
+	if res[2].GetExtended().GetTtl().AsDuration() != time.Minute {
+		t.Errorf("op 2 (extend): %v", res[2])
+	}
+	if got := reason(3); got != v1.ErrorReason_NOT_HELD.String() {
+		t.Errorf("op 3 (release by another owner): reason %q", got)
+	}
+	if got := reason(4); got != v1.ErrorReason_KEY_NOT_ALLOWED.String() {
+		t.Errorf("op 4 (outside the prefix): reason %q", got)
+	}
+	if got := res[5].GetError().GetCode(); got != connect.CodeInvalidArgument.String() {
+		t.Errorf("op 5 (empty): code %q, want invalid_argument", got)
+	}
+	if res[6].GetAcquired() == nil {
+		t.Errorf("op 6 (after the failed ones): %v", res[6])
+	}
+	rel, err := c.locks.Batch(ctx, connect.NewRequest(&v1.BatchRequest{Ops: []*v1.BatchOp{releaseOp("a:0", "o0")}}))
+	if err != nil || rel.Msg.Results[0].GetReleased() == nil {
+		t.Fatalf("a batch of one Release: %v, %v", rel, err)
+	}
+
+	calls := func(method, code string) float64 {
+		return metricValue(t, reg, "turnstile_serve_calls_total", map[string]string{"method": method, "code": code, "tenant": "alpha"})
+	}
+	for _, want := range []struct {
+		method, code string
+		n            float64
+	}{
+		{"TryAcquire", "ok", 3}, {"TryAcquire", "aborted", 1}, {"TryAcquire", "permission_denied", 1},
+		{"Extend", "ok", 1}, {"Release", "ok", 1}, {"Release", "failed_precondition", 1},
+		{"Batch", "ok", 3}, {"Batch", "invalid_argument", 1},
+	} {
+		if got := calls(want.method, want.code); got != want.n {
+			t.Errorf("calls of %s %s: %v, want %v", want.method, want.code, got, want.n)
+		}
+	}
+	if n := metricValue(t, reg, "turnstile_serve_call_seconds", map[string]string{"method": "TryAcquire"}); n != 5 {
+		t.Errorf("TryAcquire latencies observed: %v, want 5", n)
+	}
+
+	// An empty batch answers nothing; one over 1,024 ops is refused whole.
+	if r, err := c.locks.Batch(ctx, connect.NewRequest(&v1.BatchRequest{})); err != nil || len(r.Msg.Results) != 0 {
+		t.Fatalf("empty batch: %v, %v", r, err)
+	}
+	big := make([]*v1.BatchOp, 1025)
+	for i := range big {
+		big[i] = tryOp("a:big", "o1")
+	}
+	if _, err := c.locks.Batch(ctx, connect.NewRequest(&v1.BatchRequest{Ops: big})); connect.CodeOf(err) != connect.CodeInvalidArgument {
+		t.Fatalf("a batch of 1,025 ops: %v, want invalid_argument", err)
+	}
+}
