@@ -16,6 +16,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/sqlkinds"
 )
 
 var (
@@ -37,9 +38,15 @@ var (
 const maxNameLen = 64
 
 var (
-	_ driver.Backend = (*Backend)(nil)
-	_ driver.Namer   = (*Backend)(nil)
+	_ driver.Backend     = (*Backend)(nil)
+	_ driver.Namer       = (*Backend)(nil)
+	_ driver.Reentranter = (*Backend)(nil) // kinds.go
+	_ driver.Semaphorer  = (*Backend)(nil)
+	_ driver.ReadWriter  = (*Backend)(nil)
 )
+
+// kinds is the lock kinds of the SQL stores (internal/sqlkinds).
+type kinds = sqlkinds.Views
 
 // Backend holds locks on a MySQL or MariaDB server over a fixed set of
 // pinned connections. Create it with Dial; Close it when done.
@@ -60,6 +67,13 @@ type Backend struct {
 	// (tenant.go).
 	tenant string
 	salt   [8]byte
+
+	// kinds gives the Backend its ReentrantView, SemaphoreView and
+	// ReadWriteView (the views of turnstile.Reentrant, Semaphore and
+	// ReadWrite; kinds.go), as it gives them to a postgres Backend.
+	// docs/backends.md says what each kind promises on the SQL stores;
+	// there is no fair view, since the store keeps no queue of waiters.
+	kinds
 }
 
 // Dial connects to the server cfg names, creates the table
@@ -90,6 +104,7 @@ func Dial(ctx context.Context, cfg *gomysql.Config, opts ...Option) (*Backend, e
 		stop:   make(chan struct{}),
 		swept:  make(chan struct{}),
 	}
+	b.kinds = func(s sqlkinds.Spec) driver.Backend { s.Store = b.name; return &kindView{b, s} }
 	if err := b.setUp(ctx, cfg); err != nil {
 		_ = db.Close()
 		return nil, err

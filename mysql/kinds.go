@@ -43,26 +43,11 @@ WHERE name = ? AND kind = ? AND owner = ? AND expires_at > NOW(6)`
 	sqlKindsRelease = `DELETE FROM turnstile_holds WHERE name = ? AND kind = ? AND owner = ? AND expires_at > NOW(6)`
 )
 
-// The lock kinds, for turnstile.Reentrant, turnstile.Semaphore and
-// turnstile.ReadWrite, which check their settings and hand them here.
-// There is no fair view: the store keeps no queue of
-// waiters, so turnstile.Fair refuses a mysql Backend.
-var (
-	_ driver.Reentranter = (*Backend)(nil)
-	_ driver.Semaphorer  = (*Backend)(nil)
-	_ driver.ReadWriter  = (*Backend)(nil)
-)
-
-// kindView is a lock kind on a Backend. Its holds are rows of table
-// turnstile_holds, one per holder, whose expiry on the server's clock is
-// the lease's TTL; no user lock (GET_LOCK) is taken, so a kind's lease
-// holds exactly as long as its row lives, as on the stores that have only
-// TTLs. An acquisition is one transaction on the lock connection of the
-// key, which first locks the key's row in turnstile_locks: that
-// serialises the acquisitions of a key across processes, and the row's
-// counter gives the token. The kinds' locks are apart from the plain
-// lock's — a plain and a reentrant lock on one key do not exclude each
-// other — but they share the key's fencing tokens.
+// kindView is a lock kind on a Backend (sqlkinds.Spec has what a hold
+// is), with no user lock (GET_LOCK) taken. An acquisition is one
+// transaction on the key's lock connection that first locks the key's
+// row in turnstile_locks: that serialises the acquisitions of a key
+// across processes, and the row's counter gives the token.
 //
 // The first use of a kind on a Backend creates turnstile_holds if it is
 // missing, so an account that only takes plain locks needs no privilege
@@ -77,38 +62,6 @@ var (
 	_ driver.Namer   = (*kindView)(nil)
 	_ driver.Shared  = (*kindView)(nil)
 )
-
-// ReentrantView implements driver.Reentranter: a lock that the owner
-// holding it may take again, and holds until it released it as often.
-// Every re-entry returns the token of the first acquisition and renews
-// the hold to at least its TTL.
-func (b *Backend) ReentrantView(driver.KindConfig) (driver.Backend, error) {
-	return &kindView{b, sqlkinds.Reentrant()}, nil
-}
-
-// SemaphoreView implements driver.Semaphorer: up to cfg.Permits owners
-// hold a key at once, each lease one permit with a token of its own. The
-// number is stored in every holder's row; while a permit of the key is
-// held, an acquisition with another number is refused
-// (turnstile.ErrInvalidOption).
-func (b *Backend) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
-	return &kindView{b, sqlkinds.Semaphore(cfg)}, nil
-}
-
-// ReadWriteView implements driver.ReadWriter: the two sides of a
-// read-write lock, any number of readers or one writer. Writers are
-// preferred: a writer that finds the key held leaves a claim, and while a
-// claim is live no new reader gets in, so a stream of readers cannot
-// starve writers. A claim lasts cfg.Claim() after the writer's last
-// attempt, so a writer that gave up blocks new readers for at most that
-// long. The read side is driver.Shared.
-func (b *Backend) ReadWriteView(cfg driver.KindConfig) (read, write driver.Backend, err error) {
-	r, w := sqlkinds.ReadWrite(cfg)
-	return &kindView{b, r}, &kindView{b, w}, nil
-}
-
-// Name implements driver.Namer.
-func (v *kindView) Name() string { return v.b.Name() + " " + v.Label }
 
 // errRefused ends a transaction that found the key taken; what it wrote
 // (a writer's claim) is committed.

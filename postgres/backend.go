@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/sqlkinds"
 )
 
 var (
@@ -32,6 +33,9 @@ const (
 // errClosed is returned by operations on a closed Backend.
 var errClosed = fmt.Errorf("postgres: %w", turnstile.ErrClosed)
 
+// kinds is the lock kinds of the SQL stores (internal/sqlkinds).
+type kinds = sqlkinds.Views
+
 // Backend is a lock store on one PostgreSQL database. The zero value is
 // not usable; call Dial.
 type Backend struct {
@@ -43,13 +47,22 @@ type Backend struct {
 	// lockID is the advisory lock id of a key in the Backend's tenant
 	// (tenant.go).
 	lockID func(key string) int64
+	// kinds gives the Backend its ReentrantView, SemaphoreView and
+	// ReadWriteView (the views of turnstile.Reentrant, Semaphore and
+	// ReadWrite; kinds.go), as it gives them to a mysql Backend.
+	// docs/backends.md says what each kind promises on the SQL stores;
+	// there is no fair view, since the store keeps no queue of waiters.
+	kinds
 
 	closeOnce sync.Once
 }
 
 var (
-	_ driver.Backend = (*Backend)(nil)
-	_ driver.Namer   = (*Backend)(nil)
+	_ driver.Backend     = (*Backend)(nil)
+	_ driver.Namer       = (*Backend)(nil)
+	_ driver.Reentranter = (*Backend)(nil) // kinds.go
+	_ driver.Semaphorer  = (*Backend)(nil)
+	_ driver.ReadWriter  = (*Backend)(nil)
 )
 
 // Dial connects to the database that connCfg names, creates tables
@@ -81,6 +94,7 @@ func Dial(ctx context.Context, connCfg *pgx.ConnConfig, opts ...Option) (*Backen
 		name:    "postgres " + net.JoinHostPort(connCfg.Host, strconv.Itoa(int(connCfg.Port))) + "/" + connCfg.Database,
 		shards:  make([]*shard, cfg.conns),
 	}
+	b.kinds = func(s sqlkinds.Spec) driver.Backend { s.Store = b.name; return &kindView{b, s} }
 	for i := range b.shards {
 		b.shards[i] = &shard{b: b, sem: make(chan struct{}, 1), held: map[string]*hold{}}
 	}

@@ -27,23 +27,9 @@ SET expires_at = CASE WHEN kind = 'reentrant' THEN greatest(expires_at, clock_ti
 WHERE key = $1 AND kind = $2 AND owner = $3 AND expires_at > clock_timestamp()`
 )
 
-// The lock kinds, for turnstile.Reentrant, turnstile.Semaphore and
-// turnstile.ReadWrite, which check their settings and hand them here.
-// There is no fair view: the store keeps no queue of
-// waiters, so turnstile.Fair refuses a postgres Backend.
-var (
-	_ driver.Reentranter = (*Backend)(nil)
-	_ driver.Semaphorer  = (*Backend)(nil)
-	_ driver.ReadWriter  = (*Backend)(nil)
-)
-
-// kindView is a lock kind on a Backend. Its holds are rows of table
-// turnstile_holds, one per holder, whose expiry on the server's clock is
-// the lease's TTL; no advisory lock is taken, so a kind's lease holds
-// exactly as long as its row lives, as on the stores that have only TTLs.
-// The kinds' locks are apart from the plain lock's: a plain lock and a
-// reentrant lock on one key do not exclude each other, but they share the
-// key's fencing tokens.
+// kindView is a lock kind on a Backend (sqlkinds.Spec has what a hold
+// is). Each call is one statement or function of kinds.sql on the key's
+// lock connection; no advisory lock is taken.
 type kindView struct {
 	b *Backend
 	sqlkinds.Spec
@@ -55,38 +41,6 @@ var (
 	_ driver.Namer    = (*kindView)(nil)
 	_ driver.Shared   = (*kindView)(nil)
 )
-
-// ReentrantView implements driver.Reentranter: a lock that the owner
-// holding it may take again, and holds until it released it as often.
-// Every re-entry returns the token of the first acquisition and renews
-// the hold to at least its TTL.
-func (b *Backend) ReentrantView(driver.KindConfig) (driver.Backend, error) {
-	return &kindView{b, sqlkinds.Reentrant()}, nil
-}
-
-// SemaphoreView implements driver.Semaphorer: up to cfg.Permits owners
-// hold a key at once, each lease one permit with a token of its own. The
-// number is stored in every holder's row; while a permit of the key is
-// held, an acquisition with another number is refused
-// (turnstile.ErrInvalidOption).
-func (b *Backend) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
-	return &kindView{b, sqlkinds.Semaphore(cfg)}, nil
-}
-
-// ReadWriteView implements driver.ReadWriter: the two sides of a
-// read-write lock, any number of readers or one writer. Writers are
-// preferred: a writer that finds the key held leaves a claim, and while a
-// claim is live no new reader gets in, so a stream of readers cannot
-// starve writers. A claim lasts cfg.Claim() after the writer's last
-// attempt, so a writer that gave up blocks new readers for at most that
-// long. The read side is driver.Shared.
-func (b *Backend) ReadWriteView(cfg driver.KindConfig) (read, write driver.Backend, err error) {
-	r, w := sqlkinds.ReadWrite(cfg)
-	return &kindView{b, r}, &kindView{b, w}, nil
-}
-
-// Name implements driver.Namer.
-func (v *kindView) Name() string { return v.b.Name() + " " + v.Label }
 
 // Released implements driver.Notifier: the view's releases are notified
 // on the plain lock's channel.

@@ -14,14 +14,23 @@ import (
 )
 
 // Spec is one lock kind of a SQL store: its holders are rows of table
-// turnstile_holds whose column kind is Kind.
+// turnstile_holds whose column kind is Kind, one per holder, each expiring
+// on the server's clock at the end of its lease. No session lock is taken,
+// so a kind's lease holds exactly as long as its row lives, as on the
+// stores that have only TTLs. The kinds' locks are apart from the plain
+// lock's: a plain lock and a reentrant lock on one key do not exclude
+// each other, but they share the key's fencing tokens.
 type Spec struct {
 	Kind    string        // reentrant, semaphore, read or write
 	Permits int           // a semaphore's number of permits
 	Claim   time.Duration // how long a waiting writer's claim keeps readers out
 	Several bool          // several owners hold a key at once (driver.Shared)
 	Label   string        // the view's name after the store's
+	Store   string        // the store's name (driver.Namer)
 }
+
+// Name implements driver.Namer for the view that embeds s.
+func (s Spec) Name() string { return s.Store + " " + s.Label }
 
 // Shared implements driver.Shared for the view that embeds s: semaphores
 // of more than one permit and the read side have several holders, so a
@@ -66,4 +75,38 @@ func CheckLease(ctx context.Context, store, key, owner string, ttl, min time.Dur
 		return fmt.Errorf("%w: %s: TTL %v is under %v", turnstile.ErrInvalidOption, store, ttl, min)
 	}
 	return nil
+}
+
+// Views makes a SQL store's view of one lock kind. A store's Backend
+// embeds it, so the kinds' constructors — and what they promise — are
+// one piece of code for both stores.
+type Views func(Spec) driver.Backend
+
+// ReentrantView implements driver.Reentranter: a lock that the owner
+// holding it may take again, and holds until it released it as often.
+// Every re-entry returns the token of the first acquisition and renews
+// the hold to at least its TTL.
+func (v Views) ReentrantView(driver.KindConfig) (driver.Backend, error) {
+	return v(Reentrant()), nil
+}
+
+// SemaphoreView implements driver.Semaphorer: up to cfg.Permits owners
+// hold a key at once, each lease one permit with a token of its own. The
+// number is stored in every holder's row; while a permit of the key is
+// held, an acquisition with another number is refused
+// (turnstile.ErrInvalidOption).
+func (v Views) SemaphoreView(cfg driver.KindConfig) (driver.Backend, error) {
+	return v(Semaphore(cfg)), nil
+}
+
+// ReadWriteView implements driver.ReadWriter: the two sides of a
+// read-write lock, any number of readers or one writer. Writers are
+// preferred: a writer that finds the key held leaves a claim, and while a
+// claim is live no new reader gets in, so a stream of readers cannot
+// starve writers. A claim lasts cfg.Claim() after the writer's last
+// attempt, so a writer that gave up blocks new readers for at most that
+// long. The read side is driver.Shared.
+func (v Views) ReadWriteView(cfg driver.KindConfig) (read, write driver.Backend, err error) {
+	r, w := ReadWrite(cfg)
+	return v(r), v(w), nil
 }
