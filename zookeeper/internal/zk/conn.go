@@ -69,7 +69,10 @@ type authCreds struct {
 
 // Conn is the client connection and tracks all details for communication with the server.
 type Conn struct {
-	lastZxid         int64
+	// lastZxid is written by the receive goroutine of each connection
+	// and read by the connection goroutine as it sends the watches again
+	// after a reconnection, while the new receive goroutine runs.
+	lastZxid         atomic.Int64
 	sessionID        int64
 	state            State // must be 32-bit aligned
 	xid              uint32
@@ -611,7 +614,7 @@ func (c *Conn) sendSetWatches() {
 			}
 			sizeSoFar = 28 // fixed overhead of a set-watches packet
 			req = &setWatchesRequest{
-				RelativeZxid: c.lastZxid,
+				RelativeZxid: c.lastZxid.Load(),
 				DataWatches:  make([]string, 0),
 				ExistWatches: make([]string, 0),
 				ChildWatches: make([]string, 0),
@@ -661,7 +664,7 @@ func (c *Conn) authenticate() error {
 	// Encode and send a connect request.
 	n, err := encodePacket(buf[4:], &connectRequest{
 		ProtocolVersion: protocolVersion,
-		LastZxidSeen:    c.lastZxid,
+		LastZxidSeen:    c.lastZxid.Load(),
 		TimeOut:         c.sessionTimeoutMs,
 		SessionID:       c.SessionID(),
 		Passwd:          c.passwd,
@@ -705,7 +708,7 @@ func (c *Conn) authenticate() error {
 	if r.SessionID == 0 {
 		atomic.StoreInt64(&c.sessionID, int64(0))
 		c.passwd = emptyPassword
-		c.lastZxid = 0
+		c.lastZxid.Store(0)
 		c.setState(StateExpired)
 		return ErrSessionExpired
 	}
@@ -846,7 +849,7 @@ func (c *Conn) recvLoop(conn net.Conn) error {
 			c.logger.Printf("Xid < 0 (%d) but not ping or watcher event", res.Xid)
 		} else {
 			if res.Zxid > 0 {
-				c.lastZxid = res.Zxid
+				c.lastZxid.Store(res.Zxid)
 			}
 
 			c.requestsLock.Lock()
