@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/turnstilelock/turnstile/zookeeper/internal/zk"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
@@ -125,7 +125,8 @@ func WithRoot(path string) Option {
 // permissions, and nothing for anyone else. A client without these
 // credentials can then neither read a queue, nor join it, nor delete a
 // holder's node (ZooKeeper checks a delete against the parent's ACL);
-// its requests fail with zk.ErrNoAuth. Every client of one root must use
+// its requests fail with ZooKeeper's NOAUTH error (a Backend's with
+// turnstile.ErrPermission). Every client of one root must use
 // the same credentials. Without WithDigestAuth nodes get the ACL
 // world:anyone with all permissions.
 //

@@ -115,7 +115,8 @@
 // all permissions and nothing for anyone else. ZooKeeper checks a delete
 // against the parent's ACL, so a client without the credentials cannot
 // delete a holder's node, join a queue or list one; its requests fail
-// with zk.ErrNoAuth, which the Backend wraps in turnstile.ErrPermission.
+// with ZooKeeper's NOAUTH error, which a Backend wraps in
+// turnstile.ErrPermission.
 // Nodes that exist already keep their ACLs: the Backend checks the ACL
 // of the root when it dials, and of each key and kind directory before
 // it keeps a lock node there, and refuses one that grants anything to

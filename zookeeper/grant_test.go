@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/turnstilelock/turnstile/zookeeper/internal/zk"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/zkproc"

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/turnstilelock/turnstile/zookeeper/internal/zk"
 )
 
 // Acquire never queues. A re-entry of a hold this Backend took counts

@@ -7,7 +7,7 @@ import (
 	"path"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/turnstilelock/turnstile/zookeeper/internal/zk"
 )
 
 func (b *Backend) dir(key string) string { return b.root + "/" + escape(key) }

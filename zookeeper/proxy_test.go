@@ -13,7 +13,8 @@ type proxy struct {
 	l      net.Listener
 	target string
 
-	stalled atomic.Bool // bytes are read and dropped, as a dead link loses them
+	stalled  atomic.Bool  // bytes are read and dropped, as a dead link loses them
+	accepted atomic.Int64 // connections forwarded to the server
 
 	mu    sync.Mutex
 	cut   bool
@@ -60,6 +61,7 @@ func (p *proxy) serve() {
 			continue
 		}
 		p.conns = append(p.conns, c, s)
+		p.accepted.Add(1)
 		p.wg.Add(2)
 		p.mu.Unlock()
 		go p.pipe(c, s)
@@ -101,4 +103,15 @@ func (p *proxy) partition(cut bool) {
 		}
 		p.conns = nil
 	}
+}
+
+// drop closes every connection, as a server or a link that hangs up does,
+// and lets the next ones through.
+func (p *proxy) drop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
 }

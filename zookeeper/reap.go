@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/turnstilelock/turnstile/zookeeper/internal/zk"
 )
 
 // Nodes left behind. A lock node belongs to the session, not to the

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/turnstilelock/turnstile/zookeeper/internal/zk"
 )
 
 // holdKey names a lock by key and owner.
