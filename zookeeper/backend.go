@@ -329,6 +329,20 @@ func (b *Backend) live() error {
 	return nil
 }
 
+// listing is a directory's children and its stat, read at once.
+type listing struct {
+	names []string
+	stat  *zk.Stat
+}
+
+// children lists dir with its stat (the caller checks zk.ErrNoNode).
+func (b *Backend) children(ctx context.Context, dir string) (listing, error) {
+	return call(ctx, func() (listing, error) {
+		names, stat, err := b.conn.Children(dir)
+		return listing{names, stat}, err
+	})
+}
+
 // call runs a blocking ZooKeeper request and stops waiting for it when
 // ctx is done. The request itself ends when the server answers or the
 // connection is lost or closed.

@@ -55,14 +55,7 @@ func (b *Backend) Inspect(ctx context.Context, key string) (_ driver.LockState, 
 func (b *Backend) inspect(ctx context.Context, key string) (driver.LockState, []string, error) {
 	st := driver.LockState{Key: key}
 	dir := b.dir(key)
-	type listing struct {
-		names []string
-		stat  *zk.Stat
-	}
-	l, err := call(ctx, func() (listing, error) {
-		names, stat, err := b.conn.Children(dir)
-		return listing{names, stat}, err
-	})
+	l, err := b.children(ctx, dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		return st, nil, nil
 	}

@@ -96,14 +96,7 @@ func leaseMembers(names []string) (held, others []member, waiters int) {
 func (b *Backend) inspectKind(ctx context.Context, key, kind string, by members) (driver.LockState, []member, error) {
 	st := driver.LockState{Key: key}
 	dir := b.kindDir(key, kind)
-	type listing struct {
-		names []string
-		stat  *zk.Stat
-	}
-	l, err := call(ctx, func() (listing, error) {
-		names, stat, err := b.conn.Children(dir)
-		return listing{names, stat}, err
-	})
+	l, err := b.children(ctx, dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		_, _, w := by(nil)
 		st.Waiters = max(w, -1)

@@ -116,14 +116,7 @@ func (s *Semaphore) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 	}
 	mine := dir + "/" + eo + "." + strconv.Itoa(s.permits)
 	for range semaphoreTries {
-		type listing struct {
-			names []string
-			stat  *zk.Stat
-		}
-		l, err := call(ctx, func() (listing, error) {
-			names, st, err := s.b.conn.Children(dir)
-			return listing{names, st}, err
-		})
+		l, err := s.b.children(ctx, dir)
 		if errors.Is(err, zk.ErrNoNode) {
 			if err := s.b.mkdir(ctx, dir); err != nil {
 				return 0, false, err
