@@ -64,9 +64,13 @@ func benchmark(ctx context.Context, cfg config, stdout, log io.Writer) error {
 	}
 	defer os.RemoveAll(dir)
 	wls := cfg.workloads()
-	nodes := 1
+	nodes, masters := 1, 0
 	for _, w := range wls {
-		nodes = max(nodes, w.Nodes)
+		if w.Cluster {
+			masters = max(masters, w.Nodes)
+		} else {
+			nodes = max(nodes, w.Nodes)
+		}
 	}
 	var servers []*redisproc.Server
 	defer func() {
@@ -85,16 +89,27 @@ func benchmark(ctx context.Context, cfg config, stdout, log io.Writer) error {
 		}
 		servers = append(servers, s)
 	}
-	env := environment{single: servers[0].Addr(), flush: func() error {
-		for _, s := range servers {
+	all := servers
+	env := environment{single: servers[0].Addr()}
+	for _, s := range servers {
+		env.nodes = append(env.nodes, s.Addr())
+	}
+	if masters > 0 {
+		cl, err := redisproc.StartCluster(filepath.Join(dir, "cluster"), masters)
+		if err != nil {
+			return err
+		}
+		defer cl.Kill()
+		env.cluster = cl.Addrs()
+		all = append(all[:len(all):len(all)], cl.Nodes()...)
+	}
+	env.flush = func() error {
+		for _, s := range all {
 			if _, err := s.Do("FLUSHALL"); err != nil {
 				return fmt.Errorf("FLUSHALL on %s: %w", s.Addr(), err)
 			}
 		}
 		return nil
-	}}
-	for _, s := range servers {
-		env.nodes = append(env.nodes, s.Addr())
 	}
 	version, _ := servers[0].Do("INFO", "server")
 	rep := runCells(ctx, cfg, wls, env, log)
@@ -107,9 +122,10 @@ func benchmark(ctx context.Context, cfg config, stdout, log io.Writer) error {
 
 // environment is where the cells run.
 type environment struct {
-	single string   // the single-node server
-	nodes  []string // the Redlock servers; the first is single
-	flush  func() error
+	single  string   // the single-node server
+	nodes   []string // the Redlock servers; the first is single
+	cluster []string // the Redis Cluster's masters, for cluster cells
+	flush   func() error
 }
 
 // runCells runs every cell of the workloads wls, redis-benchmark and the
@@ -146,7 +162,7 @@ func runCells(ctx context.Context, cfg config, wls []workload.Workload, env envi
 			}
 		}
 		for _, lib := range order {
-			if w.Nodes > 1 && !lib.MultiNode {
+			if (w.Cluster && lib.OpenCluster == nil) || (!w.Cluster && w.Nodes > 1 && !lib.MultiNode) {
 				continue
 			}
 			if ctx.Err() != nil {
@@ -157,7 +173,10 @@ func runCells(ctx context.Context, cfg config, wls []workload.Workload, env envi
 				continue
 			}
 			addrs := []string{env.single}
-			if w.Nodes > 1 {
+			switch {
+			case w.Cluster:
+				addrs = env.cluster[:w.Nodes]
+			case w.Nodes > 1:
 				addrs = env.nodes[:w.Nodes]
 			}
 			fmt.Fprintf(log, "%-27s %-24s ", w.ID(), lib.Name)

@@ -150,7 +150,7 @@ func TestFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.duration != time.Second || cfg.scale || !cfg.peers || cfg.waiters != 500 || len(cfg.workloads()) != 12 {
+	if cfg.duration != time.Second || cfg.scale || !cfg.peers || cfg.waiters != 500 || len(cfg.workloads()) != 14 {
 		t.Errorf("--quick: %+v, %d workloads", cfg, len(cfg.workloads()))
 	}
 	cfg, err = parseFlags([]string{"--only", "^herd", "--peers=false", "--duration", "5s"}, io.Discard)

@@ -49,8 +49,8 @@ func HTML(w io.Writer, r Report) error {
 }
 
 func headline(b *strings.Builder, r Report) {
-	cs, caps := Compare(r.Cells), Capacities(r)
-	if len(cs) == 0 && len(caps) == 0 {
+	cs, caps, so := Compare(r.Cells), Capacities(r), ScaleOuts(r.Cells)
+	if len(cs) == 0 && len(caps) == 0 && len(so) == 0 {
 		return
 	}
 	b.WriteString("<h2>Headline</h2><ul>")
@@ -67,6 +67,10 @@ func headline(b *strings.Builder, r Report) {
 			fmt.Fprintf(b, "; a pair costs the server %.1f µs of CPU, %.1f× a one-line EVALSHA, so a fully busy server core would reach %.0f%%; the server was busy %.2f cores", c.PairCPUMicros, c.PairCPUMicros/c.ScriptCPUMicros, 100*c.Ceiling, c.ServerCores)
 		}
 		b.WriteString("</li>")
+	}
+	for _, s := range so {
+		fmt.Fprintf(b, "<li>%s: %s pairs/s on %d masters, %s per busy server core-second against %s per core-second for %s on one server: %.2f×</li>",
+			html.EscapeString(s.ID), short(s.PerSecond), s.Masters, short(s.PerCore), short(s.SinglePerCore), html.EscapeString(s.Single), s.Ratio)
 	}
 	b.WriteString("</ul>\n")
 }

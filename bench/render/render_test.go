@@ -70,6 +70,32 @@ func TestCompareAndCapacities(t *testing.T) {
 	}
 }
 
+func TestScaleOuts(t *testing.T) {
+	single := cell("uncontended/c=64", "turnstile", 64, 40000)
+	cl := cell("cluster-3/c=64", "turnstile", 64, 30000)
+	cl.Nodes, cl.Cluster, cl.ServerCPUMicrosPerAcq = 3, true, 20
+	other := cell("cluster-3/c=256", "turnstile", 256, 30000) // no single cell of 256
+	other.Nodes, other.Cluster = 3, true
+	so := render.ScaleOuts([]workload.Result{single, cl, other, cell("uncontended/c=64", "peer", 64, 1)})
+	if len(so) != 1 {
+		t.Fatalf("ScaleOuts: %+v", so)
+	}
+	// 16 µs per pair on one server, 20 on the cluster: 62,500 against
+	// 50,000 pairs per server core-second.
+	if s := so[0]; s.Single != "uncontended/c=64" || s.Masters != 3 || s.PerCore != 50000 || s.SinglePerCore != 62500 || s.Ratio != 0.8 {
+		t.Fatalf("ScaleOut: %+v", s)
+	}
+	r := sample()
+	r.Cells = append(r.Cells, cl)
+	var b bytes.Buffer
+	if err := render.Table(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "cluster-3/c=64") || !strings.Contains(b.String(), "= 0.80x") {
+		t.Errorf("table without the scale-out line:\n%s", b.String())
+	}
+}
+
 func TestTable(t *testing.T) {
 	var b bytes.Buffer
 	if err := render.Table(&b, sample()); err != nil {

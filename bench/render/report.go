@@ -119,7 +119,8 @@ func Capacities(r Report) []Capacity {
 // JSONLines writes the report as JSON lines: one "run" line with the
 // title, start and notes, then every cell ("cell"), redis-benchmark
 // figure ("limit"), the scale cell ("scale"), comparison
-// ("comparison"), capacity ("capacity") and problem ("problem").
+// ("comparison"), capacity ("capacity"), cluster against one server
+// ("scaleout") and problem ("problem").
 func JSONLines(w io.Writer, r Report) error {
 	enc := json.NewEncoder(w)
 	lines := []any{map[string]any{"kind": "run", "title": r.Title, "started": r.Started.UTC().Format(time.RFC3339), "notes": r.Notes}}
@@ -143,6 +144,12 @@ func JSONLines(w io.Writer, r Report) error {
 			Kind string `json:"kind"`
 			Capacity
 		}{"capacity", c})
+	}
+	for _, s := range ScaleOuts(r.Cells) {
+		lines = append(lines, struct {
+			Kind string `json:"kind"`
+			ScaleOut
+		}{"scaleout", s})
 	}
 	for _, p := range r.Problems {
 		lines = append(lines, map[string]string{"kind": "problem", "problem": p})

@@ -58,6 +58,13 @@ func Table(w io.Writer, r Report) error {
 			fmt.Fprintln(w)
 		}
 	}
+	if so := ScaleOuts(r.Cells); len(so) > 0 {
+		fmt.Fprintln(w, "\nturnstile on a Redis Cluster against one server, per busy server core:")
+		for _, s := range so {
+			fmt.Fprintf(w, "  %-20s %9.0f pairs/s, %8.0f per server core-second (%.1f µs/pair, %.2f cores) vs %-18s %9.0f pairs/s, %8.0f per core-second (%.1f µs/pair) = %.2fx\n",
+				s.ID, s.PerSecond, s.PerCore, s.CPUMicros, s.Cores, s.Single, s.SinglePerSec, s.SinglePerCore, s.SingleCPUMicros, s.Ratio)
+		}
+	}
 	if len(r.Limits) > 0 {
 		fmt.Fprintln(w, "\nredis-benchmark on the single server (50 connections):")
 		for _, l := range r.Limits {

@@ -66,7 +66,7 @@ func serveChild(raw string, libs []Library, in io.Reader, out io.Writer) error {
 		return fmt.Errorf("%w: child asked for unknown library %q", ErrUsage, s.Library)
 	}
 	ctx := context.Background()
-	lks, err := openLockers(ctx, *lib, s.Addrs, s.Workload.Concurrency, s.Workload.Clients)
+	lks, err := openLockers(ctx, lib.Name, lib.Open, s.Addrs, s.Workload.Concurrency, s.Workload.Clients)
 	if err != nil {
 		return err
 	}

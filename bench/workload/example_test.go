@@ -53,6 +53,8 @@ func ExampleSideBySide() {
 	// uncontended/c=256
 	// redlock-5/c=1
 	// redlock-5/c=64
+	// cluster-3/c=64
+	// cluster-3/c=256
 	// contended-8/c=64
 	// contended-1/c=64
 	// contended-1/c=64/clients=8

@@ -44,6 +44,9 @@ type Library struct {
 	// MultiNode reports whether the library can run Redlock workloads
 	// (Nodes > 1).
 	MultiNode bool
+	// OpenCluster connects a Locker to the Redis Cluster whose masters
+	// are addrs; nil for a library that does not run on a cluster.
+	OpenCluster func(ctx context.Context, addrs []string, concurrency int) (Locker, error)
 	// Settings says, in a line for the report, what the library is
 	// given: its TTL, how it waits for a held lock, what is left at its
 	// defaults.
@@ -105,6 +108,13 @@ func turnstileLibrary(name, settings string, opts ...turnstile.Option) Library {
 				return OpenTurnstile(ctx, "redis://"+addrs[0], opts...)
 			}
 			return OpenTurnstile(ctx, "redlock://"+strings.Join(addrs, ",")+"?quarantine=0", opts...)
+		},
+		// Several hosts in a redis:// URL are the seeds of a cluster.
+		OpenCluster: func(ctx context.Context, addrs []string, _ int) (Locker, error) {
+			if len(addrs) == 0 {
+				return nil, fmt.Errorf("%w: no redis address", ErrUsage)
+			}
+			return OpenTurnstile(ctx, "redis://"+strings.Join(addrs, ","), opts...)
 		},
 	}
 }

@@ -16,6 +16,7 @@ type Result struct {
 	Concurrency int    `json:"concurrency"`
 	HotKeys     int    `json:"hot_keys"`
 	Nodes       int    `json:"nodes"`
+	Cluster     bool   `json:"cluster,omitempty"` // Nodes are one Redis Cluster's masters
 	Processes   int    `json:"processes"`
 	// Clients is how many Lockers the workers were spread over, in all
 	// processes.
@@ -80,6 +81,7 @@ func newResult(c Cell, t tally, d Sample) Result {
 		Concurrency:  w.Concurrency,
 		HotKeys:      w.HotKeys,
 		Nodes:        w.Nodes,
+		Cluster:      w.Cluster,
 		Processes:    max(w.Processes, 1),
 		Clients:      max(w.Clients, w.Processes, 1),
 		HoldMicros:   micros(int64(w.Hold)),

@@ -10,6 +10,10 @@ import "time"
 //     server, with 1, 16, 64 and 256 workers;
 //   - "redlock-5": distinct keys on a Redlock of 5 servers, with 1 and
 //     64 workers;
+//   - "cluster-3": distinct keys on a Redis Cluster of 3 masters, with
+//     64 and 256 workers, for the libraries that run on a cluster: set
+//     beside "uncontended" at the same workers, it shows whether
+//     throughput grows with masters (render.ScaleOuts);
 //   - "contended-8" and "contended-1": 64 workers of one client on 8 hot
 //     keys (one picked at random per acquisition) and on one, each lock
 //     released at once;
@@ -30,6 +34,8 @@ func SideBySide(waiters int, hold time.Duration) []Workload {
 	return append(s,
 		Workload{Name: "redlock-5", Concurrency: 1, Nodes: 5},
 		Workload{Name: "redlock-5", Concurrency: 64, Nodes: 5},
+		Workload{Name: "cluster-3", Concurrency: 64, Nodes: 3, Cluster: true},
+		Workload{Name: "cluster-3", Concurrency: 256, Nodes: 3, Cluster: true},
 		Workload{Name: "contended-8", Concurrency: 64, HotKeys: 8, Nodes: 1},
 		Workload{Name: "contended-1", Concurrency: 64, HotKeys: 1, Nodes: 1},
 		Workload{Name: "contended-1", Concurrency: 64, HotKeys: 1, Nodes: 1, Clients: 8},

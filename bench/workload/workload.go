@@ -23,8 +23,12 @@ type Workload struct {
 	// Hold is how long a worker holds each lock before releasing it.
 	Hold time.Duration
 	// Nodes is the number of independent redis-servers: 1, or more for
-	// Redlock.
+	// Redlock; with Cluster, the masters of one Redis Cluster.
 	Nodes int
+	// Cluster runs the workload on a Redis Cluster of Nodes masters
+	// instead of independent servers: the libraries that can
+	// (Library.OpenCluster) open one client of the whole cluster.
+	Cluster bool
 	// Processes spreads the workers over this many child processes, each
 	// re-executing the running binary, which must call ServeChild first
 	// thing; 0 or 1 runs them in this process.
@@ -68,6 +72,10 @@ func (w Workload) check() error {
 		return fmt.Errorf("%w: workload %s: %d processes", ErrUsage, w.Name, w.Processes)
 	case w.Processes > 1 && w.Concurrency%w.Processes != 0:
 		return fmt.Errorf("%w: workload %s: %d workers do not split evenly over %d processes", ErrUsage, w.Name, w.Concurrency, w.Processes)
+	case w.Cluster && w.Nodes < 3:
+		return fmt.Errorf("%w: workload %s: a Redis Cluster of %d masters, it needs at least 3", ErrUsage, w.Name, w.Nodes)
+	case w.Cluster && w.Processes > 1:
+		return fmt.Errorf("%w: workload %s: cluster cells run in one process", ErrUsage, w.Name)
 	case w.Clients < 0:
 		return fmt.Errorf("%w: workload %s: %d clients", ErrUsage, w.Name, w.Clients)
 	case w.Clients > 1 && w.Concurrency%w.Clients != 0:
@@ -98,7 +106,9 @@ func (c Cell) check() error {
 		return fmt.Errorf("%w: cell %s: library without a name or Open", ErrUsage, c.Workload.ID())
 	case len(c.Addrs) != c.Workload.Nodes:
 		return fmt.Errorf("%w: cell %s: %d addresses for %d nodes", ErrUsage, c.Workload.ID(), len(c.Addrs), c.Workload.Nodes)
-	case c.Workload.Nodes > 1 && !c.Library.MultiNode:
+	case c.Workload.Cluster && c.Library.OpenCluster == nil:
+		return fmt.Errorf("%w: cell %s: %s does not run on a Redis Cluster", ErrUsage, c.Workload.ID(), c.Library.Name)
+	case c.Workload.Nodes > 1 && !c.Workload.Cluster && !c.Library.MultiNode:
 		return fmt.Errorf("%w: cell %s: %s does not run over several nodes", ErrUsage, c.Workload.ID(), c.Library.Name)
 	case c.Duration <= 0:
 		return fmt.Errorf("%w: cell %s: duration %v", ErrUsage, c.Workload.ID(), c.Duration)
@@ -124,7 +134,11 @@ func Run(ctx context.Context, c Cell) (Result, error) {
 	if c.Workload.Processes > 1 {
 		return runChildren(ctx, c, counter, prefix)
 	}
-	lks, err := openLockers(ctx, c.Library, c.Addrs, c.Workload.Concurrency, c.Workload.Clients)
+	open := c.Library.Open
+	if c.Workload.Cluster {
+		open = c.Library.OpenCluster
+	}
+	lks, err := openLockers(ctx, c.Library.Name, open, c.Addrs, c.Workload.Concurrency, c.Workload.Clients)
 	if err != nil {
 		return Result{}, fmt.Errorf("workload: %s: %w", c.Workload.ID(), err)
 	}
@@ -144,16 +158,16 @@ func Run(ctx context.Context, c Cell) (Result, error) {
 	return newResult(c, t, after.Sub(before)), nil
 }
 
-// openLockers opens max(clients, 1) Lockers of lib, each for its share
-// of workers workers.
-func openLockers(ctx context.Context, lib Library, addrs []string, workers, clients int) ([]Locker, error) {
+// openLockers opens max(clients, 1) Lockers of the library name with
+// open, each for its share of workers workers.
+func openLockers(ctx context.Context, name string, open func(context.Context, []string, int) (Locker, error), addrs []string, workers, clients int) ([]Locker, error) {
 	n := max(clients, 1)
 	lks := make([]Locker, 0, n)
 	for range n {
-		lk, err := lib.Open(ctx, addrs, workers/n)
+		lk, err := open(ctx, addrs, workers/n)
 		if err != nil {
 			closeLockers(lks)
-			return nil, fmt.Errorf("open %s: %w", lib.Name, err)
+			return nil, fmt.Errorf("open %s: %w", name, err)
 		}
 		lks = append(lks, lk)
 	}

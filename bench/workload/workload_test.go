@@ -140,6 +140,17 @@ func TestRunRefusesBadCells(t *testing.T) {
 			c.Workload.Nodes, c.Addrs = 2, []string{"a:1", "b:2"}
 			c.Library.MultiNode = false
 		}),
+		"cluster of 2": one(func(c *workload.Cell) {
+			c.Workload.Nodes, c.Workload.Cluster, c.Addrs = 2, true, []string{"a:1", "b:2"}
+		}),
+		"cluster in processes": one(func(c *workload.Cell) {
+			c.Workload.Nodes, c.Workload.Cluster, c.Addrs = 3, true, []string{"a:1", "b:2", "c:3"}
+			c.Workload.Concurrency, c.Workload.Processes = 2, 2
+		}),
+		"no cluster client": one(func(c *workload.Cell) {
+			c.Workload.Nodes, c.Workload.Cluster, c.Addrs = 3, true, []string{"a:1", "b:2", "c:3"}
+			c.Library.OpenCluster = nil
+		}),
 	} {
 		if _, err := workload.Run(context.Background(), c); !errors.Is(err, workload.ErrUsage) {
 			t.Errorf("%s: %v, want ErrUsage", name, err)
@@ -176,6 +187,38 @@ func TestRunTurnstile(t *testing.T) {
 	}
 	if res.PerAcq["info"] != 0 {
 		t.Errorf("INFO counted: %v", res.PerAcq)
+	}
+}
+
+// TestRunCluster runs an uncontended cell on a Redis Cluster: the keys
+// spread over the masters, and every master's commands and CPU are
+// counted.
+func TestRunCluster(t *testing.T) {
+	t.Cleanup(func() { testserver.AwaitRueidisTimers(t) }) // runs last: after the cluster client closed
+	cl := testserver.StartRedisCluster(t)
+	res, err := workload.Run(context.Background(), workload.Cell{
+		Workload: workload.Workload{Name: "cluster-3", Concurrency: 8, Nodes: testserver.ClusterMasters, Cluster: true},
+		Library:  workload.Turnstile(),
+		Addrs:    cl.Addrs(),
+		Duration: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Acquisitions == 0 || res.Errors != 0 || !res.Cluster || res.Nodes != testserver.ClusterMasters {
+		t.Fatalf("result: %+v", res)
+	}
+	if res.ScriptsPerAcq < 1.9 || res.ServerCPUMicrosPerAcq <= 0 {
+		t.Errorf("%.2f scripts and %.1f µs of server CPU per pair", res.ScriptsPerAcq, res.ServerCPUMicrosPerAcq)
+	}
+	for _, n := range cl.Nodes() {
+		out, err := n.Do("DBSIZE")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out == "0" {
+			t.Errorf("master %s holds no key: the cell did not spread over the cluster", n.Addr())
+		}
 	}
 }
 
