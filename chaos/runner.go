@@ -27,7 +27,7 @@ type settings struct {
 	Hold     time.Duration // the pause between a critical section's read and write
 	Dir      string        // where servers keep their files
 	Log      io.Writer     // progress, for people
-	History  string        // if set, each cell's events go to HISTORY/<store>-<fault>.jsonl
+	History  string        // if set, each cell's events go to HISTORY/<store>-<fault>.jsonl, its servers' logs beside them (keepLogs)
 }
 
 // cell is the outcome of one store × fault run.
@@ -115,7 +115,17 @@ type cellResult struct {
 // runCell starts the workers on a fresh key, injects f again and again
 // for s.Duration, lets the store recover, stops the workers and checks
 // what they saw.
-func runCell(ctx context.Context, s settings, t target, f fault, register string) (cellResult, error) {
+func runCell(ctx context.Context, s settings, t target, f fault, register string) (res cellResult, err error) {
+	if s.History != "" {
+		// The servers' own account of the cell, beside its history: kept
+		// when the cell fails too, when it is most wanted.
+		marks := markLogs(t)
+		defer func() {
+			if kerr := keepLogs(s.History, t, f.name, marks); kerr != nil && err == nil {
+				err = kerr
+			}
+		}()
+	}
 	key := fmt.Sprintf("chaos-%s-%d", f.name, time.Now().UnixNano())
 	lease := leaseOf(t, s.TTL)
 	// A long hold outlasts the fault by a lease, so that the lock can

@@ -206,7 +206,7 @@ func (s *Server) startMember() error {
 	if err := os.WriteFile(cfg, []byte(strings.Join(conf, "\n")+"\n"), 0o600); err != nil {
 		return err
 	}
-	logf, err := os.Create(filepath.Join(s.dir, "zookeeper.log"))
+	logf, err := proc.OpenLog(s.LogPath())
 	if err != nil {
 		return err
 	}
