@@ -30,6 +30,14 @@ type settings struct {
 	History  string        // if set, each cell's events go to HISTORY/<store>-<fault>.jsonl, its servers' logs beside them (keepLogs)
 }
 
+// proxyLog is where the proxies log with a history (logProxies), or "".
+func (s settings) proxyLog() string {
+	if s.History == "" {
+		return ""
+	}
+	return filepath.Join(s.Dir, "proxies.log")
+}
+
 // cell is the outcome of one store × fault run.
 type cell struct {
 	Store    string        `json:"store"`
@@ -56,6 +64,13 @@ func run(ctx context.Context, s settings, done func(cell)) error {
 		return fmt.Errorf("the register's redis-server: %w", err)
 	}
 	defer reg.Kill()
+	if s.History != "" {
+		stop, err := logProxies(s.proxyLog())
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	all := stores()
 	kinds := faults()
 	for _, name := range s.Stores {
@@ -119,9 +134,10 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 	if s.History != "" {
 		// The servers' own account of the cell, beside its history: kept
 		// when the cell fails too, when it is most wanted.
-		marks := markLogs(t)
+		logs := logsOf(t, s.proxyLog())
+		marks := markLogs(logs)
 		defer func() {
-			if kerr := keepLogs(s.History, t, f.name, marks); kerr != nil && err == nil {
+			if kerr := keepLogs(s.History, t.base().name, f.name, logs, marks); kerr != nil && err == nil {
 				err = kerr
 			}
 		}()
@@ -162,6 +178,7 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 		if heal != nil {
 			sleepCtx(ctx, f.length(lease))
 			w.CutEnd = time.Now().UnixNano()
+			w.Healing = w.CutEnd
 			if err := heal(); err != nil {
 				return cellResult{}, fmt.Errorf("heal %s: %w", f.name, err)
 			}
@@ -209,13 +226,16 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 
 // writeHistory writes the events of a cell, and its fault windows as
 // events "inject" and "heal" (and "cut" and "cut-end", window.Cut), as
-// JSON lines in time order.
+// JSON lines in time order; "healing" is when the heal began.
 func writeHistory(path string, events []event, windows []window) error {
 	all := append([]event(nil), events...)
 	for _, w := range windows {
 		all = append(all, event{Ev: "inject", Start: w.Inject}, event{Ev: "heal", Start: w.Heal})
 		if w.Cut != 0 {
 			all = append(all, event{Ev: "cut", Start: w.Cut}, event{Ev: "cut-end", Start: w.CutEnd})
+		}
+		if w.Healing != 0 {
+			all = append(all, event{Ev: "healing", Start: w.Healing})
 		}
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].Start < all[j].Start })

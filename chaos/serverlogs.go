@@ -6,24 +6,42 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/rs/zerolog"
 )
 
 // logged is a member whose server writes a log file, which a restart
 // appends to (every launcher's Server).
 type logged interface{ LogPath() string }
 
-// logMarks are how long each member's log was when a cell began: what a
-// server wrote from there on is the cell's.
-type logMarks map[*member]int64
+// serverLog is a log a cell keeps: a member's, or the proxies'.
+type serverLog struct{ name, path string }
 
-// markLogs notes where each member's log of t ends now.
-func markLogs(t target) logMarks {
-	marks := logMarks{}
+// logsOf are the logs of t's members, and the proxies' when they log
+// (proxyLog).
+func logsOf(t target, proxies string) []serverLog {
+	var out []serverLog
 	for _, m := range t.base().members {
 		if l, ok := m.ctl.(logged); ok {
-			if st, err := os.Stat(l.LogPath()); err == nil {
-				marks[m] = st.Size()
-			}
+			out = append(out, serverLog{m.name, l.LogPath()})
+		}
+	}
+	if proxies != "" && len(t.base().proxies) > 0 {
+		out = append(out, serverLog{"proxies", proxies})
+	}
+	return out
+}
+
+// logMarks are how long each log was when a cell began, by path: what
+// was written from there on is the cell's.
+type logMarks map[string]int64
+
+// markLogs notes where each log ends now.
+func markLogs(logs []serverLog) logMarks {
+	marks := logMarks{}
+	for _, l := range logs {
+		if st, err := os.Stat(l.path); err == nil {
+			marks[l.path] = st.Size()
 		}
 	}
 	return marks
@@ -46,25 +64,39 @@ func fileName(name string) string {
 	}, name)
 }
 
-// keepLogs copies what every member of t wrote to its log since marks
-// into dir, one file per member (serverLogPath). The servers of a
-// configuration run from cell to cell, so a member's log holds every
-// cell before; a log shorter than its mark was started anew, and is kept
-// whole.
-func keepLogs(dir string, t target, fault string, marks logMarks) error {
+// keepLogs copies what was written to each of logs since marks into
+// dir, one file each (serverLogPath). The servers of a configuration run
+// from cell to cell, so a member's log holds every cell before; a log
+// shorter than its mark was started anew, and is kept whole.
+func keepLogs(dir, store, fault string, logs []serverLog, marks logMarks) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for _, m := range t.base().members {
-		l, ok := m.ctl.(logged)
-		if !ok {
-			continue
-		}
-		if err := copyFrom(l.LogPath(), marks[m], serverLogPath(dir, t.base().name, fault, m.name)); err != nil {
-			return fmt.Errorf("keep the log of %s: %w", m.name, err)
+	for _, l := range logs {
+		if err := copyFrom(l.path, marks[l.path], serverLogPath(dir, store, fault, l.name)); err != nil {
+			return fmt.Errorf("keep the log of %s: %w", l.name, err)
 		}
 	}
 	return nil
+}
+
+// logProxies makes the proxies started from now on log their
+// connections to the file path (appended to), at debug level, each line
+// stamped in Unix nanoseconds as the history's events are; the returned
+// function closes the file and puts the proxies' silence back.
+func logProxies(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	zerolog.TimeFieldFormat = zerolog.TimeFormatUnixNano
+	l := zerolog.New(f).Level(zerolog.DebugLevel).With().Timestamp().Logger()
+	proxyServer.Logger = &l
+	return func() {
+		nop := zerolog.Nop()
+		proxyServer.Logger = &nop
+		f.Close()
+	}, nil
 }
 
 // copyFrom copies src from offset on (from its start if it is shorter

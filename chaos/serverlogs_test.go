@@ -10,7 +10,7 @@ import (
 )
 
 // TestHistoryKeepsServerLogs: with a history directory, a cell leaves
-// what its servers logged beside its events — across a restart of the
+// what its servers and the proxies before them logged beside its events — across a restart of the
 // server, which must add to its log rather than start it anew — and the
 // log of a later cell starts where the cell before it ended.
 func TestHistoryKeepsServerLogs(t *testing.T) {
@@ -49,6 +49,11 @@ func TestHistoryKeepsServerLogs(t *testing.T) {
 		if !strings.Contains(log, "connection received") {
 			t.Errorf("the %s cell's server log records no connection:\n%s", fault, log)
 		}
+	}
+	// The proxies between the workers and the server log the connections
+	// they accepted.
+	if b, err := os.ReadFile(filepath.Join(hist, "postgres-reset.proxies.log")); err != nil || !strings.Contains(string(b), "Accepted client") {
+		t.Errorf("the reset cell's proxy log was not kept, or records no connection: %v\n%s", err, b)
 	}
 	// Every crashed postmaster's successor says it recovers: a log
 	// started anew at each restart would keep the last one only.
