@@ -190,7 +190,7 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 		windows = append(windows, w)
 	}
 	// After the last heal the store must grant again within the bound.
-	bound := recoveryBound(lease)
+	bound := cellBound(t.base().name, f.name, lease)
 	pool.waitGrantAfter(ctx, windows[len(windows)-1].Heal, bound)
 	// The workers stop asking for locks now: the liveness check counts
 	// up to here, not the time they take to finish.
@@ -254,9 +254,5 @@ func writeHistory(path string, events []event, windows []window) error {
 // workers to be granted the lock a few times.
 func steadyFor(ttl time.Duration) time.Duration { return max(ttl, 500*time.Millisecond) }
 
-// recoveryBound is how long after a fault heals a grant must come: a
-// lease left by a killed or partitioned holder runs out within a TTL, and
-// a client's reconnection and backoff take a few seconds more.
-func recoveryBound(ttl time.Duration) time.Duration { return 2*ttl + 10*time.Second }
 
 func sleepCtx(ctx context.Context, d time.Duration) { sleep(ctx, d) }
