@@ -72,7 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.TTL, "ttl", time.Second, "the workers' lease TTL")
 	fs.DurationVar(&o.Hold, "hold", 2*time.Millisecond, "the pause in each critical section between reading and writing the registers")
 	fs.StringVar(&o.Dir, "dir", "", "where the servers keep their files (default: a new temporary directory, removed after)")
-	fs.StringVar(&o.History, "history", "", "write every event of each cell to DIR/<store>-<fault>.jsonl, to study a verdict")
+	fs.StringVar(&o.History, "history", "", "write every event of each cell to DIR/<store>-<fault>.jsonl, and what each server logged meanwhile to DIR/<store>-<fault>.<member>.log, to study a verdict")
 	fs.StringVar(&o.jsonPath, "json", "", "write one JSON line per cell to this file")
 	fs.StringVar(&o.docPath, "doc", "", "write the table into this markdown file, between its chaos markers (docs/guarantees.md)")
 	if err := fs.Parse(args); err != nil {

@@ -46,8 +46,17 @@ func summary(c cell) string {
 	return line
 }
 
-// verdictText is the cell's verdict in words.
+// verdictText is the cell's verdict in words; a cell with a recovery
+// bound of its own (slowCells) says which, and why.
 func verdictText(c cell) string {
+	text := verdictWords(c)
+	if s, ok := slowCells[[2]string{c.Store, c.Fault}]; ok && c.Error == "" && c.Skipped == "" {
+		text += fmt.Sprintf(" (recovery bound %.0f ms, by design: %s)", c.Verdict.BoundMS, s.why)
+	}
+	return text
+}
+
+func verdictWords(c cell) string {
 	v := c.Verdict
 	switch {
 	case c.Error != "":
@@ -74,8 +83,8 @@ func (r report) markdown() string {
 	if r.Settings.Keys > 1 {
 		keys = fmt.Sprintf(", each locking %d keys side by side", r.Settings.Keys)
 	}
-	fmt.Fprintf(&b, "Produced by `%s` at commit %s on %s (%d workers%s, TTL %v, hold %v, faults injected for %v per cell; wall time %v).\n\n",
-		r.Command, r.Commit, time.Now().UTC().Format("2006-01-02"), r.Settings.Workers, keys, r.Settings.TTL, r.Settings.Hold, r.Settings.Duration, r.Wall.Round(time.Second))
+	fmt.Fprintf(&b, "Produced by `%s` at commit %s on %s (%d workers%s, TTL %v, hold %v, faults injected for %v per cell; wall time %v). A grant is due within 2 leases + %v of each heal, unless a row states a bound of its own.\n\n",
+		r.Command, r.Commit, time.Now().UTC().Format("2006-01-02"), r.Settings.Workers, keys, r.Settings.TTL, r.Settings.Hold, r.Settings.Duration, r.Wall.Round(time.Second), recoverySlack)
 	b.WriteString("Columns: **sections** — critical sections entered (on every key); **fenced violations** — token-order violations plus lost acknowledged increments of the fenced register plus a non-linearizable history (must be 0); **control lost** — increments the unfenced control register lost under the same fault (a positive number shows the fault broke mutual exclusion); **refused** — stale writes the fence refused; **p99 acquire** — of acquisitions begun during a fault; **recovery** — the longest time from a heal to the next grant.\n\n")
 	var store string
 	for _, c := range r.Cells {

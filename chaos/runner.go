@@ -27,7 +27,15 @@ type settings struct {
 	Hold     time.Duration // the pause between a critical section's read and write
 	Dir      string        // where servers keep their files
 	Log      io.Writer     // progress, for people
-	History  string        // if set, each cell's events go to HISTORY/<store>-<fault>.jsonl
+	History  string        // if set, each cell's events go to HISTORY/<store>-<fault>.jsonl, its servers' logs beside them (keepLogs)
+}
+
+// proxyLog is where the proxies log with a history (logProxies), or "".
+func (s settings) proxyLog() string {
+	if s.History == "" {
+		return ""
+	}
+	return filepath.Join(s.Dir, "proxies.log")
 }
 
 // cell is the outcome of one store × fault run.
@@ -56,6 +64,13 @@ func run(ctx context.Context, s settings, done func(cell)) error {
 		return fmt.Errorf("the register's redis-server: %w", err)
 	}
 	defer reg.Kill()
+	if s.History != "" {
+		stop, err := logProxies(s.proxyLog())
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	all := stores()
 	kinds := faults()
 	for _, name := range s.Stores {
@@ -115,7 +130,18 @@ type cellResult struct {
 // runCell starts the workers on a fresh key, injects f again and again
 // for s.Duration, lets the store recover, stops the workers and checks
 // what they saw.
-func runCell(ctx context.Context, s settings, t target, f fault, register string) (cellResult, error) {
+func runCell(ctx context.Context, s settings, t target, f fault, register string) (res cellResult, err error) {
+	if s.History != "" {
+		// The servers' own account of the cell, beside its history: kept
+		// when the cell fails too, when it is most wanted.
+		logs := logsOf(t, s.proxyLog())
+		marks := markLogs(logs)
+		defer func() {
+			if kerr := keepLogs(s.History, t.base().name, f.name, logs, marks); kerr != nil && err == nil {
+				err = kerr
+			}
+		}()
+	}
 	key := fmt.Sprintf("chaos-%s-%d", f.name, time.Now().UnixNano())
 	lease := leaseOf(t, s.TTL)
 	// A long hold outlasts the fault by a lease, so that the lock can
@@ -152,6 +178,7 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 		if heal != nil {
 			sleepCtx(ctx, f.length(lease))
 			w.CutEnd = time.Now().UnixNano()
+			w.Healing = w.CutEnd
 			if err := heal(); err != nil {
 				return cellResult{}, fmt.Errorf("heal %s: %w", f.name, err)
 			}
@@ -163,7 +190,7 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 		windows = append(windows, w)
 	}
 	// After the last heal the store must grant again within the bound.
-	bound := recoveryBound(lease)
+	bound := cellBound(t.base().name, f.name, lease)
 	pool.waitGrantAfter(ctx, windows[len(windows)-1].Heal, bound)
 	// The workers stop asking for locks now: the liveness check counts
 	// up to here, not the time they take to finish.
@@ -199,13 +226,16 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 
 // writeHistory writes the events of a cell, and its fault windows as
 // events "inject" and "heal" (and "cut" and "cut-end", window.Cut), as
-// JSON lines in time order.
+// JSON lines in time order; "healing" is when the heal began.
 func writeHistory(path string, events []event, windows []window) error {
 	all := append([]event(nil), events...)
 	for _, w := range windows {
 		all = append(all, event{Ev: "inject", Start: w.Inject}, event{Ev: "heal", Start: w.Heal})
 		if w.Cut != 0 {
 			all = append(all, event{Ev: "cut", Start: w.Cut}, event{Ev: "cut-end", Start: w.CutEnd})
+		}
+		if w.Healing != 0 {
+			all = append(all, event{Ev: "healing", Start: w.Healing})
 		}
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].Start < all[j].Start })
@@ -224,9 +254,5 @@ func writeHistory(path string, events []event, windows []window) error {
 // workers to be granted the lock a few times.
 func steadyFor(ttl time.Duration) time.Duration { return max(ttl, 500*time.Millisecond) }
 
-// recoveryBound is how long after a fault heals a grant must come: a
-// lease left by a killed or partitioned holder runs out within a TTL, and
-// a client's reconnection and backoff take a few seconds more.
-func recoveryBound(ttl time.Duration) time.Duration { return 2*ttl + 10*time.Second }
 
 func sleepCtx(ctx context.Context, d time.Duration) { sleep(ctx, d) }

@@ -141,7 +141,7 @@ func (d *deployment) redlockNode(dir string) (string, error) {
 }
 
 func startPostgres() (*deployment, error) {
-	s, err := pgproc.StartWith(pgproc.Options{Clock: true, SyncCommit: true})
+	s, err := pgproc.StartWith(pgproc.Options{Clock: true, SyncCommit: true, LogConnections: true})
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,9 @@ import (
 type window struct {
 	Inject, Heal int64
 	Cut, CutEnd  int64
+	// Healing is when the heal began (0: the fault has none); a heal that
+	// takes long (a proxy that removes its toxics) ends at Heal.
+	Healing int64
 }
 
 // tally are the verdict's counts: a run over several keys adds each up

@@ -54,6 +54,12 @@ type Backend struct {
 	// there is no fair view, since the store keeps no queue of waiters.
 	kinds
 
+	// life ends at Close, and with it the connection attempts in flight
+	// (dials; dial.go).
+	life  context.Context
+	stop  context.CancelFunc
+	dials sync.WaitGroup
+
 	closeOnce sync.Once
 }
 
@@ -95,24 +101,33 @@ func Dial(ctx context.Context, connCfg *pgx.ConnConfig, opts ...Option) (*Backen
 		shards:  make([]*shard, cfg.conns),
 	}
 	b.kinds = func(s sqlkinds.Spec) driver.Backend { s.Store = b.name; return &kindView{b, s} }
+	b.life, b.stop = context.WithCancel(context.Background())
 	for i := range b.shards {
-		b.shards[i] = &shard{b: b, sem: make(chan struct{}, 1), held: map[string]*hold{}}
+		b.shards[i] = &shard{b: b, sem: make(chan struct{}, 1), held: map[string]*hold{}, dial: newDialer()}
 	}
-	s := b.shards[0]
-	if err := s.lock(ctx); err != nil {
+	if err := b.setUp(ctx); err != nil {
+		_ = b.Close()
 		return nil, err
 	}
+	return b, nil
+}
+
+// setUp connects the first shard and creates the schema on it.
+func (b *Backend) setUp(ctx context.Context) error {
+	s := b.shards[0]
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
 	defer s.unlock()
-	conn, qctx, cancel, err := s.session()
+	conn, qctx, cancel, err := s.session(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", b.name, permission(err))
+		return fmt.Errorf("%s: %w", b.name, permission(err))
 	}
 	defer cancel()
 	if b.lockID, err = setUp(qctx, conn); err != nil {
-		s.drop()
-		return nil, fmt.Errorf("%s: %w", b.name, err)
+		return fmt.Errorf("%s: %w", b.name, err)
 	}
-	return b, nil
+	return nil
 }
 
 // Name implements driver.Namer: "postgres host:port/db".
@@ -123,12 +138,24 @@ func (b *Backend) Name() string { return b.name }
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
 		b.listen.close()
+		b.stop()
 		for _, s := range b.shards {
 			s.sem <- struct{}{}
 			s.drop()
 			s.conn = nil
 			s.held = nil // marks the shard closed
+			_ = s.settle()
 			<-s.sem
+		}
+		// Attempts still in flight end at once; a connection one made
+		// before it noticed is closed here.
+		b.dials.Wait()
+		for _, s := range b.shards {
+			for range s.dial.inFlight {
+				if d := <-s.dial.results; d.conn != nil {
+					closeConn(d.conn)
+				}
+			}
 		}
 	})
 	return nil
@@ -160,7 +187,7 @@ func (b *Backend) open(ctx context.Context, hash int64) (s *shard, conn *pgx.Con
 	if s, err = b.enter(ctx, hash); err != nil {
 		return nil, nil, nil, nil, err
 	}
-	conn, qctx, cancel, err := s.session()
+	conn, qctx, cancel, err := s.session(ctx)
 	if err != nil {
 		s.unlock()
 		return nil, nil, nil, nil, fmt.Errorf("%s: %w", b.name, permission(err))
@@ -192,7 +219,7 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 	if h != nil && h.owner != owner && start.Before(h.deadline) {
 		return 0, false, nil // another owner of this Backend holds it
 	}
-	conn, qctx, cancel, err := s.session()
+	conn, qctx, cancel, err := s.session(ctx)
 	if err != nil {
 		return 0, false, fmt.Errorf("%s: %w", b.name, permission(err))
 	}
@@ -238,7 +265,7 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 	if h == nil || h.owner != owner || h.gen != s.gen || !start.Before(h.deadline) {
 		return false, nil
 	}
-	conn, qctx, cancel, err := s.session()
+	conn, qctx, cancel, err := s.session(ctx)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", b.name, permission(err))
 	}
@@ -282,7 +309,7 @@ func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) 
 	h.timer.Stop()
 	delete(s.held, key)
 	live := h.gen == s.gen
-	conn, qctx, cancel, err := s.session()
+	conn, qctx, cancel, err := s.session(ctx)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", b.name, permission(err))
 	}

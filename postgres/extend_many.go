@@ -74,7 +74,7 @@ func (b *Backend) extendShard(ctx context.Context, s *shard, reqs []driver.Exten
 			res[i] = driver.ExtendResult{Err: err}
 		}
 	}
-	conn, qctx, cancel, err := s.session()
+	conn, qctx, cancel, err := s.session(ctx)
 	if err != nil {
 		fail(fmt.Errorf("%s: %w", b.name, permission(err)))
 		return

@@ -52,11 +52,14 @@ func WithConns(n int) Option {
 	}
 }
 
-// WithOpTimeout bounds one query on a lock connection, the dial included.
-// It replaces the caller's context while the query runs, because
-// cancelling a query closes its connection and so frees every advisory
-// lock on it; a query that times out does close it. Default
-// DefaultOpTimeout (5s). It must be positive.
+// WithOpTimeout bounds one query on a lock connection, and the wait for a
+// connection before it. It replaces the caller's context while the query
+// runs, because cancelling a query closes its connection and so frees
+// every advisory lock on it; a query that times out does close it. A
+// connection attempt unanswered for a fifth of it (at most 1 s) gets
+// another beside it, so that one lost to a network fault does not hold
+// up the operations after the heal. Default DefaultOpTimeout (5s). It
+// must be positive.
 func WithOpTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

@@ -18,6 +18,7 @@ type shard struct {
 	conn *pgx.Conn
 	gen  uint64 // counts sessions: a hold of an older one lost its advisory lock
 	held map[string]*hold
+	dial dialer // the connection attempts (dial.go)
 }
 
 // hold is a key this Backend holds the advisory lock of.
@@ -40,23 +41,23 @@ func (s *shard) lock(ctx context.Context) error {
 
 func (s *shard) unlock() { <-s.sem }
 
-// session returns the connection, dialling it if needed, and a context
-// for one operation on it. A caller's cancellation must not cut a query
-// short: pgx then closes the connection, and with it the advisory locks of
-// every key on this shard. So operations are bounded by opTimeout instead;
-// callers' contexts bound only the wait for the shard.
-func (s *shard) session() (*pgx.Conn, context.Context, context.CancelFunc, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.b.cfg.opTimeout)
+// session returns the connection, connecting if needed (connect), and a
+// context for one query on it. A caller's cancellation must not cut a
+// query short: pgx then closes the connection, and with it the advisory
+// locks of every key on this shard. So queries are bounded by opTimeout
+// instead; the caller's ctx bounds the wait for the shard and for a
+// connection, which holds no lock yet.
+func (s *shard) session(ctx context.Context) (*pgx.Conn, context.Context, context.CancelFunc, error) {
 	if s.conn == nil || s.conn.IsClosed() {
 		s.drop()
-		c, err := pgx.ConnectConfig(ctx, s.b.connCfg.Copy())
-		if err != nil {
-			cancel()
+		if err := s.connect(ctx); err != nil {
 			return nil, nil, nil, err
 		}
-		s.conn = c
+	} else {
+		_ = s.settle() // closes spare connections of hedged attempts
 	}
-	return s.conn, ctx, cancel, nil
+	qctx, cancel := context.WithTimeout(context.Background(), s.b.cfg.opTimeout)
+	return s.conn, qctx, cancel, nil
 }
 
 // failed checks after an error whether the session died, and forgets the
@@ -96,7 +97,7 @@ func (s *shard) expire(key string, h *hold) {
 	if h.gen != s.gen || s.conn == nil {
 		return
 	}
-	conn, ctx, cancel, err := s.session()
+	conn, ctx, cancel, err := s.session(context.Background())
 	if err != nil {
 		return
 	}

@@ -145,11 +145,15 @@ func TLSQuery(certs *testcerts.Set) string {
 // Certs are the certificates a server started by StartTLS uses, or nil.
 func (s *Server) Certs() *testcerts.Set { return s.certs }
 
+// LogPath is the server's log file (its standard output and error),
+// which a restart appends to.
+func (s *Server) LogPath() string { return filepath.Join(s.dir, "etcd.log") }
+
 func (s *Server) start() error {
 	client := s.Endpoint()
 	peer := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(s.peerPort))
-	logPath := filepath.Join(s.dir, "etcd.log")
-	logf, err := os.Create(logPath)
+	logPath := s.LogPath()
+	logf, err := proc.OpenLog(logPath)
 	if err != nil {
 		return err
 	}

@@ -166,6 +166,9 @@ func (s *Server) URL() string {
 	return fmt.Sprintf("mysql://%s:%s@%s/%s", User, Password, s.Addr(), Database)
 }
 
+// LogPath is the server's error log, which a restart appends to.
+func (s *Server) LogPath() string { return filepath.Join(s.dir, "error.log") }
+
 func (s *Server) start() error {
 	cmd := exec.Command(s.bins["mariadbd"], "--no-defaults",
 		"--datadir="+s.dir,
@@ -180,7 +183,7 @@ func (s *Server) start() error {
 		// package mysql for what production needs.
 		"--innodb-flush-log-at-trx-commit=2",
 		"--max-connections=500",
-		"--log-error="+filepath.Join(s.dir, "error.log"),
+		"--log-error="+s.LogPath(),
 	)
 	if s.certs != nil {
 		cmd.Args = append(cmd.Args, "--ssl-cert="+s.certs.ServerCert, "--ssl-key="+s.certs.ServerKey, "--ssl-ca="+s.certs.CA)
@@ -189,7 +192,7 @@ func (s *Server) start() error {
 		s.clock.Apply(cmd)
 	}
 	proc.DieWithParent(cmd)
-	exited, err := proc.Start(cmd, "mariadbd", filepath.Join(s.dir, "error.log"), 30*time.Second, 50*time.Millisecond, func() bool { _, err := s.Exec("SELECT 1"); return err == nil })
+	exited, err := proc.Start(cmd, "mariadbd", s.LogPath(), 30*time.Second, 50*time.Millisecond, func() bool { _, err := s.Exec("SELECT 1"); return err == nil })
 	if err != nil {
 		return err
 	}

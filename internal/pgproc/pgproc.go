@@ -86,6 +86,11 @@ type Options struct {
 	// default server keeps. fsync stays off either way: a killed process
 	// leaves what it wrote in the kernel's cache.
 	SyncCommit bool
+	// LogConnections logs every connection the server receives, each
+	// one it authorises and each end of a session (log_connections,
+	// log_disconnections), with millisecond timestamps: what a fault test
+	// needs to tell a silent server from a silent network.
+	LogConnections bool
 }
 
 // Start creates a cluster in a new temporary directory and runs postgres
@@ -172,9 +177,14 @@ func credential(dir string) (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
+// LogPath is the server's log file (its standard output and error),
+// which a restart appends to. Kill removes it with the server's other
+// files.
+func (s *Server) LogPath() string { return filepath.Join(s.dir, "postgres.log") }
+
 func (s *Server) start(bin, data string, cred *syscall.Credential) error {
-	logPath := filepath.Join(s.dir, "postgres.log")
-	logf, err := os.Create(logPath)
+	logPath := s.LogPath()
+	logf, err := proc.OpenLog(logPath)
 	if err != nil {
 		return err
 	}
@@ -189,6 +199,9 @@ func (s *Server) start(bin, data string, cred *syscall.Credential) error {
 		"-c", "max_connections=300",
 		"-c", "max_locks_per_transaction=256", // sizes the shared lock table that advisory locks live in
 	)
+	if s.opts.LogConnections {
+		cmd.Args = append(cmd.Args, "-c", "log_connections=on", "-c", "log_disconnections=on")
+	}
 	if s.certs != nil {
 		cmd.Args = append(cmd.Args,
 			"-c", "ssl=on",

@@ -39,6 +39,13 @@ func Start(cmd *exec.Cmd, name, logPath string, timeout, poll time.Duration, rea
 	return nil, errors.New(name + " was not ready within " + timeout.String())
 }
 
+// OpenLog opens a server's log file for appending, creating it if
+// needed: a restarted server adds to the log of its earlier runs, so that
+// what it said before a crash is still there to read after.
+func OpenLog(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+}
+
 // tail returns the last n bytes of a log, trimmed.
 func tail(s string, n int) string {
 	s = strings.TrimSpace(s)

@@ -89,6 +89,9 @@ func (s *Server) URL() string { return turnstileURL(s.tls, "", []string{s.Addr()
 // TLS is the TLS of the server, or nil for plain text.
 func (s *Server) TLS() *TLS { return s.tls }
 
+// LogPath is the server's log file, which a restart appends to.
+func (s *Server) LogPath() string { return filepath.Join(s.dir, "redis.log") }
+
 func (s *Server) start() error {
 	port := []string{"--port", strconv.Itoa(s.port)}
 	if s.tls != nil {
@@ -104,7 +107,7 @@ func (s *Server) start() error {
 		"--save", "",
 		"--daemonize", "no",
 		"--loglevel", "warning",
-		"--logfile", filepath.Join(s.dir, "redis.log"),
+		"--logfile", s.LogPath(),
 	)
 	cmd.Args = append(cmd.Args, s.persistence()...)
 	cmd.Args = append(cmd.Args, s.extra...)
@@ -112,7 +115,7 @@ func (s *Server) start() error {
 		s.clock.Apply(cmd)
 	}
 	proc.DieWithParent(cmd)
-	exited, err := proc.Start(cmd, "redis-server", filepath.Join(s.dir, "redis.log"), 10*time.Second, 10*time.Millisecond, func() bool { reply, err := s.Do("PING"); return err == nil && reply == "PONG" })
+	exited, err := proc.Start(cmd, "redis-server", s.LogPath(), 10*time.Second, 10*time.Millisecond, func() bool { reply, err := s.Do("PING"); return err == nil && reply == "PONG" })
 	if err != nil {
 		return err
 	}

@@ -175,6 +175,12 @@ func serverLines(members []*Server, from int, link LinkFunc) ([]string, error) {
 	return lines, nil
 }
 
+// SimpleLoggerJar is SLF4J's simple binding (Debian's libslf4j-java),
+// which an ensemble's servers log through when it is installed, with
+// millisecond timestamps: ZooKeeper's jar brings no binding, and without
+// one its servers log nothing.
+const SimpleLoggerJar = "/usr/share/java/slf4j-simple.jar"
+
 // startMember starts a server of an ensemble and waits until it grants
 // sessions.
 func (s *Server) startMember() error {
@@ -206,15 +212,21 @@ func (s *Server) startMember() error {
 	if err := os.WriteFile(cfg, []byte(strings.Join(conf, "\n")+"\n"), 0o600); err != nil {
 		return err
 	}
-	logf, err := os.Create(filepath.Join(s.dir, "zookeeper.log"))
+	logf, err := proc.OpenLog(s.LogPath())
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
+	classpath := Jar
+	if _, err := os.Stat(SimpleLoggerJar); err == nil {
+		classpath += ":" + SimpleLoggerJar
+	}
 	cmd := exec.Command(s.java,
 		"-Xms32m", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dzookeeper.jmx.log4j.disable=true",
-		"-cp", Jar,
+		"-Dorg.slf4j.simpleLogger.showDateTime=true",
+		"-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSSZ",
+		"-cp", classpath,
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if m.clock != nil {

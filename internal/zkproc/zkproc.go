@@ -187,6 +187,10 @@ func TLSConfig(port int, keyStore, trustStore string) []string {
 // zookeeper.jar's manifest names.
 var nettyJars = []string{"/usr/share/java/netty-codec.jar", "/usr/share/java/netty-resolver.jar", "/usr/share/java/netty-transport-native-unix-common.jar"}
 
+// LogPath is the server's log file (its standard output and error),
+// which a restart appends to.
+func (s *Server) LogPath() string { return filepath.Join(s.dir, "zookeeper.log") }
+
 func (s *Server) start() error {
 	data := filepath.Join(s.dir, "data")
 	if err := os.MkdirAll(data, 0o700); err != nil {
@@ -229,7 +233,7 @@ func (s *Server) start() error {
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		return err
 	}
-	logf, err := os.Create(filepath.Join(s.dir, "zookeeper.log"))
+	logf, err := proc.OpenLog(s.LogPath())
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,161 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/turnstilelock/turnstile/postgres"
+)
+
+// cutProxy forwards TCP connections to a server until cut: then it
+// resets every connection it carries, and the connections it accepts
+// from then on hear nothing, ever — not even after the heal, as when a
+// network fault lost a new connection's packets and the client's kernel
+// still waits for an answer. Connections accepted after the heal are
+// forwarded again.
+type cutProxy struct {
+	ln       net.Listener
+	upstream string
+
+	mu    sync.Mutex
+	cut   bool
+	conns map[net.Conn]bool // true: forwarded; false: held silent
+	wg    sync.WaitGroup
+}
+
+func newCutProxy(t *testing.T, upstream string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, upstream: upstream, conns: map[net.Conn]bool{}}
+	p.wg.Go(p.accept)
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *cutProxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.conns[c] = false
+			p.mu.Unlock()
+			continue
+		}
+		p.mu.Unlock()
+		up, err := net.Dial("tcp", p.upstream)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns[c], p.conns[up] = true, true
+		p.mu.Unlock()
+		p.wg.Go(func() { _, _ = io.Copy(up, c); up.Close() })
+		p.wg.Go(func() { _, _ = io.Copy(c, up); c.Close() })
+	}
+}
+
+// setCut cuts (true) or heals (false). Cutting resets the forwarded
+// connections.
+func (p *cutProxy) setCut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if !cut {
+		return
+	}
+	for c, forwarded := range p.conns {
+		if forwarded {
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0) // an RST, not a FIN
+			}
+			c.Close()
+			delete(p.conns, c)
+		}
+	}
+}
+
+func (p *cutProxy) close() {
+	p.ln.Close()
+	p.mu.Lock()
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// TestSessionAfterReset: after a fault that reset a Backend's connection
+// and swallowed the dial that followed, the first operation after the
+// heal gets a session within a dial's hedge, not once the swallowed
+// dial has used up its operation timeout. Operations go on during the
+// fault, as a lock's waiters and renewals do, so that one of them dials
+// into the fault.
+//
+// The bound: with an operation timeout of 10 s, a fresh dial starts once
+// the swallowed one has gone unanswered for 1 s; a dial and an
+// acquisition on loopback take milliseconds, which leaves 4 s of the
+// 5-s bound for a loaded machine's scheduling. Waiting behind the
+// swallowed dial takes the rest of its 10 s after the heal: 9 s here.
+func TestSessionAfterReset(t *testing.T) {
+	const opTimeout = 10 * time.Second
+	p := newCutProxy(t, srv.Addr())
+	cfg := connConfig(t, srv)
+	host, port, err := net.SplitHostPort(p.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(port)
+	cfg.Host, cfg.Port = host, uint16(n)
+	b := dialConfig(t, cfg, postgres.WithConns(1), postgres.WithOpTimeout(opTimeout))
+	ctx := ctxFor(t, time.Minute)
+	key := "reset:" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if _, ok, err := b.Acquire(ctx, key, "a", time.Minute); err != nil || !ok {
+		t.Fatalf("Acquire before the fault = %v, %v", ok, err)
+	}
+
+	p.setCut(true)
+	var during sync.WaitGroup
+	for i := range 5 {
+		during.Go(func() {
+			actx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			defer cancel()
+			_, _, _ = b.Acquire(actx, key+":"+strconv.Itoa(i), "b", time.Minute)
+		})
+		time.Sleep(200 * time.Millisecond)
+	}
+	p.setCut(false)
+	healed := time.Now()
+
+	var last error
+	for time.Since(healed) < 2*opTimeout {
+		actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		_, ok, err := b.Acquire(actx, key+":after", "c", time.Minute)
+		cancel()
+		if err == nil && ok {
+			break
+		}
+		last = err
+		if err == nil {
+			last = errors.New("the lock is held")
+		}
+	}
+	took := time.Since(healed)
+	during.Wait()
+	if took > opTimeout/2 {
+		t.Fatalf("the first grant after the heal took %v (bound %v; last error: %v)", took.Round(time.Millisecond), opTimeout/2, last)
+	}
+	t.Logf("granted %v after the heal", took.Round(time.Millisecond))
+}
