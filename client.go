@@ -51,6 +51,7 @@ type Client struct {
 	admissions lineSet[*admitWaiter, *admissionLine] // callers over a rate limit
 	busy       *busyMeter                            // WithQueueWhenBusy
 	shared     bool                                  // the backend's locks may have several holders
+	holdsTTL   bool                                  // the backend can keep a lock delay (driver.TTLHolder)
 	// notices is the backend's release that says when to send the
 	// release notice and whether someone else tried the lock, nil where
 	// its Release always sends one; tokenRoom is driver.TokenRoom's, or
@@ -94,6 +95,7 @@ func New(backend driver.Backend, opts ...Option) (*Client, error) {
 		c.shared = sh.Shared()
 	}
 	c.notices, _ = backend.(driver.NoticeReleaser)
+	c.holdsTTL = driver.HoldsTTL(backend)
 	if tr, ok := backend.(driver.TokenRoom); ok && tr.TokenRoom() > 1 {
 		c.tokenRoom = tr.TokenRoom()
 	}
@@ -106,6 +108,9 @@ func New(backend driver.Backend, opts ...Option) (*Client, error) {
 			c.cfg.busyQueue = q
 		}
 		c.busy = newBusyMeter()
+	}
+	if err := c.checkLockDelay(&c.cfg); err != nil {
+		return nil, err
 	}
 	c.wd = newWatchdog(c)
 	return c, nil
@@ -166,6 +171,9 @@ func (c *Client) acquire(ctx context.Context, key string, opts []Option, wait bo
 		}
 		if leader != "" {
 			own.instanceID, own.election = leader, true
+		}
+		if err := c.checkLockDelay(&own); err != nil {
+			return nil, err
 		}
 		cfg = &own
 	}
@@ -242,8 +250,9 @@ func (c *Client) wrap(op, key string, err error) error {
 // Close stops the watchdog — held leases are no longer renewed and their
 // contexts are cancelled with ErrClosed — ends every wait of the Client's
 // calls with ErrClosed, and closes the backend if the Client opened it
-// (Open). Locks still held in the store expire after their TTL; release
-// them before Close to free them at once. Releases the Client makes in
+// (Open). Locks still held in the store expire after their TTL (and the
+// lock delay, WithLockDelay: Close is no clean release); release them
+// before Close to free them at once. Releases the Client makes in
 // the background (of locks that calls gave up on) get closeGrace to
 // finish; after that they are abandoned, and those locks expire too.
 func (c *Client) Close() error {

@@ -68,7 +68,7 @@ func (k *contender) try(ctx context.Context) (*Lease, error) {
 	c, cfg := k.c, k.cfg
 	k.tries++
 	sent := now()
-	token, ok, err := c.backend.Acquire(ctx, k.key, k.owner, cfg.ttl)
+	token, ok, err := c.backend.Acquire(ctx, k.key, k.owner, cfg.storeTTL(cfg.ttl))
 	switch {
 	case ok && err == nil:
 		l, err := c.newLease(ctx, k.key, k.owner, token, sent, cfg)

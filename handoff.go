@@ -86,9 +86,10 @@ func (c *Client) handOver(l *Lease, st releaseStart) bool {
 
 // takesLocal reports whether a waiter with settings w may take a lock
 // handed over without the store by a lease with settings l and TTL ttl:
-// the same TTL, the same instance id, no fixed owner id, no election.
+// the same TTL and lock delay (the store holds the lock for them), the
+// same instance id, no fixed owner id, no election.
 func takesLocal(w, l *config, ttl time.Duration) bool {
-	return w.ttl == ttl && w.instanceID == l.instanceID && w.owner == "" && !w.election
+	return w.ttl == ttl && w.lockDelay == l.lockDelay && w.instanceID == l.instanceID && w.owner == "" && !w.election
 }
 
 // releaseInStore releases l's lock in the store: with the release notice

@@ -138,7 +138,7 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	wd.mu.Unlock()
 
 	sent := now()
-	ok, err := l.c.backend.Extend(ctx, l.key, l.owner, ttl)
+	ok, err := l.c.backend.Extend(ctx, l.key, l.owner, l.cfg.storeTTL(ttl))
 	if err != nil {
 		// The store may have taken it: a shorter TTL may be the lock's
 		// now, or later, whenever the request arrives.

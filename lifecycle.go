@@ -42,7 +42,8 @@ const (
 	leaseHanded
 	// leaseLost: a renewal was refused, or the local deadline passed. A
 	// Release still asks the store to free the lock (if it is still held
-	// under this owner id, nobody else can be using it).
+	// under this owner id, nobody else can be using it) — unless the
+	// lease has a lock delay, which is for just such a holder.
 	leaseLost
 	// leaseClosed: Client.Close ended the lease; nothing more is sent.
 	leaseClosed
@@ -82,6 +83,12 @@ func (w *watchdog) beginRelease(l *Lease) (releaseStart, error) {
 		return st, fmt.Errorf("%w: released already", ErrNotHeld)
 	case leaseClosed:
 		return st, ErrClosed
+	case leaseLost:
+		if l.cfg.lockDelay > 0 {
+			// The holder failed: freeing its lock now would cut the
+			// delay its writes still on their way were given.
+			return st, fmt.Errorf("%w: the lease was lost; its lock is left to the store, which frees it after the lock delay", ErrNotHeld)
+		}
 	case leaseHeld:
 		st.report = true
 		st.mayHand = !l.inflight && l.cfg.owner == "" && !l.cfg.election

@@ -83,6 +83,11 @@ func Schemes() []string {
 // "mem://", and the schemes of every imported backend package — and returns
 // a Client over it. Close on the Client closes the backend.
 //
+// Every backend URL may set the Client's lock delay with a query
+// parameter, lock_delay=2s (WithLockDelay); Open takes it out of the URL
+// before the backend reads it, and refuses it where the backend cannot
+// keep it, or where it disagrees with a WithLockDelay option.
+//
 // The errors of Open never contain the URL's secrets: the password of
 // its user information and the values of secret query parameters such as
 // password= are masked (as xxxxx) wherever they would appear, in errors of
@@ -130,7 +135,14 @@ func openURL(ctx context.Context, rawURL string, opts []Option) (*Client, error)
 	if open == nil {
 		return nil, fmt.Errorf("%w: %q (registered: %s; import the backend package to register it)", ErrUnknownScheme, u.Scheme, strings.Join(Schemes(), ", "))
 	}
-	b, err := open(ctx, u, driver.OpenConfig{TTL: cfg.ttl})
+	delay, err := lockDelayFromURL(&cfg, u)
+	if err != nil {
+		return nil, err
+	}
+	if delay != nil {
+		opts = append(opts[:len(opts):len(opts)], delay)
+	}
+	b, err := open(ctx, u, driver.OpenConfig{TTL: cfg.ttl, LockDelay: cfg.lockDelay})
 	if err != nil {
 		return nil, fmt.Errorf("turnstile: open %s: %w", redact.URL(rawURL), err)
 	}

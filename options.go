@@ -25,6 +25,10 @@ const (
 	// MaxTTL is the longest lease TTL. Long jobs keep a short TTL and let the
 	// watchdog renew it; a huge TTL only delays recovery after a crash.
 	MaxTTL = 24 * time.Hour
+	// MaxLockDelay is the longest lock delay (WithLockDelay). The delay
+	// covers a failed holder's writes still on their way; one that needs
+	// longer is better fenced.
+	MaxLockDelay = time.Hour
 )
 
 // Defaults.
@@ -41,6 +45,7 @@ const (
 // applied to a copy.
 type config struct {
 	ttl         time.Duration
+	lockDelay   time.Duration // kept on top of ttl in the store (WithLockDelay)
 	renewEvery  time.Duration // 0: ttl/3
 	watchdog    bool
 	backoff     Backoff
@@ -107,6 +112,46 @@ func WithTTL(ttl time.Duration) Option {
 		return nil
 	}
 }
+
+// WithLockDelay keeps a lock unavailable for d after its holder failed
+// — its lease was lost, or its process died or was closed without
+// releasing — as Chubby's and Consul's lock-delay do, so that a resource
+// that cannot check fencing tokens gets time for the failed holder's
+// writes still on their way to drain. A lock released cleanly (Release,
+// Do, a handoff to the next waiter of the same Client) is free at once,
+// and so is one an operator removes (ForceRelease).
+//
+// The store is asked to hold the lock for the TTL plus d, at every
+// acquisition and renewal, while the lease itself (its Validity, its
+// context, the watchdog's schedule) counts the TTL alone; no extra round
+// trip is made. Release of a lease that was lost leaves its lock to the
+// store (ErrNotHeld), which frees it after the delay. The delay is
+// measured by the store's clock from the holder's last acquisition or
+// renewal it took: it is no substitute for fencing (docs/guarantees.md).
+//
+// Only stores whose locks last their TTL and nothing else can keep it
+// (driver.TTLHolder): Redis, Redlock, etcd, PostgreSQL, MySQL, the memory
+// backend, a fallback pair of them. New and Open refuse it, with
+// ErrInvalidOption and ErrUnsupported, for others (ZooKeeper, whose
+// locks end with the holder's session; the lock service; the lock kinds'
+// views). d must lie in [0, MaxLockDelay]; 0, the default, turns it off.
+// It applies to the Client or to one call.
+func WithLockDelay(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("%w: lock delay %v must not be negative", ErrInvalidOption, d)
+		}
+		if d > MaxLockDelay {
+			return fmt.Errorf("%w: lock delay %v is longer than %v: fence the resource instead (package fence)", ErrInvalidOption, d, MaxLockDelay)
+		}
+		c.lockDelay = d
+		return nil
+	}
+}
+
+// storeTTL is what the store is asked to hold a lock with lease TTL ttl
+// for: the lock delay on top.
+func (c *config) storeTTL(ttl time.Duration) time.Duration { return ttl + c.lockDelay }
 
 // WithRenewInterval sets how often the watchdog renews a held lease.
 // Default: a third of the TTL. It must be positive and shorter than the

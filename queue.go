@@ -31,7 +31,7 @@ func (c *Client) acquireQueued(ctx context.Context, q driver.Queuer, key string,
 		qctx = driver.WithPositionFunc(qctx, cfg.position)
 	}
 	owner := newOwner(cfg)
-	token, err := q.AcquireWait(qctx, key, owner, cfg.ttl)
+	token, err := q.AcquireWait(qctx, key, owner, cfg.storeTTL(cfg.ttl))
 	if err != nil {
 		switch {
 		case c.closed.Load():
@@ -48,7 +48,7 @@ func (c *Client) acquireQueued(ctx context.Context, q driver.Queuer, key string,
 	// it now gives the lease a send time that is certainly no later than
 	// the start of the TTL the store counts.
 	sent := now()
-	ok, err := c.backend.Extend(ctx, key, owner, cfg.ttl)
+	ok, err := c.backend.Extend(ctx, key, owner, cfg.storeTTL(cfg.ttl))
 	if err != nil || !ok {
 		c.abandon(cfg, key, owner)
 		if err == nil {

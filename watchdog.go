@@ -297,18 +297,18 @@ func (w *watchdog) renew(batch []pending) {
 	switch {
 	case len(batch) == 1:
 		p := batch[0]
-		results[0].OK, results[0].Err = w.c.backend.Extend(ctx, p.l.key, p.l.owner, p.ttl)
+		results[0].OK, results[0].Err = w.c.backend.Extend(ctx, p.l.key, p.l.owner, p.l.cfg.storeTTL(p.ttl))
 	case w.batch != nil:
 		reqs := make([]driver.ExtendRequest, len(batch))
 		for i, p := range batch {
-			reqs[i] = driver.ExtendRequest{Key: p.l.key, Owner: p.l.owner, TTL: p.ttl}
+			reqs[i] = driver.ExtendRequest{Key: p.l.key, Owner: p.l.owner, TTL: p.l.cfg.storeTTL(p.ttl)}
 		}
 		results = w.batch.ExtendMany(ctx, reqs)
 	default:
 		var wg sync.WaitGroup
 		for i, p := range batch {
 			wg.Go(func() {
-				results[i].OK, results[i].Err = w.c.backend.Extend(ctx, p.l.key, p.l.owner, p.ttl)
+				results[i].OK, results[i].Err = w.c.backend.Extend(ctx, p.l.key, p.l.owner, p.l.cfg.storeTTL(p.ttl))
 			})
 		}
 		wg.Wait()

@@ -22,6 +22,7 @@
 //   - Shared: locks several owners may hold (semaphores, read locks).
 //   - Inspector: who holds a key, and which keys are held (operators).
 //   - ForceReleaser: an operator's removal of a stuck lock.
+//   - TTLHolder: a lock lasts its TTL and no other bound (lock delay).
 //   - Namer: a name for errors and metrics (see Name).
 //   - io.Closer: closed by the Client that opened the backend.
 package driver
@@ -210,6 +211,30 @@ type OpenConfig struct {
 	// derives that bound from it, so that --ttl means the same on every
 	// store.
 	TTL time.Duration
+	// LockDelay is the Client's lock delay (turnstile.WithLockDelay),
+	// zero when it has none: the store is then asked for locks of TTL +
+	// LockDelay, and a store that bounds TTLs (a fallback pair's switch
+	// grace) must allow that much.
+	LockDelay time.Duration
+}
+
+// TTLHolder is implemented by backends that keep a lock whose holder
+// stopped renewing it (and did not release it) for at least the TTL of
+// its last Acquire or Extend, counted from when the store took that
+// request, whatever else happens to the holder: a lock that a session
+// ends (ZooKeeper's ephemeral nodes) would not outlast its holder. The Client then keeps a failed holder's lock for a lock
+// delay past its lease (turnstile.WithLockDelay) by asking the store for
+// TTL + delay while its leases count TTL alone. HoldsTTL reports whether
+// the backend does: a view whose holds live otherwise, or a composite
+// backend one of whose members cannot, reports false.
+type TTLHolder interface {
+	HoldsTTL() bool
+}
+
+// HoldsTTL reports whether b is a TTLHolder that holds.
+func HoldsTTL(b Backend) bool {
+	h, ok := b.(TTLHolder)
+	return ok && h.HoldsTTL()
 }
 
 // LockState is what a store knows about one key's lock.

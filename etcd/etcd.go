@@ -195,6 +195,13 @@ func (b *Backend) Close() error {
 // Name implements driver.Namer: "etcd" and the endpoints.
 func (b *Backend) Name() string { return "etcd " + strings.Join(b.cli.Endpoints(), ",") }
 
+// HoldsTTL implements driver.TTLHolder: the lock key lives on a lease
+// granted with the TTL rounded up to whole seconds, and Extend moves it
+// to a longer lease when the TTL asks for more (extendKeys), so a lock
+// lasts at least the TTL of its last Acquire or Extend. The lock kinds'
+// views do not offer it.
+func (b *Backend) HoldsTTL() bool { return true }
+
 // LockKey is the etcd key that holds the lock on key.
 func (b *Backend) LockKey(key string) string { return b.cfg.prefix + "locks/" + key }
 

@@ -75,6 +75,13 @@ func (b *Backend) Name() string {
 	return "fallback(" + b.names[primary] + ", " + b.names[secondary] + ")"
 }
 
+// HoldsTTL implements driver.TTLHolder when both stores do; the pair's
+// switch grace must then cover the TTL plus the lock delay (MaxTTL). A
+// pair of lock kinds' views does not offer it.
+func (b *Backend) HoldsTTL() bool {
+	return driver.HoldsTTL(b.stores[primary]) && driver.HoldsTTL(b.stores[secondary])
+}
+
 // State returns the state of this process's breaker, its view of the
 // primary's health. An open breaker whose timeout has passed reports
 // half-open.

@@ -61,6 +61,17 @@ var (
 // Name implements driver.Namer: the store's redacted URL.
 func (l *lazyStore) Name() string { return l.name }
 
+// HoldsTTL implements driver.TTLHolder as the connected store does.
+// Before it has connected it says yes: it connects with the Client's
+// lock delay (open.go), which turnstile.Open refuses for a store that
+// cannot keep it.
+func (l *lazyStore) HoldsTTL() bool {
+	l.mu.Lock()
+	c := l.client
+	l.mu.Unlock()
+	return c == nil || driver.HoldsTTL(c.Backend())
+}
+
 // startLocked starts an attempt to connect, unless one is under way, and
 // returns the channel closed when it ends. The attempt is bounded by
 // redialTimeout alone: no caller's context ends it.

@@ -43,18 +43,20 @@ func open(ctx context.Context, u *url.URL, oc driver.OpenConfig) (driver.Backend
 	if err != nil {
 		return nil, err
 	}
-	grace := graceFor(oc.TTL)
+	// A lock lasts its TTL plus the lock delay in the stores.
+	hold := oc.TTL + oc.LockDelay
+	grace := graceFor(hold)
 	if c.graceSet {
-		if limit := MaxTTL(c.grace); oc.TTL > limit {
-			return nil, fmt.Errorf("%w: the lease TTL %v is longer than %v, the most grace=%v in the URL allows (fallback.MaxTTL): a lock could outlive a switch of stores; use a shorter TTL, or raise grace (or leave it out: it then covers the TTL)",
-				turnstile.ErrInvalidTTL, oc.TTL, limit, c.grace)
+		if limit := MaxTTL(c.grace); hold > limit {
+			return nil, fmt.Errorf("%w: the lease TTL %v (with the lock delay %v) is longer than %v, the most grace=%v in the URL allows (fallback.MaxTTL): a lock could outlive a switch of stores; use a shorter TTL, or raise grace (or leave it out: it then covers the TTL)",
+				turnstile.ErrInvalidTTL, oc.TTL, oc.LockDelay, limit, c.grace)
 		}
 		grace = c.grace
 	}
 	var members [2]*lazyStore
 	for i, raw := range []string{c.primary, c.secondary} {
 		members[i] = &lazyStore{name: redact.URL(raw), dial: func(ctx context.Context) (*turnstile.Client, error) {
-			return turnstile.Open(ctx, raw, turnstile.WithTTL(oc.TTL))
+			return turnstile.Open(ctx, raw, turnstile.WithTTL(oc.TTL), turnstile.WithLockDelay(oc.LockDelay))
 		}}
 	}
 	closeAll := func() {

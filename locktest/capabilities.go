@@ -87,6 +87,10 @@ type coreCaps struct{ *faulty }
 
 func (c coreCaps) Name() string { return "faulty " + driver.Name(c.base) }
 
+// HoldsTTL forwards driver.TTLHolder as the store answers it: a bool,
+// not a set of methods, so every layer can offer it.
+func (c coreCaps) HoldsTTL() bool { return driver.HoldsTTL(c.base) }
+
 func (c coreCaps) Inspect(ctx context.Context, key string) (driver.LockState, error) {
 	return c.inspect(ctx, key)
 }

@@ -103,6 +103,7 @@ func Run(t *testing.T, h Harness) {
 		{"Inspect", testInspect},
 		{"ForceReleaseEndsLiveLease", testForceReleaseEndsLiveLease},
 		{"Election", testElection},
+		{"LockDelay", testLockDelay},
 	}
 	for _, c := range cases {
 		if c.name == "MutualExclusionProcesses" && h.URL == "" {

@@ -45,6 +45,7 @@ var (
 	_ driver.Backend       = (*Backend)(nil)
 	_ driver.BatchExtender = (*Backend)(nil)
 	_ driver.Fencer        = (*Backend)(nil)
+	_ driver.TTLHolder     = (*Backend)(nil)
 )
 
 // New returns an empty store.
@@ -58,6 +59,12 @@ func New() *Backend {
 
 // Name implements driver.Namer.
 func (b *Backend) Name() string { return "memory" }
+
+// HoldsTTL implements driver.TTLHolder: a lock lasts the TTL of its last
+// Acquire or Extend and ends with nothing else. The lock kinds' views
+// (semaphores, read-write locks, reentrant and fair locks) do not offer
+// it: a lock delay is for the plain exclusive lock.
+func (b *Backend) HoldsTTL() bool { return true }
 
 func (b *Backend) shard(key string) *shard {
 	return &b.shards[maphash.String(b.seed, key)%shards]

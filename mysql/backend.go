@@ -136,6 +136,12 @@ func (b *Backend) setUp(ctx context.Context, cfg *gomysql.Config) error {
 // Name implements driver.Namer: "mysql host:port/db".
 func (b *Backend) Name() string { return b.name }
 
+// HoldsTTL implements driver.TTLHolder: the row's expires_at, which
+// Acquire checks whether or not the holder's session and its user lock
+// live on, is the TTL of its last Acquire or Extend by the server's
+// clock. The lock kinds' views do not offer it.
+func (b *Backend) HoldsTTL() bool { return true }
+
 // LockName is the name of key's row in turnstile_locks (and
 // turnstile_holds): the key itself if it has at most 64 bytes and does
 // not start with "ts:"; else "ts:" and 61 hex digits of its SHA-256. A

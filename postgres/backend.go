@@ -133,6 +133,12 @@ func (b *Backend) setUp(ctx context.Context) error {
 // Name implements driver.Namer: "postgres host:port/db".
 func (b *Backend) Name() string { return b.name }
 
+// HoldsTTL implements driver.TTLHolder: the row's expires_at, which
+// Acquire checks whether or not the holder's session and its advisory
+// lock live on, is the TTL of its last Acquire or Extend by the server's
+// clock. The lock kinds' views do not offer it.
+func (b *Backend) HoldsTTL() bool { return true }
+
 // Close closes the lock connections. The server frees their advisory
 // locks; rows of locks still held stay until their TTL runs out.
 func (b *Backend) Close() error {

@@ -155,6 +155,19 @@ func (b *Backend) Name() string {
 	return "redlock(" + strings.Join(names, ", ") + ")"
 }
 
+// HoldsTTL implements driver.TTLHolder when every node does: each node
+// holds the lock for the TTL it was sent, and a quorum of them must be
+// free before the lock is granted again. A Redlock of the nodes' lock
+// kinds does not offer it.
+func (b *Backend) HoldsTTL() bool {
+	for _, n := range b.nodes {
+		if !driver.HoldsTTL(n.b) {
+			return false
+		}
+	}
+	return true
+}
+
 // Quorum returns how many nodes must agree: len(nodes)/2 + 1.
 func (b *Backend) Quorum() int { return b.quorum }
 

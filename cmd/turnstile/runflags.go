@@ -35,6 +35,7 @@ type runOptions struct {
 	passBackend bool
 	key         string
 	ttl         time.Duration
+	lockDelay   time.Duration // --lock-delay; 0: none
 	wait        time.Duration // 0: wait until acquired
 	noWait      bool
 	grace       time.Duration
@@ -105,6 +106,7 @@ func newRunFlagSet(o *runOptions) (fs *flag.FlagSet, backend *cli.BackendFlags, 
 	fs.StringVar(&o.key, "key", "", "")
 	ttl, wait, grace = new(durationFlag(turnstile.DefaultTTL)), new(durationFlag(0)), new(durationFlag(defaultGrace))
 	fs.Var(ttl, "ttl", "")
+	fs.Var((*durationFlag)(&o.lockDelay), "lock-delay", "")
 	fs.Var(wait, "wait", "")
 	fs.BoolVar(&o.noWait, "no-wait", false, "")
 	fs.Var(grace, "grace", "")
@@ -173,6 +175,12 @@ func parseRun(args []string) (*runOptions, error) {
 	if err := o.check(set["wait"]); err != nil {
 		return nil, err
 	}
+	if err := o.checkLockDelay(kinds); err != nil {
+		return nil, err
+	}
+	if o.lockDelay > 0 {
+		o.clientOpts = append(o.clientOpts, turnstile.WithLockDelay(o.lockDelay))
+	}
 	return o, nil
 }
 
@@ -234,6 +242,20 @@ func (o *runOptions) check(waitSet bool) error {
 		return fmt.Errorf("--grace %v must not be negative", o.grace)
 	case o.backend == "":
 		return errors.New("--backend must not be empty")
+	}
+	return nil
+}
+
+// checkLockDelay checks --lock-delay: in [0, MaxLockDelay], and for the
+// plain lock or --leader only (the lock kinds cannot keep it).
+func (o *runOptions) checkLockDelay(kinds []string) error {
+	switch {
+	case o.lockDelay < 0:
+		return fmt.Errorf("--lock-delay %v must not be negative", o.lockDelay)
+	case o.lockDelay > turnstile.MaxLockDelay:
+		return fmt.Errorf("--lock-delay %v is longer than %v: a resource that needs longer to drain a dead holder's writes should check fencing tokens", o.lockDelay, turnstile.MaxLockDelay)
+	case o.lockDelay > 0 && len(kinds) > 0:
+		return fmt.Errorf("--lock-delay applies to the plain lock and --leader, not to %s", kinds[0])
 	}
 	return nil
 }
@@ -300,6 +322,12 @@ Flags:
                  unless --leader)
   --ttl D        lease TTL: how long the lock outlives a turnstile that
                  crashed or lost the store (default %v)
+  --lock-delay D keep the lock for D more after a turnstile that failed
+                 (killed, or its lease lost) instead of releasing it, so
+                 that a resource that cannot check fencing tokens gets time
+                 for its writes still on their way; a clean exit releases
+                 at once. Not for ZooKeeper or the lock kinds; at most 1h
+                 (default 0: none)
   --wait D       give up with exit 75 if the lock is not acquired within D
                  (default: wait until it is, like flock without -w)
   --no-wait      make a single attempt; exit 75 at once if the lock is held

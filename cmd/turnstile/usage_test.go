@@ -31,6 +31,10 @@ func TestUsageErrors(t *testing.T) {
 		{"huge ttl", []string{"run", "--key", "k", "--ttl", "25h", "--", "true"}, "--ttl 25h0m0s is outside"},
 		{"ttl not a duration", []string{"run", "--key", "k", "--ttl", "abc", "--", "true"}, `invalid value "abc" for flag -ttl: want a duration`},
 		{"ttl without unit", []string{"run", "--key", "k", "--ttl", "30", "--", "true"}, "want a duration such as"},
+		{"negative lock delay", []string{"run", "--key", "k", "--lock-delay", "-1s", "--", "true"}, "--lock-delay -1s must not be negative"},
+		{"huge lock delay", []string{"run", "--key", "k", "--lock-delay", "2h", "--", "true"}, "--lock-delay 2h0m0s is longer than 1h0m0s"},
+		{"lock delay not a duration", []string{"run", "--key", "k", "--lock-delay", "x", "--", "true"}, `invalid value "x" for flag -lock-delay`},
+		{"lock delay on a kind", []string{"run", "--key", "k", "--lock-delay", "1s", "--shared", "--", "true"}, "--lock-delay applies to the plain lock and --leader, not to --shared"},
 		{"zero wait", []string{"run", "--key", "k", "--wait", "0s", "--", "true"}, "--wait 0s must be positive"},
 		{"negative wait", []string{"run", "--key", "k", "--wait", "-1s", "--", "true"}, "must be positive"},
 		{"wait and no-wait", []string{"run", "--key", "k", "--wait", "1s", "--no-wait", "--", "true"}, "exclude each other"},
@@ -94,7 +98,7 @@ func TestHelp(t *testing.T) {
 func TestRunHelpDocumentsEverything(t *testing.T) {
 	help := runUsage()
 	for _, want := range []string{
-		"--backend", "--key", "--ttl", "--wait", "--no-wait", "--grace", "--",
+		"--backend", "--key", "--ttl", "--lock-delay", "--wait", "--no-wait", "--grace", "--",
 		"TURNSTILE_KEY", "TURNSTILE_TOKEN", "TURNSTILE_BACKEND", "redis", "mem",
 		"64 ", "69 ", "75 ", "79 ", "126 ", "127 ", "128+N",
 	} {
