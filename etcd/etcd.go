@@ -1,10 +1,19 @@
 // Package etcd is a turnstile lock store on etcd's v3 API.
 //
 // A lock on key is the etcd key <prefix>locks/<key> (prefix "/turnstile/"
-// by default) whose value is the owner, attached to an etcd lease of its
-// own with the lock's TTL. The lease is what expires: when the holder dies,
-// stops renewing or is cut off, etcd deletes the key once the lease's TTL
-// has run out on the etcd leader. Extend renews the lease (LeaseKeepAlive);
+// by default) whose value is the owner, attached to an etcd lease that
+// the backend's locks of the same TTL (in whole seconds) share, as the
+// locks of one concurrency.Session share its lease: granted once, renewed
+// by every acquisition and every Extend, left to expire when nothing
+// renews it. A pair of Acquire and Release is then two writes to etcd's
+// log — the key's put and its delete, each in a transaction that
+// compares the owner — where a lease per lock cost four. The lease is
+// what expires: when the holder dies, stops renewing or is cut off, etcd
+// deletes the key once the lease's TTL has run out on the etcd leader.
+// A lease that ends (expired, or revoked behind the backend's back) ends
+// exactly the locks on it: each holder's next Extend reports its lock
+// lost, and the next acquisition takes a new lease. Extend checks the
+// owner and renews the lease (LeaseKeepAlive);
 // turnstile's watchdog calls it, so the watchdog is the keep-alive, and a
 // refused or failed renewal cancels Lease.Context(). Every renewal of a
 // backend — holders' and waiters' — goes out on one stream it keeps
@@ -26,13 +35,15 @@
 // hold a lock somewhat longer than asked, never shorter; turnstile's own
 // deadline still uses the TTL you asked for. An Extend with a TTL shorter
 // than the lease's renews the lease with its own, longer TTL; a longer one
-// moves the key to a new lease.
+// moves the key to the shared lease of the longer TTL.
 //
 // Waiting: Backend implements driver.Queuer like etcd's
-// concurrency.Mutex. A waiter writes <prefix>queue/<escaped key>/<owner>
-// under a lease, watches only the deletion of the waiter just ahead of it
-// (by create revision), then takes the lock key, watching it for deletion
-// while another holds it. Locks pass to queued waiters in arrival order;
+// concurrency.Mutex. One transaction takes the lock when it is free and
+// nobody is queued for it, or else writes the waiter's key
+// <prefix>queue/<escaped key>/<owner> under the shared lease; the waiter
+// watches only the deletion of the waiter just ahead of it (by create
+// revision), then takes the lock key, watching it for deletion while
+// another holds it. Locks pass to queued waiters in arrival order;
 // TryAcquire does not queue and may take a free lock ahead of the queue.
 //
 // Lock kinds (turnstile.Reentrant, Semaphore, ReadWrite, Fair): Reentrant,
@@ -52,10 +63,11 @@
 // 100 of them: its cost grows with the locks it returns, not with the
 // store. ForceRelease deletes the lock key in one transaction, as a
 // release does — waiters watching it wake, the holder's next Extend finds
-// it gone and reports the lock lost — and then revokes the holder's
-// lease. It needs no write for the token floor: tokens are revisions,
-// and the transaction's revision, which it returns, is above the removed
-// holder's token and below every later one.
+// it gone and reports the lock lost; the holder's lease stays, since its
+// other locks may share it. It needs no write for the token floor:
+// tokens are revisions, and the transaction's revision, which it
+// returns, is above the removed holder's token and below every later
+// one.
 //
 // Transport security and access. Dial speaks TLS when cfg.TLS is set
 // (URLs: ca_file, cert_file, key_file, server_name or tls=on) and logs in
@@ -105,11 +117,12 @@ var (
 // Backend is a lock store on an etcd cluster. It is safe for concurrent
 // use.
 type Backend struct {
-	cli  *clientv3.Client
-	owns bool // Close closes cli
-	cfg  config
-	ka   *renewer // sends lease renewals on one stream
-	hold anchor   // keeps the waiters' watch stream open
+	cli    *clientv3.Client
+	owns   bool // Close closes cli
+	cfg    config
+	ka     *renewer  // sends lease renewals on one stream
+	leases leasePool // the shared leases of the plain locks and their waiters
+	hold   anchor    // keeps the waiters' watch stream open
 
 	bg       sync.WaitGroup // lease revocations that outlive their caller's context
 	stop     chan struct{}  // closed by Close: cancels them
