@@ -117,12 +117,13 @@ var (
 // Backend is a lock store on an etcd cluster. It is safe for concurrent
 // use.
 type Backend struct {
-	cli    *clientv3.Client
-	owns   bool // Close closes cli
-	cfg    config
-	ka     *renewer  // sends lease renewals on one stream
-	leases leasePool // the shared leases of the plain locks and their waiters
-	hold   anchor    // keeps the waiters' watch stream open
+	cli     *clientv3.Client
+	owns    bool // Close closes cli
+	cfg     config
+	ka      *renewer  // sends lease renewals on one stream
+	leases  leasePool // the shared leases of the plain locks and their waiters
+	waiting lines     // the plain locks' waiters of this backend, per key
+	hold    anchor    // keeps the waiters' watch stream open
 
 	bg       sync.WaitGroup // lease revocations that outlive their caller's context
 	stop     chan struct{}  // closed by Close: cancels them

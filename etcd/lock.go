@@ -173,11 +173,12 @@ func (b *Backend) move(ctx context.Context, lk, owner string, rev int64, from cl
 }
 
 // Release implements driver.Backend: one transaction deletes the lock
-// key if owner holds it, one write to etcd's log. The lease stays: other
-// locks may share it.
+// key if owner holds it — or gives it to the backend's first waiter for
+// key, when that waiter is first in key's queue (see handoff.go) — one
+// write to etcd's log. The lease stays: other locks may share it.
 func (b *Backend) Release(ctx context.Context, key, owner string) (_ bool, err error) {
 	defer func() { err = permission(err, "release the lock "+b.LockKey(key)) }()
-	return b.deleteOwned(ctx, b.LockKey(key), owner, "")
+	return b.release(ctx, key, owner)
 }
 
 // deleteOwned deletes lk if owner holds it, and the waiter key qk (when

@@ -65,12 +65,17 @@ func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.D
 		if prev := inner.GetResponses()[0].GetResponsePut().GetPrevKv(); prev != nil {
 			place = prev.CreateRevision // owner's waiter key keeps its place
 		}
-		w := &waiter{b: b, id: l.id, shared: l, renew: renewEvery(l.ttl), renewed: time.Now()}
+		lw := &localWaiter{owner: owner, qk: me, place: place, lease: l, given: make(chan uint64, 1)}
+		w := &waiter{b: b, id: l.id, shared: l, renew: renewEvery(l.ttl), renewed: time.Now(), given: lw.given}
 		if !fresh {
 			w.renewed = time.Time{} // renewed on the first look: its last renewal may be old
 		}
+		b.waiting.join(key, lw)
 		tok, err := w.waitPlaced(ctx, key, owner, place)
+		b.waiting.leave(key, lw)
 		if err != nil {
+			// The drop also frees the lock if a release handed it over
+			// as the wait ended.
 			b.drop(ctx, lk, owner, me)
 			if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 				err = errors.Join(cerr, err)
@@ -88,6 +93,9 @@ func (w *waiter) waitPlaced(ctx context.Context, key, owner string, place int64)
 	me := dir + owner
 	// Wait until nobody who came earlier is still queued.
 	if err := w.awaitTurn(ctx, dir, place); err != nil {
+		if errors.Is(err, errHandedOver) {
+			return w.token, nil
+		}
 		return 0, err
 	}
 	lk := w.b.LockKey(key)
@@ -104,6 +112,9 @@ func (w *waiter) waitPlaced(ctx context.Context, key, owner string, place int64)
 			return tok, nil
 		}
 		if err := w.waitFor(ctx, lk, false, rev+1, nil); err != nil {
+			if errors.Is(err, errHandedOver) {
+				return w.token, nil
+			}
 			return 0, err
 		}
 	}

@@ -19,6 +19,8 @@ type waiter struct {
 	b       *Backend
 	id      clientv3.LeaseID
 	shared  *sharedLease  // the plain lock's waiters: id is this shared lease
+	given   <-chan uint64 // the plain lock's waiters: a release handed it the lock (token)
+	token   uint64        // the token given
 	renew   time.Duration // how often the lease is renewed while waiting
 	renewed time.Time     // when the lease was granted or last renewed
 }
@@ -141,6 +143,10 @@ func (w *waiter) waitFor(ctx context.Context, key string, prefix bool, rev int64
 			timer.Stop()
 			return ctx.Err()
 		case <-timer.C:
+		case tok := <-w.given:
+			timer.Stop()
+			w.token = tok
+			return errHandedOver
 		case wr, ok := <-wch:
 			timer.Stop()
 			if !ok {
