@@ -37,6 +37,7 @@ func TestReleaseHandsOver(t *testing.T) {
 		got <- grant{tok, err}
 	}()
 	waitQueued(t, raw, k, 1)
+	waitLocal(t, b, k, 1) // its waiter key is written before it joins the backend's line
 	if ok, err := b.Release(ctx, k, "holder"); !ok || err != nil {
 		t.Fatalf("release = %v, %v", ok, err)
 	}
@@ -58,6 +59,18 @@ func TestReleaseHandsOver(t *testing.T) {
 	}
 	if ok, err := b.Release(ctx, k, "next"); !ok || err != nil {
 		t.Fatalf("release = %v, %v", ok, err)
+	}
+}
+
+// waitLocal waits until n of b's own waiters are in key's line.
+func waitLocal(t *testing.T, b *etcd.Backend, key string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for b.LocalWaiters(key) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d local waiters for %q, want %d", b.LocalWaiters(key), key, n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -100,6 +100,21 @@ func (w *waiter) waitPlaced(ctx context.Context, key, owner string, place int64)
 	}
 	lk := w.b.LockKey(key)
 	for {
+		// Look before taking: a take that finds the lock held is still a
+		// write to etcd's log, and on a busy key the lock is mostly held
+		// (by the waiter ahead, handed it by a release).
+		held, err := w.b.cli.Get(ctx, lk)
+		if err != nil {
+			return 0, err
+		}
+		if len(held.Kvs) > 0 && string(held.Kvs[0].Value) != owner {
+			if err := w.waitFor(ctx, lk, false, held.Header.Revision+1, nil); err != nil {
+				if errors.Is(err, errHandedOver) {
+					return w.token, nil
+				}
+				return 0, err
+			}
+		}
 		tok, ok, rev, err := w.b.take(ctx, lk, owner, w.id, clientv3.OpDelete(me))
 		if leaseGone(err) {
 			w.b.lost(w.shared)
