@@ -24,7 +24,8 @@
 //
 // Fencing token: the etcd revision of the write that granted the lock —
 // the key's create revision, or, when the same owner takes the lock again
-// (a retry after a lost reply), the mod revision of that re-grant. etcd
+// (a retry after a lost reply) or a release hands it to a waiter, the mod
+// revision of that write. etcd
 // revisions are cluster-wide and only grow, so every token for a key is
 // larger than every earlier one, across owners, clients and restarts of a
 // member (the revision survives in the data directory and in the quorum).
@@ -43,7 +44,11 @@
 // <prefix>queue/<escaped key>/<owner> under the shared lease; the waiter
 // watches only the deletion of the waiter just ahead of it (by create
 // revision), then takes the lock key, watching it for deletion while
-// another holds it. Locks pass to queued waiters in arrival order;
+// another holds it. When the first waiter in line is one of the
+// backend's own, a release gives it the lock in the same transaction —
+// which checks that no waiter came before it — and tells it directly:
+// one write per handoff instead of a delete and the waiter's put after a
+// watch event. Locks pass to queued waiters in arrival order;
 // TryAcquire does not queue and may take a free lock ahead of the queue.
 //
 // Lock kinds (turnstile.Reentrant, Semaphore, ReadWrite, Fair): Reentrant,
