@@ -163,3 +163,44 @@ func TestHandoffToAWaiterWhoseLeaseEnded(t *testing.T) {
 		t.Fatalf("a later AcquireWait = %v", err)
 	}
 }
+
+// TestCloseWhileWaiting: closing a backend ends its waiters' waits; what
+// they leave in etcd (a waiter key on the backend's shared lease, which
+// nothing renews now) is gone within the lease's TTL, so the queue moves
+// on for everyone else.
+func TestCloseWhileWaiting(t *testing.T) {
+	srv := testserver.StartEtcd(t)
+	raw := rawClient(t, srv)
+	holder, other := dial(t, srv), dial(t, srv)
+	ctx := ctxFor(t, 60*time.Second)
+	const k = "closing"
+	if _, ok, err := holder.Acquire(ctx, k, "holder", 5*time.Second); !ok || err != nil {
+		t.Fatalf("acquire = %v, %v", ok, err)
+	}
+	closing := dial(t, srv)
+	done := make(chan error, 1)
+	go func() { _, err := closing.AcquireWait(ctx, k, "w", 2*time.Second); done <- err }()
+	waitQueued(t, raw, k, 1)
+	if err := closing.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("AcquireWait succeeded on a closed backend")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a waiter of a closed backend still waits")
+	}
+	if ok, err := holder.Release(ctx, k, "holder"); !ok || err != nil {
+		t.Fatalf("release = %v, %v", ok, err)
+	}
+	// The closed backend's waiter key goes with its lease (2 s, renewed
+	// by nobody); the next waiter is granted then at the latest.
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if _, err := other.AcquireWait(wctx, k, "next", 5*time.Second); err != nil {
+		t.Fatalf("AcquireWait after the closed backend's waiter = %v", err)
+	}
+	waitQueued(t, raw, k, 0)
+}
