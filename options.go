@@ -246,14 +246,15 @@ const DefaultBusyRetries = 5
 // mean exceeds threshold callers queue at once. Queued callers can learn
 // their place with WithQueuePosition.
 //
-// q is the queue: nil means the Client's own backend, which must then be
-// a driver.Queuer (etcd, ZooKeeper, a Redis backend's Fair view); a
-// plain Redis backend takes its Fair view (as turnstile.Fair gives it). Without
-// this option a backend that queues always queues, and others always
-// retry. threshold 0 means DefaultBusyRetries; it must lie in (0, 1e6].
-// The means are kept per key, in this process. It applies to the whole
-// Client: give it to New or Open.
-func WithQueueWhenBusy(q driver.Queuer, threshold float64) Option {
+// q is the queue: a view of the same locks whose waiters the store
+// queues (a driver.Queuer), as turnstile.Fair returns it for a Redis
+// backend; nil means the Client's own backend, which must then queue
+// (etcd, ZooKeeper, a Fair view). A q that does not queue is refused
+// with ErrInvalidOption. Without this option a backend that queues always
+// queues, and others always retry. threshold 0 means DefaultBusyRetries;
+// it must lie in (0, 1e6]. The means are kept per key, in this process.
+// It applies to the whole Client: give it to New or Open.
+func WithQueueWhenBusy(q driver.Backend, threshold float64) Option {
 	return func(c *config) error {
 		if err := c.clientWide("WithQueueWhenBusy"); err != nil {
 			return err
@@ -264,7 +265,14 @@ func WithQueueWhenBusy(q driver.Queuer, threshold float64) Option {
 		if threshold < 0 || threshold != threshold || threshold > 1e6 {
 			return fmt.Errorf("%w: busy threshold %v must be in (0, 1e6]", ErrInvalidOption, threshold)
 		}
-		c.busyQueue, c.busyAt = q, threshold
+		if q != nil {
+			queue, ok := q.(driver.Queuer)
+			if !ok {
+				return fmt.Errorf("%w: WithQueueWhenBusy: %s does not queue its waiters (no driver.Queuer): pass its fair view (turnstile.Fair)", ErrInvalidOption, driver.Name(q))
+			}
+			c.busyQueue = queue
+		}
+		c.busyAt = threshold
 		return nil
 	}
 }

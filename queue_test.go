@@ -155,7 +155,9 @@ func TestQueueWhenBusy(t *testing.T) {
 		t.Fatalf("once the mean fell: %d retries, queued %v; want retries first again", r, queued)
 	}
 
-	for _, bad := range []turnstile.Option{turnstile.WithQueueWhenBusy(nil, 1), turnstile.WithQueueWhenBusy(q, -1)} {
+	// nil on a backend that does not queue, a queue that does not queue,
+	// a bad threshold.
+	for _, bad := range []turnstile.Option{turnstile.WithQueueWhenBusy(nil, 1), turnstile.WithQueueWhenBusy(q.flaky, 1), turnstile.WithQueueWhenBusy(q, -1)} {
 		if _, err := turnstile.New(q.flaky, bad); !errors.Is(err, turnstile.ErrInvalidOption) {
 			t.Fatalf("bad option: %v", err)
 		}

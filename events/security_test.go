@@ -14,6 +14,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/events"
+	"github.com/turnstilelock/turnstile/events/internal/kafkatest"
 	"github.com/turnstilelock/turnstile/internal/testcerts"
 )
 
@@ -47,22 +48,8 @@ func startSecureKafka(t *testing.T, certs *testcerts.Set, clientAuth bool) *kfak
 // client of the given options.
 func consumeWith(t *testing.T, seeds []string, n int, opts ...kgo.Opt) []events.Event {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(events.Topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx := ctxFor(t, 30*time.Second)
 	var out []events.Event
-	for len(out) < n {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("consumed %d of %d records: %v", len(out), n, err)
-		}
-		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, decode(t, r.Value)) })
-	}
+	kafkatest.Consume(t, seeds, n, func(r *kgo.Record) { out = append(out, decode(t, r.Value)) }, opts...)
 	return out
 }
 

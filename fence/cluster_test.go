@@ -2,7 +2,6 @@ package fence_test
 
 import (
 	"errors"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +17,7 @@ import (
 // ErrCrossSlot, before any round trip by a cluster client (rueidis would
 // panic building the command) and from Redis's CROSSSLOT reply otherwise.
 func TestRedisCluster(t *testing.T) {
-	t.Cleanup(func() { awaitRueidisClusterTimers(t) }) // runs last: after the clients closed
+	t.Cleanup(func() { testserver.AwaitRueidisTimers(t) }) // runs last: after the clients closed
 	cl := testserver.StartRedisCluster(t)
 	ctx := ctxFor(t, time.Minute)
 	const r = "inventory:1"
@@ -72,29 +71,4 @@ func slot(t testing.TB, cl *testserver.RedisCluster, key string) string {
 		t.Fatalf("CLUSTER KEYSLOT %s: %v", key, err)
 	}
 	return s
-}
-
-// awaitRueidisClusterTimers waits for the topology-refresh timers a closed
-// rueidis cluster client leaves behind (they end by themselves within a
-// few seconds), so that the leak check at exit does not report them.
-func awaitRueidisClusterTimers(t testing.TB) {
-	buf := make([]byte, 1<<20)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n := runtime.Stack(buf, true)
-		if n == len(buf) {
-			buf = make([]byte, 2*len(buf))
-			continue
-		}
-		stacks := string(buf[:n])
-		if !strings.Contains(stacks, "rueidis.(*clusterClient)._refresh.func") &&
-			!strings.Contains(stacks, "rueidis.(*clusterClient).redirectOrNew.func") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Log("rueidis cluster timers still running after 10s")
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -1,12 +1,10 @@
 package idempotency_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -14,7 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/turnstilelock/turnstile/idempotency"
-	"github.com/turnstilelock/turnstile/internal/proc"
+	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 func TestCrashedRunnerIsTakenOver(t *testing.T) {
@@ -193,25 +191,8 @@ func TestKilledRunnerIsTakenOver(t *testing.T) {
 			t.Parallel()
 			ctx := ctxFor(t, 30*time.Second)
 			key := key(t, "job")
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), envChild+"="+k.name, envAddr+"="+addr, envKey+"="+key)
-			cmd.Stderr = os.Stderr
-			proc.DieWithParent(cmd)
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			killed := false
-			t.Cleanup(func() {
-				if !killed {
-					_ = cmd.Process.Kill()
-					_ = cmd.Wait()
-				}
-			})
-			if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "running\n" {
+			out, kill := testserver.StartChild(t, envChild+"="+k.name, envAddr+"="+addr, envKey+"="+key)
+			if line, err := out.ReadString('\n'); err != nil || line != "running\n" {
 				t.Fatalf("child said %q (%v), want running", line, err)
 			}
 			var runs int
@@ -221,11 +202,7 @@ func TestKilledRunnerIsTakenOver(t *testing.T) {
 			if _, _, err := k.open(t).Do(ctx, key, fn); !errors.Is(err, idempotency.ErrInProgress) {
 				t.Fatalf("duplicate while the child runs got %v, want ErrInProgress", err)
 			}
-			if err := cmd.Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			_ = cmd.Wait()
-			killed = true
+			_ = kill()
 			r, rep, err := k.open(t, idempotency.WithWait(10*time.Second)).Do(ctx, key, fn)
 			if err != nil || rep || string(r) != "second" || runs != 1 {
 				t.Errorf("Do after the kill = (%q, %v, %v) with %d runs, want (second, false, nil), 1 run", r, rep, err, runs)

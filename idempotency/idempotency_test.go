@@ -249,21 +249,29 @@ func TestRenewalKeepsClaim(t *testing.T) {
 	})
 }
 
+// startHeld starts a call of Do on key, through a Store of k, whose fn
+// runs until release is closed and then returns result and err, and
+// returns once fn runs; first receives the call's error.
+func startHeld(t *testing.T, ctx context.Context, k kind, key string, result []byte, err error) (release chan struct{}, first chan error) {
+	running := make(chan struct{})
+	release, first = make(chan struct{}), make(chan error, 1)
+	go func() {
+		_, _, derr := k.open(t).Do(ctx, key, func(context.Context) ([]byte, error) {
+			close(running)
+			<-release
+			return result, err
+		})
+		first <- derr
+	}()
+	<-running
+	return release, first
+}
+
 func TestWaitGivesUp(t *testing.T) {
 	forEach(t, func(t *testing.T, k kind) {
 		ctx := ctxFor(t, 20*time.Second)
 		key := key(t, "w")
-		running, release := make(chan struct{}), make(chan struct{})
-		first := make(chan error, 1)
-		go func() {
-			_, _, err := k.open(t).Do(ctx, key, func(context.Context) ([]byte, error) {
-				close(running)
-				<-release
-				return []byte("first"), nil
-			})
-			first <- err
-		}()
-		<-running
+		release, first := startHeld(t, ctx, k, key, []byte("first"), nil)
 		_, _, err := k.open(t, idempotency.WithWait(100*time.Millisecond)).Do(ctx, key, func(context.Context) ([]byte, error) {
 			t.Error("fn ran while the first call held the key")
 			return nil, nil
@@ -286,17 +294,7 @@ func TestWaiterRunsWhenFirstFails(t *testing.T) {
 	forEach(t, func(t *testing.T, k kind) {
 		ctx := ctxFor(t, 20*time.Second)
 		key := key(t, "w")
-		running, release := make(chan struct{}), make(chan struct{})
-		first := make(chan error, 1)
-		go func() {
-			_, _, err := k.open(t).Do(ctx, key, func(context.Context) ([]byte, error) {
-				close(running)
-				<-release
-				return nil, errDeclined
-			})
-			first <- err
-		}()
-		<-running
+		release, first := startHeld(t, ctx, k, key, nil, errDeclined)
 		waiter := make(chan call, 1)
 		go func() {
 			r, rep, err := k.open(t, idempotency.WithWait(10*time.Second)).Do(ctx, key, func(context.Context) ([]byte, error) {
@@ -318,17 +316,7 @@ func TestCancelWhileWaiting(t *testing.T) {
 	forEach(t, func(t *testing.T, k kind) {
 		ctx := ctxFor(t, 20*time.Second)
 		key := key(t, "c")
-		running, release := make(chan struct{}), make(chan struct{})
-		first := make(chan error, 1)
-		go func() {
-			_, _, err := k.open(t).Do(ctx, key, func(context.Context) ([]byte, error) {
-				close(running)
-				<-release
-				return []byte("first"), nil
-			})
-			first <- err
-		}()
-		<-running
+		release, first := startHeld(t, ctx, k, key, []byte("first"), nil)
 		wctx, cancel := context.WithCancelCause(ctx)
 		waiter := make(chan error, 1)
 		go func() {

@@ -105,41 +105,37 @@ func (b *memBackend) held(key, owner string) *memEntry {
 	return nil
 }
 
-func (b *memBackend) renew(_ context.Context, key, owner string) (bool, error) {
+// withHeld runs change on owner's claim on key, with b locked, and
+// reports whether there was one.
+func (b *memBackend) withHeld(key, owner string, change func(e *memEntry)) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.held(key, owner)
 	if e == nil {
 		return false, nil
 	}
-	e.expires = time.Now().Add(b.cfg.claimTTL)
+	change(e)
 	return true, nil
+}
+
+func (b *memBackend) renew(_ context.Context, key, owner string) (bool, error) {
+	return b.withHeld(key, owner, func(e *memEntry) { e.expires = time.Now().Add(b.cfg.claimTTL) })
 }
 
 func (b *memBackend) complete(_ context.Context, key, owner string, result []byte) (bool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	e := b.held(key, owner)
-	if e == nil {
-		return false, nil
-	}
-	b.end(e)
-	// A copy: the caller keeps its slice, and replays must not see later
-	// changes to it.
-	b.entries[key] = &memEntry{result: append([]byte{}, result...), expires: time.Now().Add(b.cfg.retention)}
-	return true, nil
+	return b.withHeld(key, owner, func(e *memEntry) {
+		b.end(e)
+		// A copy: the caller keeps its slice, and replays must not see
+		// later changes to it.
+		b.entries[key] = &memEntry{result: append([]byte{}, result...), expires: time.Now().Add(b.cfg.retention)}
+	})
 }
 
 func (b *memBackend) release(_ context.Context, key, owner string) (bool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	e := b.held(key, owner)
-	if e == nil {
-		return false, nil
-	}
-	b.end(e)
-	delete(b.entries, key)
-	return true, nil
+	return b.withHeld(key, owner, func(e *memEntry) {
+		b.end(e)
+		delete(b.entries, key)
+	})
 }
 
 // end wakes the duplicates waiting for e's claim to end.

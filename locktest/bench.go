@@ -17,6 +17,18 @@ import (
 // acquisition latency percentiles acq-p50-µs and acq-p99-µs. acquire gets
 // a random source of its goroutine's own.
 func Pairs(b *testing.B, goroutines int, acquire func(ctx context.Context, r *rand.Rand) (*turnstile.Lease, error)) {
+	PairsFunc(b, goroutines, func(ctx context.Context, r *rand.Rand) (func() error, error) {
+		l, err := acquire(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return l.Release(ctx) }, nil
+	})
+}
+
+// PairsFunc is Pairs for any lock, turnstile's or another's: acquire
+// returns the function that releases what it took.
+func PairsFunc(b *testing.B, goroutines int, acquire func(ctx context.Context, r *rand.Rand) (release func() error, err error)) {
 	ctx := context.Background()
 	lat := make([][]time.Duration, goroutines)
 	errs := make([]error, goroutines)
@@ -33,10 +45,10 @@ func Pairs(b *testing.B, goroutines int, acquire func(ctx context.Context, r *ra
 			mine := make([]time.Duration, 0, share)
 			for range share {
 				t0 := time.Now()
-				l, err := acquire(ctx, r)
+				release, err := acquire(ctx, r)
 				mine = append(mine, time.Since(t0))
 				if err == nil {
-					err = l.Release(ctx)
+					err = release()
 				}
 				if err != nil {
 					errs[g] = err

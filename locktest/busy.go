@@ -24,7 +24,7 @@ func testRetryFirstThenQueue(t *testing.T, h *Harness) {
 	// The Client queues in q, which says when it is asked: a store's
 	// queue length alone cannot tell a queued waiter from an attempt (a
 	// ZooKeeper attempt adds a node for a moment).
-	q := &queueSpy{Queuer: b.(driver.Queuer), asked: make(chan struct{}, 1)}
+	q := &queueSpy{Backend: b, asked: make(chan struct{}, 1)}
 	if h.Plain != nil {
 		b = h.Plain(t)
 	}
@@ -110,8 +110,8 @@ func testRetryFirstThenQueue(t *testing.T, h *Harness) {
 
 // queueSpy is a store's queue that says when it is asked.
 type queueSpy struct {
-	driver.Queuer
-	asked chan struct{}
+	driver.Backend // a driver.Queuer
+	asked          chan struct{}
 }
 
 func (q *queueSpy) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (uint64, error) {
@@ -119,5 +119,5 @@ func (q *queueSpy) AcquireWait(ctx context.Context, key, owner string, ttl time.
 	case q.asked <- struct{}{}:
 	default:
 	}
-	return q.Queuer.AcquireWait(ctx, key, owner, ttl)
+	return q.Backend.(driver.Queuer).AcquireWait(ctx, key, owner, ttl)
 }

@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,40 +33,32 @@ func testMutualExclusionGoroutines(t *testing.T, h *Harness) {
 		inside  atomic.Int32
 		overlap atomic.Int32
 		tokens  [clients * perClient * rounds]atomic.Uint64
-		wg      sync.WaitGroup
-		errs    = make(chan error, clients*perClient)
+		workers []func() error
 	)
 	for range clients {
 		c := h.client(t, patient, turnstile.WithTTL(10*time.Second))
 		for range perClient {
-			wg.Go(func() {
-				for range rounds {
-					l, err := c.Acquire(ctx, k)
-					if err != nil {
-						errs <- err
-						return
-					}
-					if inside.Add(1) != 1 {
-						overlap.Add(1)
-					}
-					v := counter.Load()
-					runtime.Gosched()
-					tokens[v].Store(l.Token())
-					counter.Store(v + 1)
-					inside.Add(-1)
-					if err := l.Release(ctx); err != nil {
-						errs <- err
-						return
-					}
+			workers = append(workers, func() error {
+				l, err := c.Acquire(ctx, k)
+				if err != nil {
+					return fmt.Errorf("acquire: %w", err)
 				}
+				if inside.Add(1) != 1 {
+					overlap.Add(1)
+				}
+				v := counter.Load()
+				runtime.Gosched()
+				tokens[v].Store(l.Token())
+				counter.Store(v + 1)
+				inside.Add(-1)
+				if err := l.Release(ctx); err != nil {
+					return fmt.Errorf("release: %w", err)
+				}
+				return nil
 			})
 		}
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatalf("acquire/release: %v", err)
-	}
+	inTurn(t, rounds, workers)
 	if n := overlap.Load(); n > 0 {
 		t.Fatalf("%d critical sections overlapped", n)
 	}

@@ -260,39 +260,28 @@ func testQueuedExclusion(t *testing.T, h *Harness) {
 		inside, overlap atomic.Int32
 		mu              sync.Mutex
 		order           []uint64
-		wg              sync.WaitGroup
-		errs            = make(chan error, clients*perClient)
+		workers         []func() error
 	)
 	for range clients {
 		c := kindClient(t, h.queuer(t), patient, turnstile.WithTTL(10*time.Second))
 		for range perClient {
-			wg.Go(func() {
-				for range rounds {
-					l, err := c.Acquire(ctx, k)
-					if err != nil {
-						errs <- err
-						return
-					}
-					if inside.Add(1) != 1 {
-						overlap.Add(1)
-					}
-					mu.Lock()
-					order = append(order, l.Token())
-					mu.Unlock()
-					inside.Add(-1)
-					if err := l.Release(ctx); err != nil {
-						errs <- err
-						return
-					}
+			workers = append(workers, func() error {
+				l, err := c.Acquire(ctx, k)
+				if err != nil {
+					return err
 				}
+				if inside.Add(1) != 1 {
+					overlap.Add(1)
+				}
+				mu.Lock()
+				order = append(order, l.Token())
+				mu.Unlock()
+				inside.Add(-1)
+				return l.Release(ctx)
 			})
 		}
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	inTurn(t, rounds, workers)
 	if n := overlap.Load(); n > 0 {
 		t.Fatalf("%d critical sections overlapped", n)
 	}

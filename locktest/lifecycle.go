@@ -176,35 +176,24 @@ func tokensInOrder(t *testing.T, k string, workers, rounds int, client func() *t
 	t.Helper()
 	ctx := ctxFor(t, 2*time.Minute)
 	var (
-		mu     sync.Mutex // guards order; taken only inside the critical section
-		order  []uint64
-		wg     sync.WaitGroup
-		failed = make(chan error, workers)
+		mu       sync.Mutex // guards order; taken only inside the critical section
+		order    []uint64
+		rounders []func() error
 	)
 	for range workers {
 		c := client()
-		wg.Go(func() {
-			for range rounds {
-				l, err := c.Acquire(ctx, k)
-				if err != nil {
-					failed <- err
-					return
-				}
-				mu.Lock()
-				order = append(order, l.Token())
-				mu.Unlock()
-				if err := l.Release(ctx); err != nil {
-					failed <- err
-					return
-				}
+		rounders = append(rounders, func() error {
+			l, err := c.Acquire(ctx, k)
+			if err != nil {
+				return err
 			}
+			mu.Lock()
+			order = append(order, l.Token())
+			mu.Unlock()
+			return l.Release(ctx)
 		})
 	}
-	wg.Wait()
-	close(failed)
-	for err := range failed {
-		t.Fatal(err)
-	}
+	inTurn(t, rounds, rounders)
 	for i := 1; i < len(order); i++ {
 		if order[i] <= order[i-1] {
 			t.Fatalf("holder %d got token %d after holder %d's %d", i, order[i], i-1, order[i-1])

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,47 +43,43 @@ func testMultiKey(t *testing.T, h *Harness) {
 		holders [nkeys]atomic.Int32
 		overlap atomic.Int32
 		taken   atomic.Int32
-		wg      sync.WaitGroup
-		errs    = make(chan error, clients)
+		workers []func() error
 	)
 	for _, c := range backends {
-		wg.Go(func() {
-			for range rounds {
-				set := rand.Perm(nkeys)[:2+rand.IntN(3)]
-				names := make([]string, len(set))
-				for i, k := range set {
-					names[i] = keys[k]
-				}
-				m, err := c.AcquireAll(ctx, names)
-				if err != nil {
-					errs <- err
-					return
-				}
-				for _, k := range set {
-					if holders[k].Add(1) != 1 {
-						overlap.Add(1)
-					}
-				}
-				time.Sleep(100 * time.Microsecond)
-				for _, k := range set {
-					holders[k].Add(-1)
-				}
-				if len(m.Keys()) != len(set) || m.Token(names[0]) == 0 {
-					errs <- fmt.Errorf("lease covers %v, want %d keys with tokens", m.Keys(), len(set))
-				}
-				if err := m.Release(ctx); err != nil {
-					errs <- err
-					return
-				}
-				taken.Add(1)
+		workers = append(workers, func() error {
+			set := rand.Perm(nkeys)[:2+rand.IntN(3)]
+			names := make([]string, len(set))
+			for i, k := range set {
+				names[i] = keys[k]
 			}
+			m, err := c.AcquireAll(ctx, names)
+			if err != nil {
+				return err
+			}
+			for _, k := range set {
+				if holders[k].Add(1) != 1 {
+					overlap.Add(1)
+				}
+			}
+			time.Sleep(100 * time.Microsecond)
+			for _, k := range set {
+				holders[k].Add(-1)
+			}
+			var wrong error
+			if len(m.Keys()) != len(set) || m.Token(names[0]) == 0 {
+				wrong = fmt.Errorf("lease covers %v, want %d keys with tokens", m.Keys(), len(set))
+			}
+			if err := m.Release(ctx); err != nil {
+				return err
+			}
+			if wrong != nil {
+				return wrong
+			}
+			taken.Add(1)
+			return nil
 		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	inTurn(t, rounds, workers)
 	if n := overlap.Load(); n > 0 {
 		t.Fatalf("%d times a key of a held set was held by another set", n)
 	}

@@ -135,67 +135,51 @@ func testRWExclusion(t *testing.T, newRW ReadWrite) {
 		violations       atomic.Int32
 		mu               sync.Mutex // guards writerTokens; taken inside the write lock only
 		writerTokens     []uint64
-		wg               sync.WaitGroup
-		errs             = make(chan error, instances*perInstance)
+		workers          []func() error
 	)
 	for i := range instances {
 		rc, wc := rwClients(t, newRW, patient, turnstile.WithTTL(10*time.Second))
 		for g := range perInstance {
-			wg.Go(func() {
-				rnd := rand.New(rand.NewPCG(uint64(i), uint64(g)))
-				for range rounds {
-					if rnd.IntN(4) == 0 {
-						l, err := wc.Acquire(ctx, k)
-						if err != nil {
-							errs <- fmt.Errorf("writer: %w", err)
-							return
-						}
-						if writers.Add(1) != 1 || readers.Load() != 0 {
-							violations.Add(1)
-						}
-						mu.Lock()
-						writerTokens = append(writerTokens, l.Token())
-						mu.Unlock()
-						time.Sleep(time.Millisecond)
-						if readers.Load() != 0 {
-							violations.Add(1)
-						}
-						writers.Add(-1)
-						if err := l.Release(ctx); err != nil {
-							errs <- err
-							return
-						}
-						continue
-					}
-					l, err := rc.Acquire(ctx, k)
+			rnd := rand.New(rand.NewPCG(uint64(i), uint64(g)))
+			workers = append(workers, func() error {
+				if rnd.IntN(4) == 0 {
+					l, err := wc.Acquire(ctx, k)
 					if err != nil {
-						errs <- fmt.Errorf("reader: %w", err)
-						return
+						return fmt.Errorf("writer: %w", err)
 					}
-					n := readers.Add(1)
-					for m := maxReaders.Load(); n > m && !maxReaders.CompareAndSwap(m, n); m = maxReaders.Load() {
-					}
-					if writers.Load() != 0 {
+					if writers.Add(1) != 1 || readers.Load() != 0 {
 						violations.Add(1)
 					}
-					time.Sleep(2 * time.Millisecond)
-					if writers.Load() != 0 {
+					mu.Lock()
+					writerTokens = append(writerTokens, l.Token())
+					mu.Unlock()
+					time.Sleep(time.Millisecond)
+					if readers.Load() != 0 {
 						violations.Add(1)
 					}
-					readers.Add(-1)
-					if err := l.Release(ctx); err != nil {
-						errs <- err
-						return
-					}
+					writers.Add(-1)
+					return l.Release(ctx)
 				}
+				l, err := rc.Acquire(ctx, k)
+				if err != nil {
+					return fmt.Errorf("reader: %w", err)
+				}
+				n := readers.Add(1)
+				for m := maxReaders.Load(); n > m && !maxReaders.CompareAndSwap(m, n); m = maxReaders.Load() {
+				}
+				if writers.Load() != 0 {
+					violations.Add(1)
+				}
+				time.Sleep(2 * time.Millisecond)
+				if writers.Load() != 0 {
+					violations.Add(1)
+				}
+				readers.Add(-1)
+				return l.Release(ctx)
 			})
 		}
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	inTurn(t, rounds, workers)
 	if n := violations.Load(); n > 0 {
 		t.Fatalf("%d times a writer was inside together with a reader or another writer", n)
 	}

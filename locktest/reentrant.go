@@ -109,56 +109,42 @@ func testReentrantExclusion(t *testing.T, h *Harness) {
 		overlap atomic.Int32
 		mu      sync.Mutex // guards order; taken inside the critical section only
 		order   []uint64
-		wg      sync.WaitGroup
-		errs    = make(chan error, clients*perClient)
+		workers []func() error
 	)
 	for ci := range clients {
 		base := h.client(t, patient, turnstile.WithTTL(10*time.Second))
 		for g := range perClient {
 			own := turnstile.WithOwner(fmt.Sprintf("locktest-%d-%d", ci, g))
-			wg.Go(func() {
-				for range rounds {
-					l, err := base.Acquire(ctx, k, own)
-					if err != nil {
-						errs <- err
-						return
-					}
-					if inside.Add(1) != 1 {
-						overlap.Add(1)
-					}
-					inner, err := base.TryAcquire(ctx, k, own)
-					if err != nil {
-						errs <- fmt.Errorf("re-entry inside the critical section: %w", err)
-						return
-					}
-					if inner.Token() != l.Token() {
-						errs <- fmt.Errorf("re-entry token %d, want %d", inner.Token(), l.Token())
-						return
-					}
-					v := counter.Load()
-					runtime.Gosched()
-					counter.Store(v + 1)
-					mu.Lock()
-					order = append(order, l.Token())
-					mu.Unlock()
-					if err := inner.Release(ctx); err != nil {
-						errs <- err
-						return
-					}
-					inside.Add(-1)
-					if err := l.Release(ctx); err != nil {
-						errs <- err
-						return
-					}
+			workers = append(workers, func() error {
+				l, err := base.Acquire(ctx, k, own)
+				if err != nil {
+					return err
 				}
+				if inside.Add(1) != 1 {
+					overlap.Add(1)
+				}
+				inner, err := base.TryAcquire(ctx, k, own)
+				if err != nil {
+					return fmt.Errorf("re-entry inside the critical section: %w", err)
+				}
+				if inner.Token() != l.Token() {
+					return fmt.Errorf("re-entry token %d, want %d", inner.Token(), l.Token())
+				}
+				v := counter.Load()
+				runtime.Gosched()
+				counter.Store(v + 1)
+				mu.Lock()
+				order = append(order, l.Token())
+				mu.Unlock()
+				if err := inner.Release(ctx); err != nil {
+					return err
+				}
+				inside.Add(-1)
+				return l.Release(ctx)
 			})
 		}
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	inTurn(t, rounds, workers)
 	if n := overlap.Load(); n > 0 {
 		t.Fatalf("%d critical sections overlapped", n)
 	}

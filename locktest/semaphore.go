@@ -102,43 +102,32 @@ func testNeverAboveN(t *testing.T, h *Harness, n int) {
 		mu           sync.Mutex
 		seen         = map[uint64]bool{}
 		dup          atomic.Int32
-		wg           sync.WaitGroup
-		errs         = make(chan error, clients*perClient)
+		workers      []func() error
 	)
 	for range clients {
 		c := semClient(t, h, patient, turnstile.WithTTL(10*time.Second))
 		for range perClient {
-			wg.Go(func() {
-				for range rounds {
-					l, err := c.Acquire(ctx, k)
-					if err != nil {
-						errs <- err
-						return
-					}
-					v := inside.Add(1)
-					for m := most.Load(); v > m && !most.CompareAndSwap(m, v); m = most.Load() {
-					}
-					mu.Lock()
-					if seen[l.Token()] {
-						dup.Add(1)
-					}
-					seen[l.Token()] = true
-					mu.Unlock()
-					time.Sleep(time.Millisecond)
-					inside.Add(-1)
-					if err := l.Release(ctx); err != nil {
-						errs <- err
-						return
-					}
+			workers = append(workers, func() error {
+				l, err := c.Acquire(ctx, k)
+				if err != nil {
+					return err
 				}
+				v := inside.Add(1)
+				for m := most.Load(); v > m && !most.CompareAndSwap(m, v); m = most.Load() {
+				}
+				mu.Lock()
+				if seen[l.Token()] {
+					dup.Add(1)
+				}
+				seen[l.Token()] = true
+				mu.Unlock()
+				time.Sleep(time.Millisecond)
+				inside.Add(-1)
+				return l.Release(ctx)
 			})
 		}
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	inTurn(t, rounds, workers)
 	if m := most.Load(); m > int32(n) {
 		t.Fatalf("%d holders at once with %d permits", m, n)
 	}

@@ -85,6 +85,12 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 
 // Extend implements driver.Backend.
 func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	return b.live(ctx, key, owner, func(e *entry, now time.Time) { e.expires = now.Add(ttl) })
+}
+
+// live runs change on key's entry, with its shard locked, if owner holds
+// key and its lease has not expired; it reports whether it did.
+func (b *Backend) live(ctx context.Context, key, owner string, change func(e *entry, now time.Time)) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -96,7 +102,7 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 	if !held || e.owner != owner || !now.Before(e.expires) {
 		return false, nil
 	}
-	e.expires = now.Add(ttl)
+	change(&e, now)
 	s.locks[key] = e
 	return true, nil
 }
@@ -133,27 +139,17 @@ func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) 
 // reports the token written back (a Redlock of these nodes reports the
 // token a quorum of them agrees on, which is then its lease's).
 func (b *Backend) RaiseFence(ctx context.Context, key, owner string, token uint64) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	s := b.shard(key)
-	now := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, held := s.locks[key]
-	if !held || e.owner != owner || !now.Before(e.expires) {
-		return false, nil
-	}
-	if token > e.token {
-		e.token = token
-		s.locks[key] = e
-	}
-	for {
-		cur := b.tokens.Load()
-		if cur >= token || b.tokens.CompareAndSwap(cur, token) {
-			return true, nil
+	// The counter is raised with the shard locked: a release of key
+	// cannot come in between and let a new holder draw a lower token.
+	return b.live(ctx, key, owner, func(e *entry, _ time.Time) {
+		e.token = max(e.token, token)
+		for {
+			cur := b.tokens.Load()
+			if cur >= token || b.tokens.CompareAndSwap(cur, token) {
+				return
+			}
 		}
-	}
+	})
 }
 
 // Holder describes who holds key: the owner id, the fencing token and the

@@ -92,6 +92,12 @@ func (s *Semaphore) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 
 // Extend implements driver.Backend: it renews owner's permit only.
 func (s *Semaphore) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	return s.permit(ctx, key, owner, func(h *semHold, now time.Time) { h.holders[owner] = now.Add(ttl) })
+}
+
+// permit runs change on key's permits, with the kinds locked, if owner
+// holds one that has not expired; it reports whether it did.
+func (s *Semaphore) permit(ctx context.Context, key, owner string, change func(h *semHold, now time.Time)) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -103,7 +109,7 @@ func (s *Semaphore) Extend(ctx context.Context, key, owner string, ttl time.Dura
 	if h == nil || !h.holders.live(owner, now) {
 		return false, nil
 	}
-	h.holders[owner] = now.Add(ttl)
+	change(h, now)
 	return true, nil
 }
 
@@ -114,21 +120,11 @@ func (s *Semaphore) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest)
 
 // Release implements driver.Backend: it returns owner's permit.
 func (s *Semaphore) Release(ctx context.Context, key, owner string) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	k := &s.b.kinds
-	k.lock()
-	defer k.mu.Unlock()
-	now := time.Now()
-	h := s.live(key, now)
-	if h == nil || !h.holders.live(owner, now) {
-		return false, nil
-	}
-	delete(h.holders, owner)
-	delete(h.tokens, owner)
-	s.live(key, now) // forget the number with the last permit
-	return true, nil
+	return s.permit(ctx, key, owner, func(h *semHold, now time.Time) {
+		delete(h.holders, owner)
+		delete(h.tokens, owner)
+		s.live(key, now) // forget the number with the last permit
+	})
 }
 
 func semState(key string, h *semHold, now time.Time) driver.LockState {

@@ -3,12 +3,14 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"iter"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
@@ -85,19 +87,8 @@ func value(t testing.TB, reg prometheus.Gatherer, name string, labels ...string)
 // histogram reads the sample count and sum of one histogram series.
 func histogram(t testing.TB, reg prometheus.Gatherer, name string, labels ...string) (count uint64, sum float64) {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatalf("Gather: %v", err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if matches(m.GetLabel(), labels) {
-				return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
-			}
-		}
+	for m := range series(t, reg, name, labels...) {
+		return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
 	}
 	t.Fatalf("%s%v: no such histogram", name, labels)
 	return 0, 0
@@ -105,27 +96,37 @@ func histogram(t testing.TB, reg prometheus.Gatherer, name string, labels ...str
 
 func find(t testing.TB, reg prometheus.Gatherer, name string, labels ...string) (float64, bool) {
 	t.Helper()
+	for m := range series(t, reg, name, labels...) {
+		switch {
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// series yields the series of the metric called name in reg whose labels
+// are labels, name=value pairs.
+func series(t testing.TB, reg prometheus.Gatherer, name string, labels ...string) iter.Seq[*dto.Metric] {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatalf("Gather: %v", err)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if !matches(m.GetLabel(), labels) {
+	return func(yield func(*dto.Metric) bool) {
+		for _, mf := range mfs {
+			if mf.GetName() != name {
 				continue
 			}
-			switch {
-			case m.Counter != nil:
-				return m.GetCounter().GetValue(), true
-			case m.Gauge != nil:
-				return m.GetGauge().GetValue(), true
+			for _, m := range mf.GetMetric() {
+				if matches(m.GetLabel(), labels) && !yield(m) {
+					return
+				}
 			}
 		}
 	}
-	return 0, false
 }
 
 func matches[L interface {

@@ -151,11 +151,8 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 		return 0, false, err
 	}
 	r := b.ref(key)
-	s := b.shard(r.name)
-	ctx, cancel := statementContext(ctx)
-	defer cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	ctx, s, done := b.lockShard(ctx, r.name)
+	defer done()
 	return s.acquire(ctx, r, owner, ttl)
 }
 
@@ -165,11 +162,8 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 		return false, err
 	}
 	name := LockName(key)
-	s := b.shard(name)
-	ctx, cancel := statementContext(ctx)
-	defer cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	ctx, s, done := b.lockShard(ctx, name)
+	defer done()
 	return s.extend(ctx, name, owner, ttl)
 }
 
@@ -179,11 +173,8 @@ func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) 
 		return false, err
 	}
 	name := LockName(key)
-	s := b.shard(name)
-	ctx, cancel := statementContext(ctx)
-	defer cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	ctx, s, done := b.lockShard(ctx, name)
+	defer done()
 	return s.release(ctx, name, owner)
 }
 

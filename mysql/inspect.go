@@ -50,11 +50,8 @@ func (b *Backend) Inspect(ctx context.Context, key string) (driver.LockState, er
 		return driver.LockState{}, err
 	}
 	r := b.ref(key)
-	s := b.shard(r.name)
-	ctx, cancel := statementContext(ctx)
-	defer cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	ctx, s, done := b.lockShard(ctx, r.name)
+	defer done()
 	c, err := s.get(ctx)
 	if err != nil {
 		return driver.LockState{}, fmt.Errorf("%s: inspect %q: %w", b.name, key, err)
@@ -113,11 +110,8 @@ func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
-	s := b.shard(prefix)
-	ctx, cancel := statementContext(ctx)
-	defer cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	ctx, s, done := b.lockShard(ctx, prefix)
+	defer done()
 	c, err := s.get(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: list %q: %w", b.name, prefix, err)
@@ -192,11 +186,8 @@ func (b *Backend) ForceRelease(ctx context.Context, key string) (driver.LockStat
 		return driver.LockState{}, err
 	}
 	name := LockName(key)
-	s := b.shard(name)
-	ctx, cancel := statementContext(ctx)
-	defer cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	ctx, s, done := b.lockShard(ctx, name)
+	defer done()
 	c, err := s.get(ctx)
 	if err != nil {
 		return driver.LockState{}, fmt.Errorf("%s: force release %q: %w", b.name, key, err)

@@ -117,17 +117,11 @@ var errRefused = errors.New("refused")
 // tx runs fn in a transaction on the lock connection of name. fn's
 // errRefused commits and reports ok=false.
 func (v *kindView) tx(ctx context.Context, name, what string, fn func(ctx context.Context, tx *sql.Tx) error) (bool, error) {
-	s := v.b.shard(name)
-	ctx, cancel := statementContext(ctx)
-	defer cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, err := s.get(ctx)
+	ctx, s, done := v.b.lockShard(ctx, name)
+	defer done()
+	c, err := v.kindsConn(ctx, s)
 	if err != nil {
 		return false, err
-	}
-	if err := v.b.kindsTable(ctx, c); err != nil {
-		return false, fmt.Errorf("%s: create table turnstile_holds: %w", v.b.name, s.fail(err))
 	}
 	// Read committed: a key's acquisitions are serialised by its fence
 	// row, and without gap locks those of neighbouring keys do not
@@ -226,17 +220,11 @@ func (v *kindView) Acquire(ctx context.Context, key, owner string, ttl time.Dura
 // one statement: whether owner may get the key. A refused writer leaves
 // its claim.
 func (v *kindView) look(ctx context.Context, key, name, owner string) (bool, error) {
-	s := v.b.shard(name)
-	ctx, cancel := statementContext(ctx)
-	defer cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, err := s.get(ctx)
+	ctx, s, done := v.b.lockShard(ctx, name)
+	defer done()
+	c, err := v.kindsConn(ctx, s)
 	if err != nil {
 		return false, err
-	}
-	if err := v.b.kindsTable(ctx, c); err != nil {
-		return false, fmt.Errorf("%s: create table turnstile_holds: %w", v.b.name, s.fail(err))
 	}
 	hs, err := scanHolders(c.QueryContext(ctx, sqlKindsLive, name))
 	if err != nil {
@@ -332,19 +320,26 @@ func (v *kindView) Release(ctx context.Context, key, owner string) (bool, error)
 	return held, err
 }
 
-// conn runs fn on the lock connection of name, outside a transaction.
-func (v *kindView) conn(ctx context.Context, name, what string, fn func(ctx context.Context, c *sql.Conn) error) error {
-	s := v.b.shard(name)
-	ctx, cancel := statementContext(ctx)
-	defer cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// kindsConn returns s's connection, with turnstile_holds created on the
+// first use of a kind.
+func (v *kindView) kindsConn(ctx context.Context, s *shard) (*sql.Conn, error) {
 	c, err := s.get(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := v.b.kindsTable(ctx, c); err != nil {
-		return fmt.Errorf("%s: create table turnstile_holds: %w", v.b.name, s.fail(err))
+		return nil, fmt.Errorf("%s: create table turnstile_holds: %w", v.b.name, s.fail(err))
+	}
+	return c, nil
+}
+
+// conn runs fn on the lock connection of name, outside a transaction.
+func (v *kindView) conn(ctx context.Context, name, what string, fn func(ctx context.Context, c *sql.Conn) error) error {
+	ctx, s, done := v.b.lockShard(ctx, name)
+	defer done()
+	c, err := v.kindsConn(ctx, s)
+	if err != nil {
+		return err
 	}
 	if err := fn(ctx, c); err != nil {
 		return fmt.Errorf("%s: %s %s: %w", v.b.name, v.Label, what, s.fail(err))

@@ -164,11 +164,8 @@ func readHolders(rows *sql.Rows, err error) ([]driver.LockState, error) {
 // turnstile_holds: an operator's read needs no CREATE privilege, and a
 // missing table holds nothing.
 func (v *kindView) read(ctx context.Context, name, what string, fn func(ctx context.Context, c *sql.Conn) error) error {
-	s := v.b.shard(name)
-	ctx, cancel := statementContext(ctx)
-	defer cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	ctx, s, done := v.b.lockShard(ctx, name)
+	defer done()
 	c, err := s.get(ctx)
 	if err != nil {
 		return err

@@ -23,6 +23,19 @@ type hold struct {
 	deadline time.Time // local: after it the lock is released
 }
 
+// lockShard returns the shard of name, locked, and a statement's context
+// for the calls made on its connection; done unlocks the shard and ends
+// the context.
+func (b *Backend) lockShard(ctx context.Context, name string) (_ context.Context, _ *shard, done func()) {
+	s := b.shard(name)
+	ctx, cancel := statementContext(ctx)
+	s.mu.Lock()
+	return ctx, s, func() {
+		s.mu.Unlock()
+		cancel()
+	}
+}
+
 // get returns the shard's connection, pinning one if needed.
 func (s *shard) get(ctx context.Context) (*sql.Conn, error) {
 	if s.conn != nil {

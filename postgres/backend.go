@@ -140,6 +140,23 @@ func (b *Backend) enter(ctx context.Context, hash int64) (*shard, error) {
 	return s, nil
 }
 
+// open enters the shard of hash and opens its session: conn and qctx
+// serve the call's queries, and done ends them and leaves the shard.
+func (b *Backend) open(ctx context.Context, hash int64) (s *shard, conn *pgx.Conn, qctx context.Context, done func(), err error) {
+	if s, err = b.enter(ctx, hash); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	conn, qctx, cancel, err := s.session()
+	if err != nil {
+		s.unlock()
+		return nil, nil, nil, nil, fmt.Errorf("%s: %w", b.name, permission(err))
+	}
+	return s, conn, qctx, func() {
+		cancel()
+		s.unlock()
+	}, nil
+}
+
 // Acquire implements driver.Backend.
 func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
 	if err := b.checkKey(key); err != nil {

@@ -70,16 +70,11 @@ func (b *Backend) Inspect(ctx context.Context, key string) (driver.LockState, er
 		return driver.LockState{}, err
 	}
 	id := b.lockID(key)
-	s, err := b.enter(ctx, id)
+	s, conn, qctx, done, err := b.open(ctx, id)
 	if err != nil {
 		return driver.LockState{}, err
 	}
-	defer s.unlock()
-	conn, qctx, cancel, err := s.session()
-	if err != nil {
-		return driver.LockState{}, fmt.Errorf("%s: %w", b.name, permission(err))
-	}
-	defer cancel()
+	defer done()
 	st, err := readState(qctx, conn, inspectSQL, key)
 	if err == nil && !st.Held {
 		st, err = inspectOutside(qctx, conn, key, id, st)
@@ -130,16 +125,11 @@ func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.
 	if !utf8.ValidString(prefix) {
 		return nil, false, fmt.Errorf("%w: %s: list prefix %q is not valid UTF-8, which no key stored in PostgreSQL can start with", turnstile.ErrInvalidKey, b.name, prefix)
 	}
-	s, err := b.enter(ctx, b.lockID(prefix))
+	s, conn, qctx, done, err := b.open(ctx, b.lockID(prefix))
 	if err != nil {
 		return nil, false, err
 	}
-	defer s.unlock()
-	conn, qctx, cancel, err := s.session()
-	if err != nil {
-		return nil, false, fmt.Errorf("%s: %w", b.name, permission(err))
-	}
-	defer cancel()
+	defer done()
 	var rows pgx.Rows
 	if end, ok := successor(prefix); ok {
 		rows, err = conn.Query(qctx, listSQL, prefix, end, limit+1)
@@ -217,16 +207,11 @@ func (b *Backend) ForceRelease(ctx context.Context, key string) (driver.LockStat
 		return driver.LockState{}, err
 	}
 	hash := b.lockID(key)
-	s, err := b.enter(ctx, hash)
+	s, conn, qctx, done, err := b.open(ctx, hash)
 	if err != nil {
 		return driver.LockState{}, err
 	}
-	defer s.unlock()
-	conn, qctx, cancel, err := s.session()
-	if err != nil {
-		return driver.LockState{}, fmt.Errorf("%s: %w", b.name, permission(err))
-	}
-	defer cancel()
+	defer done()
 	st, err := forceRelease(qctx, conn, key)
 	if err != nil {
 		s.failed()

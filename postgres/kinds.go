@@ -96,16 +96,11 @@ func (v *kindView) Released(ctx context.Context, key string) (<-chan struct{}, f
 
 // do runs fn on the lock connection of key.
 func (v *kindView) do(ctx context.Context, key, what string, fn func(ctx context.Context, q *pgx.Conn) error) error {
-	s, err := v.b.enter(ctx, v.b.lockID(key))
+	s, conn, qctx, done, err := v.b.open(ctx, v.b.lockID(key))
 	if err != nil {
 		return err
 	}
-	defer s.unlock()
-	conn, qctx, cancel, err := s.session()
-	if err != nil {
-		return fmt.Errorf("%s: %w", v.b.name, permission(err))
-	}
-	defer cancel()
+	defer done()
 	if err := fn(qctx, conn); err != nil {
 		s.failed()
 		return fmt.Errorf("%s: %s %s: %w", v.b.name, v.Label, what, permission(err))

@@ -88,16 +88,11 @@ func (v *kindView) List(ctx context.Context, prefix string, limit int) ([]driver
 	}
 	var states []driver.LockState
 	// Any lock connection serves: the first.
-	s, err := v.b.enter(ctx, 0)
+	s, conn, qctx, done, err := v.b.open(ctx, 0)
 	if err != nil {
 		return nil, false, err
 	}
-	defer s.unlock()
-	conn, qctx, cancel, err := s.session()
-	if err != nil {
-		return nil, false, fmt.Errorf("%s: %w", v.b.name, permission(err))
-	}
-	defer cancel()
+	defer done()
 	states, err = readHolders(qctx, conn, kindsListSQL, prefix, v.kinds(), limit+1)
 	if err != nil {
 		s.failed()

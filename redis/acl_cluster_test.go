@@ -26,7 +26,7 @@ var aclCluster = []string{"asking", "role"}
 // every node are taken, waited for, listed and removed by force, also
 // while a slot migrates, and no node refuses anything.
 func TestACLCluster(t *testing.T) {
-	t.Cleanup(func() { awaitRueidisClusterTimers(t) }) // after the clients close
+	t.Cleanup(func() { testserver.AwaitRueidisTimers(t) }) // after the clients close
 	cl := testserver.StartRedisCluster(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	rules := aclRules(aclPrefix, aclLock, aclOperator, aclCluster)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,12 +22,12 @@ import (
 // TestCluster runs the backend against a real Redis Cluster of three
 // masters, started once for all its subtests.
 func TestCluster(t *testing.T) {
-	t.Cleanup(func() { awaitRueidisClusterTimers(t) }) // runs last: after every client closed
+	t.Cleanup(func() { testserver.AwaitRueidisTimers(t) }) // runs last: after every client closed
 	cl := testserver.StartRedisCluster(t)
 	admin := clusterAdmin(t, cl)
 
 	// Conformance last: rueidis cluster clients leave timers of a few
-	// seconds behind (see awaitRueidisClusterTimers), which it outlasts.
+	// seconds behind (see testserver.AwaitRueidisTimers), which it outlasts.
 	t.Run("URL", func(t *testing.T) { testClusterURL(t, cl) })
 	t.Run("WaitReplicasRefused", func(t *testing.T) { testClusterWaitReplicas(t, cl) })
 	t.Run("KeysShareASlot", func(t *testing.T) { testClusterSlots(t, cl, admin) })
@@ -311,32 +310,6 @@ func goRedisClusterBackend(t testing.TB, cl *testserver.RedisCluster) *redis.Bac
 		t.Fatalf("NewGoRedis: %v", err)
 	}
 	return b
-}
-
-// awaitRueidisClusterTimers waits for the goroutines a rueidis cluster
-// client leaves behind to close a surplus connection five seconds after
-// it learnt the topology (two of its initial addresses answered at once),
-// so that the leak check in TestMain sees only real leaks.
-func awaitRueidisClusterTimers(t testing.TB) {
-	buf := make([]byte, 1<<20)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n := runtime.Stack(buf, true)
-		if n == len(buf) {
-			buf = make([]byte, 2*len(buf))
-			continue
-		}
-		stacks := string(buf[:n])
-		if !strings.Contains(stacks, "rueidis.(*clusterClient)._refresh.func") &&
-			!strings.Contains(stacks, "rueidis.(*clusterClient).redirectOrNew.func") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Log("rueidis cluster timers still running after 10s")
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // testClusterWaitReplicas: wait_replicas cannot work on a cluster (WAIT

@@ -58,9 +58,28 @@ func TestBadOptions(t *testing.T) {
 	}
 }
 
-func TestBadURLs(t *testing.T) {
+// checkBadURLs checks that Open refuses each of urls with
+// ErrInvalidURL, before any connection.
+func checkBadURLs(t *testing.T, urls []string) {
+	t.Helper()
 	ctx := ctxFor(t, time.Minute)
-	for _, u := range []string{
+	for _, u := range urls {
+		start := time.Now()
+		c, err := turnstile.Open(ctx, u)
+		if c != nil {
+			_ = c.Close()
+		}
+		if !errors.Is(err, turnstile.ErrInvalidURL) {
+			t.Errorf("Open(%q) = %v, want ErrInvalidURL", u, err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("Open(%q) took %v: bad URLs must fail before any connection", u, took)
+		}
+	}
+}
+
+func TestBadURLs(t *testing.T) {
+	checkBadURLs(t, []string{
 		"redis://host:notaport",
 		"redis://host:0",
 		"redis://host:65536",
@@ -80,19 +99,7 @@ func TestBadURLs(t *testing.T) {
 		"redis://h?prefix=a%7Bb",
 		"redis://h#frag",
 		"redis:opaque",
-	} {
-		start := time.Now()
-		c, err := turnstile.Open(ctx, u)
-		if c != nil {
-			_ = c.Close()
-		}
-		if !errors.Is(err, turnstile.ErrInvalidURL) {
-			t.Errorf("Open(%q) = %v, want ErrInvalidURL", u, err)
-		}
-		if took := time.Since(start); took > time.Second {
-			t.Errorf("Open(%q) took %v: bad URLs must fail before any connection", u, took)
-		}
-	}
+	})
 }
 
 // TestFlushDelay: clients opened from a URL batch concurrent calls'

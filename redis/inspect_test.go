@@ -243,7 +243,7 @@ func TestFairInspect(t *testing.T) {
 // ForceRelease works on keys whose hash tag is easy to get wrong (the
 // guard key must share the lock's slot).
 func TestClusterInspect(t *testing.T) {
-	t.Cleanup(func() { awaitRueidisClusterTimers(t) })
+	t.Cleanup(func() { testserver.AwaitRueidisTimers(t) })
 	cl := testserver.StartRedisCluster(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	for _, tc := range []struct {

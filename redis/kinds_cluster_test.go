@@ -15,7 +15,7 @@ import (
 // TestKindsCluster runs the kinds' cases on a Redis Cluster: every
 // script of a kind names keys of one hash slot, which a cluster checks.
 func TestKindsCluster(t *testing.T) {
-	t.Cleanup(func() { awaitRueidisClusterTimers(t) }) // runs last: after every client closed
+	t.Cleanup(func() { testserver.AwaitRueidisTimers(t) }) // runs last: after every client closed
 	cl := testserver.StartRedisCluster(t)
 	admin := clusterAdmin(t, cl)
 	// One backend for every instance: dialling a cluster client per

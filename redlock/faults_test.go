@@ -7,11 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/turnstilelock/turnstile"
-	"github.com/turnstilelock/turnstile/driver"
-	"github.com/turnstilelock/turnstile/redis"
 	"github.com/turnstilelock/turnstile/redlock"
 )
 
@@ -87,19 +83,9 @@ func TestFiveNodesKilled(t *testing.T) {
 func TestBlackholedMajority(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	srvs := startNodes(t, 5)
-	nodes := redisNodes(t, srvs[:2])
-	var holes []func(time.Duration)
-	for _, s := range srvs[2:] {
-		addr, slow, heal := slowProxy(t, s)
-		defer heal() // before the clients close: they wait for their replies
-		n, err := redis.Dial(ctx, rueidis.ClientOption{InitAddress: []string{addr}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = n.Close() })
-		nodes = append(nodes, driver.Backend(n))
-		holes = append(holes, slow)
-	}
+	proxied, holes, heal := proxiedNodes(t, ctx, srvs[2:])
+	defer heal() // before the clients close: they wait for their replies
+	nodes := append(redisNodes(t, srvs[:2]), proxied...)
 	// A node timeout that a healthy loopback node meets even on a busy
 	// machine, where the default 50 ms is sometimes missed.
 	const nodeTimeout = 300 * time.Millisecond

@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,6 +43,34 @@ func slowProxy(t *testing.T, srv *testserver.Redis) (addr string, slow func(late
 		}
 	}
 	return p.Listen, slow, heal
+}
+
+// proxiedNodes dials each of srvs through a slowProxy of its own and
+// returns the Backends, the proxies' slow functions, and a function that
+// heals them all, which the test defers: its clients wait for their
+// replies when they close.
+func proxiedNodes(t *testing.T, ctx context.Context, srvs []*testserver.Redis) (nodes []driver.Backend, slows []func(time.Duration), heal func()) {
+	t.Helper()
+	var heals []func()
+	for _, s := range srvs {
+		addr, slow, heal := slowProxy(t, s)
+		heals = append(heals, heal)
+		n, err := redis.Dial(ctx, rueidis.ClientOption{InitAddress: []string{addr}})
+		if err != nil {
+			for _, h := range heals {
+				h()
+			}
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = n.Close() })
+		nodes = append(nodes, driver.Backend(n))
+		slows = append(slows, slow)
+	}
+	return nodes, slows, func() {
+		for _, h := range slices.Backward(heals) {
+			h()
+		}
+	}
 }
 
 // TestSlowNodeBehindProxy: one of three nodes answers only after 250 ms,

@@ -9,12 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/memory"
-	"github.com/turnstilelock/turnstile/redis"
 	"github.com/turnstilelock/turnstile/redlock"
 )
 
@@ -116,19 +113,9 @@ func TestQuorumObserver(t *testing.T) {
 func TestQuorumObserverSkipsCancelledRounds(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	srvs := startNodes(t, 3)
-	nodes := redisNodes(t, srvs[:1])
-	var holes []func(time.Duration)
-	for _, s := range srvs[1:] {
-		addr, slow, heal := slowProxy(t, s)
-		defer heal() // before the clients close: they wait for their replies
-		n, err := redis.Dial(ctx, rueidis.ClientOption{InitAddress: []string{addr}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = n.Close() })
-		nodes = append(nodes, driver.Backend(n))
-		holes = append(holes, slow)
-	}
+	proxied, holes, heal := proxiedNodes(t, ctx, srvs[1:])
+	defer heal() // before the clients close: they wait for their replies
+	nodes := append(redisNodes(t, srvs[:1]), proxied...)
 	q := &quorumLog{}
 	b, err := redlock.New(nodes, redlock.WithQuorumObserver(q.observe))
 	if err != nil {

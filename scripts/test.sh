@@ -12,8 +12,15 @@ cd "$(dirname "$0")/.."
 # promtool, which checks and tests the alert rules in deploy/prometheus,
 # faketime, whose library runs servers under a wrong wall clock, and
 # protobuf-compiler, whose protoc checks that the service's generated code
-# is what its .proto files make (scripts/proto.sh).
-packages=(redis-server redis-sentinel etcd-server zookeeper postgresql mariadb-server prometheus faketime protobuf-compiler)
+# is what its .proto files make (scripts/proto.sh), and chromium, which the
+# operator page's tests drive headless (service/dashboard).
+packages=(redis-server redis-sentinel etcd-server zookeeper postgresql mariadb-server prometheus faketime protobuf-compiler chromium)
+# The Python and Java clients' tests (clients/test.sh) need python3 (3.9+)
+# and a JDK 17+ (javac, java); a machine that has them from elsewhere
+# keeps its own.
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 9))' 2>/dev/null || packages+=(python3)
+javac_major=$( (javac -version 2>&1 || true) | sed -n 's/^javac \([0-9]*\).*/\1/p')
+[ "${javac_major:-0}" -ge 17 ] || packages+=(default-jdk-headless)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -97,6 +104,11 @@ echo "== go test -race"
 for m in $modules; do
 	(cd "$m" && go test -race -count=1 -timeout 15m "$@" ./...) || status=1
 done
+# The Python and Java clients against a real turnstile serve over a real
+# redis-server, with their GC-pause examples (about 2 minutes on 2 busy
+# cores, half a minute of it building turnstile and the Java client).
+echo "== clients: python, java"
+clients/test.sh || status=1
 echo "== chaos quick mode"
 wait "$chaos_pid" || status=1
 cat "$chaos_log"

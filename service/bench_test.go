@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/testserver"
+	"github.com/turnstilelock/turnstile/locktest"
 )
 
 // The service against the library used directly, and against etcd's own
@@ -137,62 +137,13 @@ func leases(c *turnstile.Client) func(context.Context, *rand.Rand) (func() error
 	}
 }
 
-// pairs is locktest.Pairs for any lock: b.N acquisitions and releases
-// split over workers goroutines; it reports pairs/s and the p50 and p99
-// of the acquisitions.
+// pairs is locktest.PairsFunc, with the CPU each pair cost reported
+// beside it: this process (the client, and an instance served in it) and
+// the other processes given.
 func pairs(b *testing.B, workers int, acquire func(ctx context.Context, r *rand.Rand) (release func() error, err error), others ...cpuClock) {
-	ctx := context.Background()
 	cpu0 := cpuTimes(b, others)
-	lat := make([][]time.Duration, workers)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	start := time.Now()
-	for g := range workers {
-		share := b.N / workers
-		if g < b.N%workers {
-			share++
-		}
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(rand.Uint64(), uint64(g)))
-			mine := make([]time.Duration, 0, share)
-			for range share {
-				t0 := time.Now()
-				release, err := acquire(ctx, r)
-				mine = append(mine, time.Since(t0))
-				if err == nil {
-					err = release()
-				}
-				if err != nil {
-					errs[g] = err
-					break
-				}
-			}
-			lat[g] = mine
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
+	locktest.PairsFunc(b, workers, acquire)
 	cpu1 := cpuTimes(b, others)
-	for _, err := range errs {
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	at := func(p float64) float64 {
-		if len(all) == 0 {
-			return 0
-		}
-		return float64(all[min(len(all)-1, int(p*float64(len(all))))].Microseconds())
-	}
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "pairs/s")
-	b.ReportMetric(at(0.50), "acq-p50-µs")
-	b.ReportMetric(at(0.99), "acq-p99-µs")
-	// The CPU each pair cost: this process (the client, and an instance
-	// served in it) and the other processes given.
 	for i := range cpu1 {
 		b.ReportMetric(float64((cpu1[i]-cpu0[i]).Microseconds())/float64(b.N), cpuUnits[min(i, len(cpuUnits)-1)])
 	}

@@ -73,7 +73,7 @@ func (s *Server) campaign(ctx context.Context, m *v1.CampaignRequest, stream *co
 		return err
 	}
 	s.event(v1.EventType_EVENT_TYPE_ACQUIRED, v, m.Name, l.Owner(), l.Token())
-	return s.keep(ctx, v, l, obs, holdMessages{
+	return s.keep(ctx, v, l, ttl, obs, holdMessages{
 		renewed: func(valid time.Duration) error {
 			return stream.Send(&v1.CampaignResponse{Event: &v1.CampaignResponse_Renewed{Renewed: &v1.Renewed{Validity: durationpb.New(valid)}}})
 		},

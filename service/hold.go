@@ -102,7 +102,7 @@ func (s *Server) hold(ctx context.Context, m *v1.HoldRequest, stream *connect.Se
 		return err
 	}
 	s.event(v1.EventType_EVENT_TYPE_ACQUIRED, v, a.Key, l.Owner(), l.Token())
-	return s.keep(ctx, v, l, obs, holdMessages{
+	return s.keep(ctx, v, l, ttl, obs, holdMessages{
 		renewed: func(valid time.Duration) error {
 			return stream.Send(&v1.HoldResponse{Event: &v1.HoldResponse_Renewed{Renewed: &v1.Renewed{Validity: durationpb.New(valid)}}})
 		},
@@ -156,8 +156,9 @@ func (s *Server) resume(ctx context.Context, v *lockView, a *v1.AcquireRequest, 
 
 // keep holds l for a stream until the stream, the lease or the instance
 // ends it (see the top of this file).
-func (s *Server) keep(ctx context.Context, v *lockView, l *turnstile.Lease, obs *holdObserver, send holdMessages) error {
+func (s *Server) keep(ctx context.Context, v *lockView, l *turnstile.Lease, ttl time.Duration, obs *holdObserver, send holdMessages) error {
 	key := l.Key()
+	defer s.held.add(l, ttl)()
 	for {
 		select {
 		case <-obs.renewed:

@@ -70,6 +70,35 @@ func TestHoldLostIsSaid(t *testing.T) {
 	}
 }
 
+// TestHoldForceReleaseSaidAtOnce: a forced release through the instance
+// that keeps a Hold stream's lease is said on the stream at once, not at
+// the lease's next renewal a third of its TTL later.
+func TestHoldForceReleaseSaidAtOnce(t *testing.T) {
+	in := startInstance(t, service.Config{Backend: memory.New()})
+	c := clientsOf(t, in.addr)
+	const ttl = 30 * time.Second // renewed every 10 s
+	s, _ := holdStream(t, ctxFor(t, time.Minute), c, &v1.HoldRequest{Key: "hold:forced", Ttl: durationpb.New(ttl)})
+	start := time.Now()
+	if _, err := c.locks.ForceRelease(ctxFor(t, 10*time.Second), connect.NewRequest(&v1.ForceReleaseRequest{Key: "hold:forced"})); err != nil {
+		t.Fatal(err)
+	}
+	var lost *v1.Ended
+	for s.Receive() {
+		if lost = s.Msg().GetLost(); lost != nil {
+			break
+		}
+	}
+	took := time.Since(start)
+	if lost == nil || lost.Reason != "LOCK_LOST" {
+		t.Fatalf("stream ended without Lost (%v)", s.Err())
+	}
+	// Half the renewal period: a loaded machine's delays fit in it, and
+	// a loss found by the next renewal does not.
+	if took > ttl/6 {
+		t.Fatalf("Lost came %v after the forced release; want it before the next renewal (%v)", took, ttl/3)
+	}
+}
+
 // TestHoldCancelReleases: a client that cancels its Hold stream (its
 // HTTP/2 connection stays) releases the lock at once, not at its TTL.
 func TestHoldCancelReleases(t *testing.T) {

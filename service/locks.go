@@ -241,6 +241,9 @@ func (h *locks) ForceRelease(ctx context.Context, req *connect.Request[v1.ForceR
 		return nil, toConnect(err)
 	}
 	s.cfg.Logger.Warn("turnstile serve: forced release", "key", m.Key, "by", callerName(ctx), "held", st.Held, "fence_floor", st.Token)
+	if st.Held {
+		s.held.recheck(ctx, m.Key)
+	}
 	for _, hd := range st.Holders {
 		s.event(v1.EventType_EVENT_TYPE_FORCE_RELEASED, v, m.Key, hd.Owner, max(hd.Token, st.Token))
 	}

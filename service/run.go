@@ -19,6 +19,7 @@ import (
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/metrics"
+	"github.com/turnstilelock/turnstile/service/dashboard"
 )
 
 // RunOptions are what "turnstile serve" runs.
@@ -36,7 +37,13 @@ type RunOptions struct {
 	Insecure bool
 	// MetricsAddr, if set, serves Prometheus metrics there; "same"
 	// serves them at /metrics of Listen.
-	MetricsAddr  string
+	MetricsAddr string
+	// NoDashboard leaves the operator page (package dashboard) out of /.
+	NoDashboard bool
+	// PageOnly serves the operator page and the API's reads, and refuses
+	// every call that takes, renews or releases a lock ("turnstile
+	// dashboard").
+	PageOnly     bool
 	DrainTimeout time.Duration
 	// OpenTimeout bounds connecting to the store at start. Default 10s.
 	OpenTimeout time.Duration
@@ -149,6 +156,17 @@ func Run(ctx context.Context, o RunOptions, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "turnstile serve: metrics on http://%s%s\n", addr, metrics.Path)
 	}
 
+	if !o.NoDashboard {
+		page, err := dashboard.New(dashboard.Options{API: s.Handler(), Role: s.CallerRole, Watchers: s.KeyWatchers, Gatherer: reg})
+		if err != nil {
+			return err
+		}
+		serveOpts.Extra = page.Mount(serveOpts.Extra)
+		if o.PageOnly {
+			serveOpts.Extra = dashboard.RefuseLockCalls(serveOpts.Extra)
+		}
+	}
+
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -159,6 +177,9 @@ func Run(ctx context.Context, o RunOptions, stderr io.Writer) error {
 		scheme = "https"
 	}
 	fmt.Fprintf(stderr, "turnstile serve: serving %s (gRPC, gRPC-Web, Connect) on %s://%s\n", driverName(store), scheme, ln.Addr())
+	if !o.NoDashboard {
+		fmt.Fprintf(stderr, "turnstile serve: operator page on %s://%s/\n", scheme, ln.Addr())
+	}
 	if o.Listening != nil {
 		o.Listening(ln.Addr())
 	}

@@ -79,6 +79,7 @@ type Server struct {
 	probe   prober
 
 	holds    atomic.Int64 // Hold and Campaign streams open
+	held     *heldLeases  // their leases, by key (forced.go)
 	draining atomic.Bool
 	// drain is closed when the instance starts draining: every stream
 	// that holds a lease stops renewing it and says so.
@@ -135,7 +136,7 @@ func New(cfg Config) (*Server, error) {
 	if _, err := turnstile.New(cfg.Backend, opts...); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, views: newViews(cfg.Backend, opts), hub: newHub(), drain: make(chan struct{})}
+	s := &Server{cfg: cfg, views: newViews(cfg.Backend, opts), hub: newHub(), held: newHeldLeases(), drain: make(chan struct{})}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.pool = newOpPool()
 	s.tokens.Store(cfg.Tokens)

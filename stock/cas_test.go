@@ -143,17 +143,9 @@ func TestCASConflict(t *testing.T) {
 			if err := c.Set(ctx, id, 10); err != nil {
 				t.Fatal(err)
 			}
-			other := pgPool(t, 2)
-			tx, err := other.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = tx.Rollback(context.Background()) }()
 			// Another buyer's update, not yet committed: readers still see
 			// version 1 and 10 units.
-			if _, err := tx.Exec(ctx, "UPDATE turnstile_stock SET quantity = quantity - 2, version = version + 1 WHERE id = $1", id); err != nil {
-				t.Fatal(err)
-			}
+			other, tx := uncommitted(t, ctx, "UPDATE turnstile_stock SET quantity = quantity - 2, version = version + 1 WHERE id = $1", id)
 			var (
 				wg   sync.WaitGroup
 				left int64
@@ -176,6 +168,23 @@ func TestCASConflict(t *testing.T) {
 			}
 		})
 	}
+}
+
+// uncommitted runs update with id in a transaction on a pool of its own,
+// and returns the pool and the transaction, still open; it is rolled back
+// when the test ends unless committed.
+func uncommitted(t *testing.T, ctx context.Context, update, id string) (*pgxpool.Pool, pgx.Tx) {
+	t.Helper()
+	other := pgPool(t, 2)
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(ctx, update, id); err != nil {
+		t.Fatal(err)
+	}
+	return other, tx
 }
 
 // waitForBlockedUpdate returns once a compare-and-set is waiting for a row
@@ -209,15 +218,7 @@ func TestCASCancelled(t *testing.T) {
 	if err := c.Set(ctx, id, 10); err != nil {
 		t.Fatal(err)
 	}
-	other := pgPool(t, 2)
-	tx, err := other.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, err := tx.Exec(ctx, "UPDATE turnstile_stock SET version = version + 1 WHERE id = $1", id); err != nil {
-		t.Fatal(err)
-	}
+	other, tx := uncommitted(t, ctx, "UPDATE turnstile_stock SET version = version + 1 WHERE id = $1", id)
 	takeCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (

@@ -75,13 +75,7 @@ func (b *Backend) inspect(ctx context.Context, key string) (driver.LockState, []
 		return st, nil, nil
 	}
 	first := dir + "/" + q[0].name
-	ns, err := call(ctx, func() (*zk.Stat, error) {
-		ok, stat, err := b.conn.Exists(first)
-		if err == nil && !ok {
-			err = zk.ErrNoNode
-		}
-		return stat, err
-	})
+	ns, err := b.stat(ctx, first)
 	if errors.Is(err, zk.ErrNoNode) {
 		return driver.LockState{}, nil, errRaced
 	}

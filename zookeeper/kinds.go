@@ -162,42 +162,9 @@ func (k *seqKind) AcquireWait(ctx context.Context, key, owner string, ttl time.D
 			}
 			return tok, err
 		}
-		pred := dir + "/" + q[j].name
-		watch := func() (<-chan zk.Event, error) {
-			_, _, ch, err := k.b.conn.GetW(pred)
-			return ch, err
-		}
-		if report != nil {
-			// As the plain lock's waiters do: one that counts its place
-			// watches the whole line.
-			if at != last {
-				report(at)
-				last = at
-			}
-			watch = func() (<-chan zk.Event, error) {
-				kids, _, ch, err := k.b.conn.ChildrenW(dir)
-				if err == nil && !sameNodes(queue(kids), q) {
-					return nil, zk.ErrNoNode
-				}
-				return ch, err
-			}
-		}
-		ch, err := call(ctx, watch)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			k.b.cleanup(mine)
-			if ctx.Err() != nil {
-				return 0, ctx.Err()
-			}
-			return 0, fmt.Errorf("zookeeper: watch %s: %w", pred, err)
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			k.b.cleanup(mine)
-			return 0, ctx.Err()
+		// As the plain lock's waiters do: behind the node that blocks it.
+		if err := k.b.waitBehind(ctx, mine, dir, dir+"/"+q[j].name, q, at, &last, report); err != nil {
+			return 0, err
 		}
 	}
 }
@@ -266,16 +233,9 @@ func (k *seqKind) Release(ctx context.Context, key, owner string) (_ bool, err e
 		p = dir + "/" + q[i].name
 	}
 	if !k.counted {
-		err := k.b.deleteOrDoom(ctx, p, -1)
+		held, err := k.b.releaseNode(ctx, p, "release")
 		k.b.drop(hk)
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, zk.ErrNoNode):
-			return false, nil
-		default:
-			return false, fmt.Errorf("zookeeper: release %s: %w", p, err)
-		}
+		return held, err
 	}
 	nc, known := k.counts.get(hk, p)
 	for {

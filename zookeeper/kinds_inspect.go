@@ -118,13 +118,7 @@ func (b *Backend) inspectKind(ctx context.Context, key, kind string, by members)
 	owners := map[string]bool{}
 	for _, m := range held {
 		p := dir + "/" + m.name
-		ns, err := call(ctx, func() (*zk.Stat, error) {
-			ok, stat, err := b.conn.Exists(p)
-			if err == nil && !ok {
-				err = zk.ErrNoNode
-			}
-			return stat, err
-		})
+		ns, err := b.stat(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			return driver.LockState{}, nil, errRaced
 		}

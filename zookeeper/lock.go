@@ -238,15 +238,7 @@ func (b *Backend) Release(ctx context.Context, key, owner string) (_ bool, err e
 	}
 	if p, ok := b.take(holdKey{key, owner}); ok {
 		// A granted node stays first in its queue while it exists.
-		err := b.deleteOrDoom(ctx, p, -1)
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, zk.ErrNoNode):
-			return false, nil
-		default:
-			return false, fmt.Errorf("zookeeper: delete %s: %w", p, err)
-		}
+		return b.releaseNode(ctx, p, "delete")
 	}
 	q, err := b.list(ctx, key)
 	if err != nil {

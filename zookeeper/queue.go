@@ -55,51 +55,60 @@ func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.D
 		case at == 0 || q[0].owner == eo:
 			return b.granted(ctx, key, owner, mine, q[0], ttl)
 		}
-		pred := b.dir(key) + "/" + q[at-1].name
-		// GetW, unlike ExistsW, leaves no watch behind on a node that is
-		// already gone.
-		watch := func() (<-chan zk.Event, error) {
-			_, _, ch, err := b.conn.GetW(pred)
+		dir := b.dir(key)
+		if err := b.waitBehind(ctx, mine, dir, dir+"/"+q[at-1].name, q, at, &last, report); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// waitBehind returns when the line q of dir may have moved for the node
+// mine, at place at behind the node pred: once pred changes, or, when
+// report is set, any node of the line. A waiter that counts its place
+// (the nodes ahead of it, the holder's included) watches the whole line,
+// so that it sees every node ahead of it go, and reports the place when
+// it is not *last; the others watch only their predecessor. On an error,
+// or when ctx ends, mine leaves the line.
+func (b *Backend) waitBehind(ctx context.Context, mine, dir, pred string, q []node, at int, last *int, report func(int)) error {
+	// GetW, unlike ExistsW, leaves no watch behind on a node that is
+	// already gone.
+	watch := func() (<-chan zk.Event, error) {
+		_, _, ch, err := b.conn.GetW(pred)
+		return ch, err
+	}
+	if report != nil {
+		if at != *last {
+			report(at)
+			*last = at
+		}
+		watch = func() (<-chan zk.Event, error) {
+			kids, _, ch, err := b.conn.ChildrenW(dir)
+			if err == nil && !sameNodes(queue(kids), q) {
+				// The line changed between the listing and the watch,
+				// which only sees later changes: look again now instead
+				// of waiting for one.
+				return nil, zk.ErrNoNode
+			}
 			return ch, err
 		}
-		if report != nil {
-			// Its place: the nodes ahead of it, the holder's included. A
-			// waiter that counts it watches the whole line, so that it
-			// sees every node ahead of it go; the others watch only their
-			// predecessor.
-			if at != last {
-				report(at)
-				last = at
-			}
-			dir := b.dir(key)
-			watch = func() (<-chan zk.Event, error) {
-				kids, _, ch, err := b.conn.ChildrenW(dir)
-				if err == nil && !sameNodes(queue(kids), q) {
-					// The line changed between the listing and the
-					// watch, which only sees later changes: look again
-					// now instead of waiting for one.
-					return nil, zk.ErrNoNode
-				}
-				return ch, err
-			}
+	}
+	ch, err := call(ctx, watch)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		b.cleanup(mine)
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		ch, err := call(ctx, watch)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			b.cleanup(mine)
-			if ctx.Err() != nil {
-				return 0, ctx.Err()
-			}
-			return 0, fmt.Errorf("zookeeper: watch %s: %w", pred, err)
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			b.cleanup(mine)
-			return 0, ctx.Err()
-		}
+		return fmt.Errorf("zookeeper: watch %s: %w", pred, err)
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		b.cleanup(mine)
+		return ctx.Err()
 	}
 }
 

@@ -3,6 +3,7 @@ package zookeeper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -59,6 +60,31 @@ func (b *Backend) deleteOrDoom(ctx context.Context, p string, version int32) err
 		b.doom(doomed{path: p}, nil)
 	}
 	return err
+}
+
+// releaseNode deletes a held node at p, as deleteOrDoom does, and reports
+// whether it was there; what names the step in the error.
+func (b *Backend) releaseNode(ctx context.Context, p, what string) (bool, error) {
+	err := b.deleteOrDoom(ctx, p, -1)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, zk.ErrNoNode):
+		return false, nil
+	default:
+		return false, fmt.Errorf("zookeeper: %s %s: %w", what, p, err)
+	}
+}
+
+// stat reads the node at p, with zk.ErrNoNode when there is none.
+func (b *Backend) stat(ctx context.Context, p string) (*zk.Stat, error) {
+	return call(ctx, func() (*zk.Stat, error) {
+		ok, st, err := b.conn.Exists(p)
+		if err == nil && !ok {
+			err = zk.ErrNoNode
+		}
+		return st, err
+	})
 }
 
 // final reports whether err is ZooKeeper's answer to a request, rather

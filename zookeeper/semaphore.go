@@ -199,13 +199,7 @@ func (s *Semaphore) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 // again is owner's permit taken again: its token is the zxid that
 // created its lease.
 func (s *Semaphore) again(ctx context.Context, hk holdKey, p string, ttl time.Duration) (uint64, bool, error) {
-	st, err := call(ctx, func() (*zk.Stat, error) {
-		ok, st, err := s.b.conn.Exists(p)
-		if err == nil && !ok {
-			err = zk.ErrNoNode
-		}
-		return st, err
-	})
+	st, err := s.b.stat(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return 0, false, nil
 	}
@@ -292,15 +286,7 @@ func (s *Semaphore) Release(ctx context.Context, key, owner string) (_ bool, err
 			return false, err
 		}
 	}
-	err = s.b.deleteOrDoom(ctx, p, -1)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, zk.ErrNoNode):
-		return false, nil
-	default:
-		return false, fmt.Errorf("zookeeper: delete %s: %w", p, err)
-	}
+	return s.b.releaseNode(ctx, p, "delete")
 }
 
 // Released implements driver.Notifier: when leases leave key's

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -320,7 +319,7 @@ func TestBenchUnavailable(t *testing.T) {
 	if _, err := srv.Do("ACL", "SETUSER", "noinfo", "on", ">pw", "~*", "&*", "+@all", "-info"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { awaitRueidisTimers(t) })
+	t.Cleanup(func() { testserver.AwaitRueidisTimers(t, rueidisDelayDo) })
 	tests := []struct {
 		name string
 		url  string
@@ -348,34 +347,10 @@ func TestBenchUnavailable(t *testing.T) {
 	}
 }
 
-// awaitRueidisTimers waits until the goroutines rueidis leaves running
-// after a client is gone have ended, so that the package's leak check
-// sees only real leaks: a failed rueidis.NewClient leaves a topology
-// refresh that sleeps up to a second (and returns no client that could
-// stop it), and a cluster client closes surplus connections five seconds
-// after it learnt the topology.
-func awaitRueidisTimers(t *testing.T) {
-	buf := make([]byte, 1<<20)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n := runtime.Stack(buf, true)
-		if n == len(buf) {
-			buf = make([]byte, 2*len(buf))
-			continue
-		}
-		stacks := string(buf[:n])
-		if !strings.Contains(stacks, "rueidis.(*call).DelayDo.func") &&
-			!strings.Contains(stacks, "rueidis.(*clusterClient)._refresh.func") &&
-			!strings.Contains(stacks, "rueidis.(*clusterClient).redirectOrNew.func") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Log("rueidis timers still running after 10s")
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+// rueidisDelayDo is the topology refresh that a failed rueidis.NewClient
+// leaves sleeping for up to a second, with no client that could stop it:
+// the tests that open Redis wait for it as for a cluster client's timers.
+const rueidisDelayDo = "rueidis.(*call).DelayDo.func"
 
 func TestBenchHelp(t *testing.T) {
 	t.Parallel()
@@ -458,7 +433,7 @@ func equalStrings(a, b []string) bool {
 func TestBenchCluster(t *testing.T) {
 	t.Parallel()
 	cl := testserver.StartRedisCluster(t)
-	t.Cleanup(func() { awaitRueidisTimers(t) })
+	t.Cleanup(func() { testserver.AwaitRueidisTimers(t, rueidisDelayDo) })
 	r := runBench(t, "--url", "redis://"+strings.Join(cl.Addrs(), ","), "--duration", "200ms", "--only", "uncontended/c=16$", "--json")
 	if r.code != exitOK {
 		t.Fatalf("exit code %d, want 0; stderr:\n%s\nstdout:\n%s", r.code, r.stderr, r.stdout)

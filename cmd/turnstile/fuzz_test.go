@@ -14,6 +14,24 @@ import (
 	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/clitest"
 )
 
+// fuzzParseRun parses args as run does and returns the options, or nil
+// for a refused command line, whose error must name one of its flags
+// (of known) or values, or ask for help.
+func fuzzParseRun(t *testing.T, args, known []string) *runOptions {
+	t.Helper()
+	o, err := parseRun(args)
+	if err == nil {
+		return o
+	}
+	if o != nil {
+		t.Fatalf("parseRun(%q) = %+v and %v", args, o, err)
+	}
+	if !errors.Is(err, flag.ErrHelp) && !clitest.NamesBadPart(err.Error(), args, known) {
+		t.Fatalf("parseRun(%q): error %q names no flag or value", args, err)
+	}
+	return nil
+}
+
 var runFlags = []string{"backend", "backend-file", "key", "ttl", "wait", "no-wait", "grace", "metrics-addr", "shared", "exclusive", "semaphore", "fair", "pass-backend", "help", "h"}
 
 // FuzzParseRun: "turnstile run" flags never panic the parser; a refused
@@ -37,14 +55,8 @@ func FuzzParseRun(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		args := clitest.SplitArgs(in)
-		o, err := parseRun(args)
-		if err != nil {
-			if o != nil {
-				t.Fatalf("parseRun(%q) = %+v and %v", args, o, err)
-			}
-			if !errors.Is(err, flag.ErrHelp) && !clitest.NamesBadPart(err.Error(), args, runFlags) {
-				t.Fatalf("parseRun(%q): error %q names no flag or value", args, err)
-			}
+		o := fuzzParseRun(t, args, runFlags)
+		if o == nil {
 			return
 		}
 		if len(o.argv) == 0 || o.argv[0] == "" || !slices.Equal(o.argv, args[len(args)-len(o.argv):]) || args[len(args)-len(o.argv)-1] != "--" {

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -17,21 +15,14 @@ import (
 
 // lsCmd implements "turnstile ls".
 func lsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ls", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
 	var o opFlags
-	o.register(fs)
+	fs := o.flagSet("ls")
 	prefix := fs.String("prefix", "", "")
 	limit := fs.Int("limit", turnstile.DefaultListLimit, "")
 	asJSON := fs.Bool("json", false, "")
-	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, lsUsage())
+	pos, help, err := o.parse(fs, args, stdout, lsUsage)
+	if help {
 		return exitOK
-	}
-	if err == nil {
-		err = o.resolve()
 	}
 	switch {
 	case err != nil:

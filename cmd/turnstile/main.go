@@ -34,6 +34,7 @@ var commands = []command{
 	{"ls", "list the locks held now", lsCmd},
 	{"unlock", "remove a stuck lock by force, raising its fence first", unlockCmd},
 	{"serve", "serve the lock service over a store: gRPC, gRPC-Web, JSON over HTTP", serveCmd},
+	{"dashboard", "serve the operator page of a store's locks on this machine, in a browser", dashboardCmd},
 	{"demo", "run the incidents turnstile prevents, without and with it", demo.Main},
 	{"bench", "measure turnstile's locks on your Redis: throughput, latency, commands", benchCmd},
 	{"advise", "recommend a lock design for a load: store, phase preset, capacity, alerts", adviseCmd},

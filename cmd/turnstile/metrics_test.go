@@ -88,16 +88,7 @@ wait:
 		!regexp.MustCompile(`(?m)^turnstile_acquire_duration_seconds_count\{[^}]*\} [1-9]`).MatchString(text) {
 		t.Fatalf("no acquire latency histogram in the scrape:\n%s", text)
 	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("demo still running 30 s after SIGINT")
-	}
+	stopWithin30s(t, cmd, syscall.SIGINT, "demo")
 	if code := cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("exit code %d after an interrupt while serving metrics, want the verdict's 0", code)
 	}
@@ -151,7 +142,14 @@ func TestRunServesMetrics(t *testing.T) {
 	}
 	// SIGTERM goes to the command; turnstile releases and exits with its
 	// status (143).
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	stopWithin30s(t, cmd, syscall.SIGTERM, "turnstile run")
+}
+
+// stopWithin30s sends sig to cmd, which it calls what, and waits for it
+// to exit, for 30 s at most.
+func stopWithin30s(t *testing.T, cmd *exec.Cmd, sig syscall.Signal, what string) {
+	t.Helper()
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -159,6 +157,6 @@ func TestRunServesMetrics(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
-		t.Fatal("turnstile run still running 30 s after SIGTERM")
+		t.Fatalf("%s still running 30 s after %v", what, sig)
 	}
 }

@@ -39,6 +39,30 @@ func (o *opFlags) register(fs *flag.FlagSet) {
 	fs.Var(kindFlag{&o.kind}, "kind", "")
 }
 
+// flagSet returns the flags of operator command name, with o's
+// registered.
+func (o *opFlags) flagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	o.register(fs)
+	return fs
+}
+
+// parse parses args with fs, as parseArgs does, and resolves o. help
+// reports that -h asked for the usage, which it has written to stdout.
+func (o *opFlags) parse(fs *flag.FlagSet, args []string, stdout io.Writer, usage func() string) (pos []string, help bool, err error) {
+	pos, err = parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage())
+		return nil, true, nil
+	}
+	if err == nil {
+		err = o.resolve()
+	}
+	return pos, false, err
+}
+
 // kindFlag is --kind: a lock kind's name.
 type kindFlag struct{ k **opKind }
 

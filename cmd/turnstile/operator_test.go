@@ -342,7 +342,7 @@ func TestUnlockConfirms(t *testing.T) {
 // reported without it.
 func TestOperatorHidesPassword(t *testing.T) {
 	// A refused dial leaves rueidis's delayed topology refresh behind.
-	t.Cleanup(func() { awaitRueidisTimers(t) })
+	t.Cleanup(func() { testserver.AwaitRueidisTimers(t, rueidisDelayDo) })
 	srv := testserver.StartRedis(t)
 	url := strings.Replace(srv.URL(), "redis://", "redis://user:s3cr3t-pw@", 1)
 	for _, args := range [][]string{{"status", "k"}, {"ls"}, {"unlock", "k", "--force", "--yes"}} {

@@ -5,8 +5,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
-	"flag"
 	"os"
 	"strconv"
 	"strings"
@@ -112,14 +110,8 @@ func FuzzParseRunLeader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		args := clitest.SplitArgs(in)
-		o, err := parseRun(args)
-		if err != nil {
-			if o != nil {
-				t.Fatalf("parseRun(%q) = %+v and %v", args, o, err)
-			}
-			if !errors.Is(err, flag.ErrHelp) && !clitest.NamesBadPart(err.Error(), args, runLeaderFlags) {
-				t.Fatalf("parseRun(%q): error %q names no flag or value", args, err)
-			}
+		o := fuzzParseRun(t, args, runLeaderFlags)
+		if o == nil {
 			return
 		}
 		if o.leader == "" {

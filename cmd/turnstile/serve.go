@@ -34,6 +34,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&o.TokensFile, "tokens", "", "")
 	fs.BoolVar(&o.Insecure, "insecure", false, "")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "")
+	fs.BoolVar(&o.NoDashboard, "no-dashboard", false, "")
 	fs.StringVar(&o.Config.Instance, "instance", "", "")
 	ttl := durationFlag(service.DefaultTTL)
 	fs.Var(&ttl, "ttl", "")
@@ -61,28 +62,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return usageError(stderr, "serve", err)
 	}
-	o.Config.Version = readBuildInfo().Version
-
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	stop := cli.CancelOnSignal(sigs, cancel)
-	defer stop()
-
-	err = service.Run(ctx, o, stderr)
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, service.ErrUsage):
-		return usageError(stderr, "serve", err)
-	case errors.Is(err, service.ErrStore):
-		fmt.Fprintf(stderr, "turnstile serve: %s\n%s", oneLine(describe(err)), storeHint(err))
-		return exitUnavailable
-	}
-	fmt.Fprintf(stderr, "turnstile serve: %s\n", oneLine(describe(err)))
-	return exitUnavailable
+	return runService(ctx, "serve", o, stderr)
 }
 
 func checkServeFlags(o service.RunOptions) error {
@@ -187,6 +167,9 @@ Flags:
   --metrics-addr ADDR
                    serve Prometheus metrics at http://ADDR/metrics ("same":
                    at /metrics of --listen)
+  --no-dashboard   do not serve the operator page at / (the locks held,
+                   their history, live charts, force unlock for an admin
+                   token)
 
 serve token prints a new token for the client and the line for the tokens
 file; the secret is not kept anywhere else.
@@ -197,4 +180,31 @@ Exit status:
       TLS or tokens
   69  the lock store is unreachable, or serving failed
 `
+}
+
+// runService runs the service of command name (serve, dashboard) until
+// ctx ends or SIGINT or SIGTERM comes, and returns its exit code.
+func runService(ctx context.Context, name string, o service.RunOptions, stderr io.Writer) int {
+	o.Config.Version = readBuildInfo().Version
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	stop := cli.CancelOnSignal(sigs, cancel)
+	defer stop()
+
+	err := service.Run(ctx, o, stderr)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, service.ErrUsage):
+		return usageError(stderr, name, err)
+	case errors.Is(err, service.ErrStore):
+		fmt.Fprintf(stderr, "turnstile %s: %s\n%s", name, oneLine(describe(err)), storeHint(err))
+		return exitUnavailable
+	}
+	fmt.Fprintf(stderr, "turnstile %s: %s\n", name, oneLine(describe(err)))
+	return exitUnavailable
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -12,20 +10,13 @@ import (
 
 // statusCmd implements "turnstile status".
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
 	var o opFlags
-	o.register(fs)
+	fs := o.flagSet("status")
 	asJSON := fs.Bool("json", false, "")
 	held := fs.Bool("held", false, "")
-	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, statusUsage())
+	pos, help, err := o.parse(fs, args, stdout, statusUsage)
+	if help {
 		return exitOK
-	}
-	if err == nil {
-		err = o.resolve()
 	}
 	var key string
 	if err == nil {

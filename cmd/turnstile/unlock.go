@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,20 +22,13 @@ var (
 
 // unlockCmd implements "turnstile unlock".
 func unlockCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("unlock", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
 	var o opFlags
-	o.register(fs)
+	fs := o.flagSet("unlock")
 	force := fs.Bool("force", false, "")
 	yes := fs.Bool("yes", false, "")
-	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, unlockUsage())
+	pos, help, err := o.parse(fs, args, stdout, unlockUsage)
+	if help {
 		return exitOK
-	}
-	if err == nil {
-		err = o.resolve()
 	}
 	var key string
 	if err == nil {

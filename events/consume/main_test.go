@@ -13,6 +13,7 @@ import (
 
 	"github.com/turnstilelock/turnstile/events"
 	"github.com/turnstilelock/turnstile/events/consume"
+	"github.com/turnstilelock/turnstile/events/internal/kafkatest"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
@@ -23,15 +24,7 @@ var ctxFor = testserver.Ctx
 
 // startKafka runs an in-process Kafka cluster with the events topic in
 // partitions partitions, closed when the test ends.
-func startKafka(t testing.TB, partitions int32) *kfake.Cluster {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, events.Topic))
-	if err != nil {
-		t.Fatalf("kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
+var startKafka = kafkatest.Start
 
 // store is the application's storage the tests apply events to: per
 // key the events applied, in order, and the position stored with them.

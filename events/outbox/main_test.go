@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/turnstilelock/turnstile/events"
+	"github.com/turnstilelock/turnstile/events/internal/kafkatest"
 	"github.com/turnstilelock/turnstile/events/outbox"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 )
@@ -74,15 +75,9 @@ func newDB(t testing.TB) (string, *pgxpool.Pool) {
 	return url, pool
 }
 
-func startKafka(t testing.TB) *kfake.Cluster {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(8, events.Topic))
-	if err != nil {
-		t.Fatalf("kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
+// startKafka runs an in-process Kafka cluster with the events topic in
+// 8 partitions, closed when the test ends.
+func startKafka(t testing.TB) *kfake.Cluster { return kafkatest.Start(t, 8) }
 
 // runChild is a relay process whose publisher sends the first half of
 // its first batch to Kafka, reports the ids it sent on stdout, and then
@@ -133,30 +128,16 @@ func (p hangingPublisher) Publish(ctx context.Context, evs ...events.Event) erro
 // consume reads n records of the events topic from its start.
 func consume(t testing.TB, seeds []string, n int) []events.Event {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(events.Topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx := ctxFor(t, 30*time.Second)
 	var out []events.Event
-	for len(out) < n {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("consumed %d of %d records: %v", len(out), n, err)
+	kafkatest.Consume(t, seeds, n, func(r *kgo.Record) {
+		ev := events.Event{}
+		if err := json.Unmarshal(r.Value, &ev); err != nil {
+			t.Fatalf("record %s: %v", r.Value, err)
 		}
-		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
-		fs.EachRecord(func(r *kgo.Record) {
-			ev := events.Event{}
-			if err := json.Unmarshal(r.Value, &ev); err != nil {
-				t.Fatalf("record %s: %v", r.Value, err)
-			}
-			if string(r.Key) != ev.Key {
-				t.Fatalf("record key %q, event key %q", r.Key, ev.Key)
-			}
-			out = append(out, ev)
-		})
-	}
+		if string(r.Key) != ev.Key {
+			t.Fatalf("record key %q, event key %q", r.Key, ev.Key)
+		}
+		out = append(out, ev)
+	})
 	return out
 }

@@ -1,15 +1,11 @@
 package outbox_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,7 +15,7 @@ import (
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/events"
 	"github.com/turnstilelock/turnstile/events/outbox"
-	"github.com/turnstilelock/turnstile/internal/proc"
+	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 var roundTypes = []string{events.TypeAcquired, events.TypeExtended, events.TypeReleased}
@@ -212,26 +208,9 @@ func TestRelayKilled(t *testing.T) {
 // the child (also done when the test ends, if kill was not called).
 func startRelayChild(t *testing.T, url string, cluster *kfake.Cluster, batch int) (dup map[string]bool, kill func()) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envChildDB+"="+url, envChildKafka+"="+strings.Join(cluster.ListenAddrs(), ","),
+	out, killChild := testserver.StartChild(t, envChildDB+"="+url, envChildKafka+"="+strings.Join(cluster.ListenAddrs(), ","),
 		fmt.Sprintf("%s=%d", envChildBatch, batch))
-	cmd.Stderr = os.Stderr
-	proc.DieWithParent(cmd)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	t.Cleanup(func() {
-		if !killed {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
+	line, err := out.ReadString('\n')
 	if err != nil {
 		t.Fatalf("relay child: %v", err)
 	}
@@ -247,11 +226,7 @@ func startRelayChild(t *testing.T, url string, cluster *kfake.Cluster, batch int
 		t.Fatalf("relay child published %d events, want %d", len(dup), batch/2)
 	}
 	return dup, func() {
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		killed = true
-		if err := cmd.Wait(); err == nil {
+		if err := killChild(); err == nil {
 			t.Fatal("relay child exited cleanly, want killed")
 		}
 	}

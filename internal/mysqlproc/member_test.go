@@ -14,18 +14,22 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// memDir is a temporary directory in memory where /dev/shm exists:
+// initialising a data directory on a busy disk takes seconds.
+func memDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("/dev/shm", "turnstile-mysqlproc-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
 func TestPauseResumeRestart(t *testing.T) {
 	if !Available() {
 		t.Fatal(ErrNotInstalled)
 	}
-	// In memory where /dev/shm exists: initialising a data directory on
-	// a busy disk takes seconds.
-	dir, err := os.MkdirTemp("/dev/shm", "turnstile-mysqlproc-")
-	if err != nil {
-		dir = t.TempDir()
-	} else {
-		t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	}
+	dir := memDir(t)
 	s, err := Start(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -113,12 +117,7 @@ func TestClockMovesServerTime(t *testing.T) {
 	if !Available() {
 		t.Fatal(ErrNotInstalled)
 	}
-	dir, err := os.MkdirTemp("/dev/shm", "turnstile-mysqlproc-")
-	if err != nil {
-		dir = t.TempDir()
-	} else {
-		t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	}
+	dir := memDir(t)
 	s, err := StartWith(dir, Options{Clock: true})
 	if err != nil {
 		t.Fatal(err)

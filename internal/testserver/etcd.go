@@ -1,7 +1,6 @@
 package testserver
 
 import (
-	"os"
 	"testing"
 
 	"github.com/turnstilelock/turnstile/internal/etcdproc"
@@ -31,14 +30,8 @@ func StartEtcd(t testing.TB) *Etcd {
 	return &Etcd{Server: s}
 }
 
-func etcdDataDir(t testing.TB) string {
-	dir, err := os.MkdirTemp("/dev/shm", "turnstile-etcd-")
-	if err != nil {
-		return t.TempDir()
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
-}
+// etcdDataDir is a temporary directory for etcd's data (see memDir).
+func etcdDataDir(t testing.TB) string { return memDir(t, "turnstile-etcd-") }
 
 // StartEtcdTLS starts etcd as StartEtcd does, serving clients over TLS
 // only with certs' server certificate and requiring client certificates

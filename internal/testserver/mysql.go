@@ -35,12 +35,15 @@ func (m *MySQL) Restart() {
 	}
 }
 
-// dataDir is a temporary directory for the server's data, in memory where
-// /dev/shm exists: on a busy disk a commit can stall longer than the short
-// lease TTLs the conformance suite uses.
-func dataDir(t testing.TB) string {
+// dataDir is a temporary directory for the server's data (see memDir).
+func dataDir(t testing.TB) string { return memDir(t, "turnstile-mysql") }
+
+// memDir is a temporary directory named prefix…, removed when the test
+// ends, in memory where /dev/shm exists: on a busy disk a commit can
+// stall longer than the short lease TTLs the conformance suite uses.
+func memDir(t testing.TB, prefix string) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("/dev/shm", "turnstile-mysql")
+	dir, err := os.MkdirTemp("/dev/shm", prefix)
 	if err != nil {
 		return t.TempDir()
 	}

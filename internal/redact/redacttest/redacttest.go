@@ -253,24 +253,32 @@ func (b Backend) CheckOpen(t *testing.T) {
 				// The first secret is dialled (and refused); for the others
 				// the context is cancelled already, which is quicker and
 				// still goes through the parser and the driver's setup.
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				if i > 0 {
-					cancel()
-				}
-				c, err := b.Open(ctx, raw)
-				cancel()
-				if err == nil {
-					_ = c.Close()
-					if b.Lazy {
-						continue
-					}
-					t.Fatalf("Open(%q) succeeded with nothing listening", raw)
-				}
-				if leak := ErrorLeak(err, never); leak != "" {
-					t.Fatalf("Open(%q): error %q shows the secret %q", raw, err, leak)
-				}
+				b.checkRefused(t, raw, never, "secret", i > 0)
 			}
 		}
+	}
+}
+
+// checkRefused opens raw, within 2 s or with a context cancelled already,
+// with nothing listening, and checks that it fails, unless b is Lazy, and
+// that the error shows none of never, the what.
+func (b Backend) checkRefused(t *testing.T, raw string, never []string, what string, cancelled bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	if cancelled {
+		cancel()
+	}
+	c, err := b.Open(ctx, raw)
+	cancel()
+	if err == nil {
+		_ = c.Close()
+		if !b.Lazy {
+			t.Fatalf("Open(%q) succeeded with nothing listening", raw)
+		}
+		return
+	}
+	if leak := ErrorLeak(err, never); leak != "" {
+		t.Fatalf("Open(%q): error %q shows the %s %q", raw, err, what, leak)
 	}
 }
 
@@ -359,18 +367,6 @@ func (b Backend) CheckPasswordFileOpen(t *testing.T, p PasswordFile) {
 		if extra != "" {
 			raw += "&" + extra
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		c, err := b.Open(ctx, raw)
-		cancel()
-		if err == nil {
-			_ = c.Close()
-			if b.Lazy {
-				continue
-			}
-			t.Fatalf("Open(%q) succeeded with nothing listening", raw)
-		}
-		if leak := ErrorLeak(err, never); leak != "" {
-			t.Fatalf("Open(%q): error %q shows the password %q", raw, err, leak)
-		}
+		b.checkRefused(t, raw, never, "password", false)
 	}
 }
