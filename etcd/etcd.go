@@ -129,6 +129,7 @@ type Backend struct {
 	leases  leasePool // the shared leases of the plain locks and their waiters
 	waiting lines     // the plain locks' waiters of this backend, per key
 	hold    anchor    // keeps the waiters' watch stream open
+	sweep   sweeper   // ends the plain locks whose own deadline passed
 
 	bg       sync.WaitGroup // lease revocations that outlive their caller's context
 	stop     chan struct{}  // closed by Close: cancels them
@@ -203,6 +204,7 @@ func (b *Backend) Client() *clientv3.Client { return b.cli }
 func (b *Backend) Close() error {
 	b.stopOnce.Do(func() { close(b.stop) })
 	b.bg.Wait()
+	b.stopSweeper()
 	b.ka.close()
 	b.hold.close()
 	if !b.owns {

@@ -26,3 +26,6 @@ func (b *Backend) LocalWaiters(key string) int {
 	defer b.waiting.mu.Unlock()
 	return len(b.waiting.byKey[key])
 }
+
+// Tracked is how many keys b's sweeper tracks.
+func (b *Backend) Tracked() int { return b.tracked() }

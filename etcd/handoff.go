@@ -32,7 +32,8 @@ type localWaiter struct {
 	qk    string // its waiter key
 	place int64  // the waiter key's create revision
 	lease *sharedLease
-	given chan uint64 // the token, when a release hands it the lock
+	hold  time.Duration // how long a lock handed to it lasts unless renewed
+	given chan uint64   // the token, when a release hands it the lock
 }
 
 // lines are the backend's waiters per key, in the order of their places.
@@ -112,6 +113,7 @@ func (b *Backend) releaseTo(ctx context.Context, key, owner string, w *localWait
 // when it has one, else a delete by owner.
 func (b *Backend) release(ctx context.Context, key, owner string) (bool, error) {
 	if w := b.waiting.first(key); w != nil && w.lease.usable(time.Now()) {
+		start := time.Now()
 		ok, handed, tok, err := b.releaseTo(ctx, key, owner, w)
 		switch {
 		case leaseGone(err):
@@ -121,11 +123,19 @@ func (b *Backend) release(ctx context.Context, key, owner string) (bool, error) 
 		case err != nil:
 			return false, err
 		default:
-			if handed && b.waiting.leave(key, w) {
-				w.given <- tok
+			b.untrack(b.LockKey(key), owner)
+			if handed {
+				b.track(b.LockKey(key), w.owner, int64(tok), w.lease.id, start.Add(w.hold))
+				if b.waiting.leave(key, w) {
+					w.given <- tok
+				}
 			}
 			return ok, nil
 		}
 	}
-	return b.deleteOwned(ctx, b.LockKey(key), owner, "")
+	ok, err := b.deleteOwned(ctx, b.LockKey(key), owner, "")
+	if err == nil {
+		b.untrack(b.LockKey(key), owner)
+	}
+	return ok, err
 }

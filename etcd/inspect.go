@@ -181,6 +181,7 @@ func (b *Backend) ForceRelease(ctx context.Context, key string) (_ driver.LockSt
 		Token:   uint64(resp.Header.Revision),
 		Waiters: int(resp.Responses[1].GetResponseRange().GetCount()),
 	}
+	b.untrack(lk, "")
 	prev := resp.Responses[0].GetResponseDeleteRange().GetPrevKvs()
 	if len(prev) == 0 {
 		return st, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -25,6 +26,7 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 		if err != nil {
 			return 0, false, err
 		}
+		start := time.Now()
 		renewed := b.renewing(ctx, l, fresh)
 		tok, ok, _, err := b.take(ctx, lk, owner, l.id)
 		rerr := <-renewed
@@ -41,15 +43,16 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 			}
 			return 0, false, err
 		case err != nil:
-			b.drop(ctx, lk, owner, "")
+			b.drop(ctx, lk, owner, "", l.id)
 			return 0, false, err
 		case !ok:
 			return 0, false, nil
 		case rerr != nil:
 			// Taken, but its lease's time from now on is unknown.
-			b.drop(ctx, lk, owner, "")
+			b.drop(ctx, lk, owner, "", l.id)
 			return 0, false, rerr
 		}
+		b.track(lk, owner, int64(tok), l.id, start.Add(l.hold()))
 		return tok, true, nil
 	}
 }
@@ -88,11 +91,26 @@ func (b *Backend) take(ctx context.Context, lk, owner string, id clientv3.LeaseI
 // goes out alongside the check, since that is the lease the key is
 // under unless it was moved. When ttl needs more seconds than the key's
 // lease was granted, the key moves to the shared lease of ttl's class.
+// The hold's own deadline moves to the call's start plus the TTL before
+// anything is sent (see sweep.go); a hold whose deadline passed is over.
+// A key owner holds that is not the write this backend tracks — written
+// since by another process with the same owner id, or by a version with
+// a lease per lock — moves to this backend's shared lease, so that its
+// end is this backend's deadline and no other's.
 func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Duration) (_ bool, err error) {
 	defer func() { err = permission(err, "renew the lock "+b.LockKey(key)) }()
+	start := time.Now()
 	lk, secs := b.LockKey(key), leaseSeconds(ttl)
-	var renewed <-chan error
 	guess := b.current(secs)
+	hold := time.Duration(secs) * time.Second
+	if guess != nil {
+		hold = guess.hold()
+	}
+	tracking, rev := b.extending(lk, owner, start, hold)
+	if tracking == extendExpired {
+		return false, nil
+	}
+	var renewed <-chan error
 	if guess != nil {
 		renewed = b.renewing(ctx, guess, false)
 	}
@@ -104,16 +122,20 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 	if err != nil {
 		return false, err
 	}
-	if !resp.Succeeded {
-		return false, nil
+	var kvs []*mvccpb.KeyValue
+	if resp.Succeeded {
+		kvs = resp.Responses[0].GetResponseRange().GetKvs()
 	}
-	kvs := resp.Responses[0].GetResponseRange().GetKvs()
 	if len(kvs) == 0 {
+		b.untrack(lk, owner)
 		return false, nil
 	}
 	id := clientv3.LeaseID(kvs[0].Lease)
 	if id == clientv3.NoLease {
 		return true, nil
+	}
+	if tracking != extendTracked || kvs[0].ModRevision != rev {
+		return b.move(ctx, lk, owner, kvs[0].ModRevision, id, secs, start)
 	}
 	var granted int64
 	if guess != nil && id == guess.id {
@@ -127,7 +149,7 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 	if granted >= secs {
 		return true, nil
 	}
-	return b.move(ctx, lk, owner, kvs[0].ModRevision, id, secs)
+	return b.move(ctx, lk, owner, kvs[0].ModRevision, id, secs, start)
 }
 
 // lostIsFalse turns errLeaseLost into the answer "no longer held".
@@ -139,10 +161,11 @@ func lostIsFalse(err error) error {
 }
 
 // move puts lk, held by owner at revision rev under lease from, onto the
-// shared lease of class secs, renewed from now on. A key changed
-// meanwhile is not owner's any more, or was re-granted: its holder's
-// next Extend looks again.
-func (b *Backend) move(ctx context.Context, lk, owner string, rev int64, from clientv3.LeaseID, secs int64) (bool, error) {
+// shared lease of class secs, renewed from now on, and tracks it as
+// written by an Extend that began at start. A key changed meanwhile is
+// not owner's any more, or was re-granted: its holder's next Extend
+// looks again.
+func (b *Backend) move(ctx context.Context, lk, owner string, rev int64, from clientv3.LeaseID, secs int64, start time.Time) (bool, error) {
 	for try := 1; ; try++ {
 		l, fresh, err := b.lease(ctx, secs)
 		if err != nil {
@@ -164,6 +187,9 @@ func (b *Backend) move(ctx context.Context, lk, owner string, rev int64, from cl
 		}
 		if err != nil {
 			return false, err
+		}
+		if resp.Succeeded {
+			b.track(lk, owner, resp.Header.Revision, l.id, start.Add(l.hold()))
 		}
 		if rerr != nil {
 			return false, rerr
@@ -202,10 +228,19 @@ func (b *Backend) deleteOwned(ctx context.Context, lk, owner, qk string) (bool, 
 // outcome is unknown, even when ctx is done. It waits only as long as
 // ctx allows — a caller's deadline holds even when the cluster cannot
 // answer — and the deletion goes on in the background for up to
-// cleanupCtx's bound, or until Close. If it fails, the keys end with
-// their lease, after its TTL.
-func (b *Backend) drop(ctx context.Context, lk, owner, qk string) {
-	b.background(ctx, func(cctx context.Context) { _, _ = b.deleteOwned(cctx, lk, owner, qk) })
+// cleanupCtx's bound, or until Close. If it fails, the sweeper deletes
+// the keys that are still owner's under lease, the shared lease the
+// attempt wrote them under: the lease alone may outlive them, renewed
+// by other locks.
+func (b *Backend) drop(ctx context.Context, lk, owner, qk string, lease clientv3.LeaseID) {
+	b.background(ctx, func(cctx context.Context) {
+		if _, err := b.deleteOwned(cctx, lk, owner, qk); err != nil {
+			b.orphan(lk, owner, lease)
+			if qk != "" {
+				b.orphan(qk, owner, lease)
+			}
+		}
+	})
 }
 
 // revoke drops a lease that no longer holds a lock, even when ctx is

@@ -34,6 +34,7 @@ func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.D
 			return 0, err
 		}
 		put := clientv3.OpPut(lk, owner, clientv3.WithLease(l.id))
+		start := time.Now()
 		resp, err := b.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(lk), "=", 0),
 				clientv3.Compare(clientv3.CreateRevision(dir), "=", 0).WithPrefix()).
@@ -51,7 +52,7 @@ func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.D
 			return 0, err
 		}
 		if err != nil {
-			b.drop(ctx, lk, owner, me)
+			b.drop(ctx, lk, owner, me, l.id)
 			return 0, err
 		}
 		inner := resp.Responses[0].GetResponseTxn()
@@ -59,13 +60,14 @@ func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.D
 			if report := driver.PositionFunc(ctx); report != nil {
 				report(1)
 			}
+			b.track(lk, owner, resp.Header.Revision, l.id, start.Add(l.hold()))
 			return uint64(resp.Header.Revision), nil
 		}
 		place := resp.Header.Revision
 		if prev := inner.GetResponses()[0].GetResponsePut().GetPrevKv(); prev != nil {
 			place = prev.CreateRevision // owner's waiter key keeps its place
 		}
-		lw := &localWaiter{owner: owner, qk: me, place: place, lease: l, given: make(chan uint64, 1)}
+		lw := &localWaiter{owner: owner, qk: me, place: place, lease: l, hold: l.hold(), given: make(chan uint64, 1)}
 		w := &waiter{b: b, id: l.id, shared: l, renew: renewEvery(l.ttl), renewed: time.Now(), given: lw.given}
 		if !fresh {
 			w.renewed = time.Time{} // renewed on the first look: its last renewal may be old
@@ -76,7 +78,7 @@ func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.D
 		if err != nil {
 			// The drop also frees the lock if a release handed it over
 			// as the wait ended.
-			b.drop(ctx, lk, owner, me)
+			b.drop(ctx, lk, owner, me, l.id)
 			if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 				err = errors.Join(cerr, err)
 			}
@@ -115,6 +117,7 @@ func (w *waiter) waitPlaced(ctx context.Context, key, owner string, place int64)
 				return 0, err
 			}
 		}
+		start := time.Now()
 		tok, ok, rev, err := w.b.take(ctx, lk, owner, w.id, clientv3.OpDelete(me))
 		if leaseGone(err) {
 			w.b.lost(w.shared)
@@ -124,6 +127,7 @@ func (w *waiter) waitPlaced(ctx context.Context, key, owner string, place int64)
 			return 0, err
 		}
 		if ok {
+			w.b.track(lk, owner, int64(tok), w.id, start.Add(w.shared.hold()))
 			return tok, nil
 		}
 		if err := w.waitFor(ctx, lk, false, rev+1, nil); err != nil {

@@ -54,6 +54,10 @@ func (l *sharedLease) usable(now time.Time) bool {
 	return l.state == leaseLive && now.Before(l.until)
 }
 
+// hold is how long a lock written or renewed under l lasts, as a lease
+// of its own with the TTL etcd granted l would: the sweeper's bound.
+func (l *sharedLease) hold() time.Duration { return time.Duration(l.ttl) * time.Second }
+
 // renewed records a renewal sent at sent that etcd answered with ttl.
 func (l *sharedLease) renewed(sent time.Time, ttl int64) {
 	l.mu.Lock()
@@ -134,6 +138,7 @@ func (b *Backend) current(secs int64) *sharedLease {
 // lost marks l ended on the server, so that no lock is written on it
 // again.
 func (b *Backend) lost(l *sharedLease) {
+	b.untrackLease(l.id)
 	l.mu.Lock()
 	l.state = leaseLost
 	l.mu.Unlock()
