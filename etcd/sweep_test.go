@@ -8,8 +8,10 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/turnstilelock/turnstile/etcd"
+	"github.com/turnstilelock/turnstile/internal/etcdproc"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
@@ -132,4 +134,47 @@ func TestFailedExtendBoundsTheLock(t *testing.T) {
 		t.Fatalf("the renewed lock: %v", err)
 	default:
 	}
+}
+
+// TestCloseWhileSweeping: Close ends the sweeper even while its delete
+// waits for a cluster that cannot answer (a stopped server stands for a
+// member cut off from the others), without holding the caller for the
+// delete's own bound; the lock then ends with its shared lease, which
+// nobody renews any more.
+func TestCloseWhileSweeping(t *testing.T) {
+	srv, err := etcdproc.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Kill)
+	ctx := ctxFor(t, time.Minute)
+	b, err := etcd.Dial(ctx, clientv3.Config{Endpoints: []string{srv.Endpoint()}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = raw.Close() })
+	start := time.Now()
+	if _, ok, err := b.Acquire(ctx, "stale", "os", shortTTL); !ok || err != nil {
+		t.Fatalf("acquire = %v, %v", ok, err)
+	}
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	// Past the lock's deadline: the sweeper's delete is waiting.
+	time.Sleep(time.Until(start.Add(shortTTL + 500*time.Millisecond)))
+	closing := time.Now()
+	if err := b.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if took := time.Since(closing); took > 3*time.Second {
+		t.Errorf("Close waited %v for a sweep the server could not answer", took)
+	}
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, raw, "stale", start, 20*time.Second)
 }
