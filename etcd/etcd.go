@@ -12,7 +12,14 @@
 // deletes the key once the lease's TTL has run out on the etcd leader.
 // A lease that ends (expired, or revoked behind the backend's back) ends
 // exactly the locks on it: each holder's next Extend reports its lock
-// lost, and the next acquisition takes a new lease. Extend checks the
+// lost, and the next acquisition takes a new lease. Since other locks
+// keep the lease renewed, each lock also has a deadline of its own — the
+// start of its last grant or Extend plus its TTL, as a lease of its own
+// would — and the backend deletes a lock whose deadline passed without
+// an Extend (a transaction that compares the key's mod revision with the
+// write that granted it, so a key taken again is never touched): a
+// holder that stopped renewing, or whose renewals failed, does not leave
+// its lock held for as long as the backend lives. Extend checks the
 // owner and renews the lease (LeaseKeepAlive);
 // turnstile's watchdog calls it, so the watchdog is the keep-alive, and a
 // refused or failed renewal cancels Lease.Context(). Every renewal of a
