@@ -55,6 +55,7 @@ type hold struct {
 	rev      int64
 	lease    clientv3.LeaseID
 	deadline time.Time
+	retry    time.Time // after a failed delete: when to try again (the deadline stays passed)
 	state    holdState
 }
 
@@ -243,9 +244,9 @@ func (b *Backend) dueHolds(now time.Time) (due map[string]*hold, next time.Time,
 		if h.state != holdLive {
 			continue
 		}
-		if now.Before(h.deadline) {
-			if h.deadline.Before(next) {
-				next = h.deadline
+		if when := later(h.deadline, h.retry); now.Before(when) {
+			if when.Before(next) {
+				next = when
 			}
 			continue
 		}
@@ -282,10 +283,18 @@ func (b *Backend) sweepOne(key string, h *hold) {
 		return // written again meanwhile, or untracked
 	}
 	if err != nil {
-		h.state, h.deadline = holdLive, time.Now().Add(sweepRetry)
+		h.state, h.retry = holdLive, time.Now().Add(sweepRetry)
 		return
 	}
 	// Deleted, or no longer the tracked write: either way not the
 	// backend's to end any more.
 	delete(s.holds, key)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
