@@ -39,6 +39,17 @@
 // bench/report of the checkout) as results.jsonl, table.txt and
 // report.html, a self-contained page with charts.
 //
+// With --store etcd it compares turnstile on etcd (etcd://, at its
+// defaults) with etcd's own recipe, concurrency.Mutex with one
+// concurrency.Session per worker, on a single-member etcd it starts on
+// loopback with its data directory on disk (fsync on): distinct keys
+// with 1, 16 and 64 workers and one hot key with 64
+// (workload.NativeRecipe). Each cell also reports, from etcd's /metrics,
+// the gRPC messages the member received per acquisition by method, the
+// entries committed to its log and its WAL fsyncs:
+//
+//	go run . --store etcd --duration 5s
+//
 // The package's tests also hold BenchmarkBackends, which compares
 // turnstile's own backends (memory, Redis, Redlock, etcd, ZooKeeper,
 // PostgreSQL, MySQL) with one another:

@@ -15,7 +15,9 @@ require (
 	github.com/turnstilelock/turnstile/redis v0.1.0
 	github.com/turnstilelock/turnstile/redlock v0.1.0
 	github.com/turnstilelock/turnstile/zookeeper v0.1.0
+	go.etcd.io/etcd/client/v3 v3.5.35
 	go.uber.org/goleak v1.3.0
+	go.uber.org/zap v1.17.0
 )
 
 require (
@@ -31,10 +33,8 @@ require (
 	github.com/jackc/pgx/v5 v5.13.0 // indirect
 	go.etcd.io/etcd/api/v3 v3.5.35 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.5.35 // indirect
-	go.etcd.io/etcd/client/v3 v3.5.35 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/multierr v1.6.0 // indirect
-	go.uber.org/zap v1.17.0 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect

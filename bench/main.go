@@ -22,7 +22,7 @@ import (
 )
 
 func main() {
-	if workload.ServeChild(libraries(true)) {
+	if workload.ServeChild(append(libraries(true), nativeLibraries()...)) {
 		return
 	}
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
@@ -35,7 +35,11 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := benchmark(ctx, cfg, os.Stdout, os.Stderr); err != nil {
+	run := benchmark
+	if cfg.store == "etcd" {
+		run = benchmarkEtcd
+	}
+	if err := run(ctx, cfg, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		stop()
 		os.Exit(1)
@@ -126,6 +130,7 @@ type environment struct {
 	nodes   []string // the Redlock servers; the first is single
 	cluster []string // the Redis Cluster's masters, for cluster cells
 	flush   func() error
+	stats   func(addrs []string) (workload.Stats, error) // nil: Redis's INFO
 }
 
 // runCells runs every cell of the workloads wls, redis-benchmark and the
@@ -152,49 +157,9 @@ func runCells(ctx context.Context, cfg config, wls []workload.Workload, env envi
 			rep.Limits = append(rep.Limits, l)
 		}
 	}
-	libs := libraries(cfg.peers)
-	for i, w := range wls {
-		order := libs
-		if i%2 == 1 { // alternate: no library always runs first
-			order = make([]workload.Library, len(libs))
-			for j, l := range libs {
-				order[len(libs)-1-j] = l
-			}
-		}
-		for _, lib := range order {
-			if (w.Cluster && lib.OpenCluster == nil) || (!w.Cluster && w.Nodes > 1 && !lib.MultiNode) {
-				continue
-			}
-			if ctx.Err() != nil {
-				return rep
-			}
-			if err := env.flush(); err != nil {
-				problem(err)
-				continue
-			}
-			addrs := []string{env.single}
-			switch {
-			case w.Cluster:
-				addrs = env.cluster[:w.Nodes]
-			case w.Nodes > 1:
-				addrs = env.nodes[:w.Nodes]
-			}
-			fmt.Fprintf(log, "%-27s %-24s ", w.ID(), lib.Name)
-			res, err := workload.Run(ctx, workload.Cell{Workload: w, Library: lib, Addrs: addrs, Duration: cfg.duration})
-			if err != nil {
-				fmt.Fprintln(log)
-				problem(err)
-				continue
-			}
-			fmt.Fprintf(log, "%9.0f acq/s  p99 %8.0f µs  %5.2f cmds/acq  %d errors\n", res.PerSecond, res.P99Micros, res.CommandsPerAcq, res.Errors)
-			if res.Errors > 0 {
-				rep.Problems = append(rep.Problems, fmt.Sprintf("%s %s: %d errors, the first: %s", res.ID, res.Library, res.Errors, res.Error))
-			}
-			if res.Acquisitions == 0 {
-				rep.Problems = append(rep.Problems, fmt.Sprintf("%s %s: no lock acquired in %v", res.ID, res.Library, cfg.duration))
-			}
-			rep.Cells = append(rep.Cells, res)
-		}
+	runWorkloads(ctx, cfg, wls, libraries(cfg.peers), env, &rep, log, problem)
+	if ctx.Err() != nil {
+		return rep
 	}
 	if cfg.scale && ctx.Err() == nil {
 		if err := env.flush(); err != nil {
@@ -210,6 +175,58 @@ func runCells(ctx context.Context, cfg config, wls []workload.Workload, env envi
 		}
 	}
 	return rep
+}
+
+// runWorkloads runs every cell of the workloads wls through libs, the
+// libraries in alternating order from one workload to the next, and adds
+// the results (or the problems) to rep.
+func runWorkloads(ctx context.Context, cfg config, wls []workload.Workload, libs []workload.Library, env environment, rep *render.Report, log io.Writer, problem func(error)) {
+	for i, w := range wls {
+		order := libs
+		if i%2 == 1 { // alternate: no library always runs first
+			order = make([]workload.Library, len(libs))
+			for j, l := range libs {
+				order[len(libs)-1-j] = l
+			}
+		}
+		for _, lib := range order {
+			if (w.Cluster && lib.OpenCluster == nil) || (!w.Cluster && w.Nodes > 1 && !lib.MultiNode) {
+				continue
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if err := env.flush(); err != nil {
+				problem(err)
+				continue
+			}
+			addrs := []string{env.single}
+			switch {
+			case w.Cluster:
+				addrs = env.cluster[:w.Nodes]
+			case w.Nodes > 1:
+				addrs = env.nodes[:w.Nodes]
+			}
+			fmt.Fprintf(log, "%-27s %-24s ", w.ID(), lib.Name)
+			res, err := workload.Run(ctx, workload.Cell{Workload: w, Library: lib, Addrs: addrs, Duration: cfg.duration, Stats: env.stats})
+			if err != nil {
+				fmt.Fprintln(log)
+				problem(err)
+				continue
+			}
+			fmt.Fprintf(log, "%9.0f acq/s  p99 %8.0f µs  %5.2f cmds/acq  %d errors\n", res.PerSecond, res.P99Micros, res.CommandsPerAcq, res.Errors)
+			if res.WritesPerAcq > 0 {
+				fmt.Fprintf(log, "%55s p50 %8.0f µs  %5.2f writes/acq  %5.2f fsyncs/acq  %v\n", "", res.P50Micros, res.WritesPerAcq, res.SyncsPerAcq, perAcq(res.PerAcq))
+			}
+			if res.Errors > 0 {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("%s %s: %d errors, the first: %s", res.ID, res.Library, res.Errors, res.Error))
+			}
+			if res.Acquisitions == 0 {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("%s %s: no lock acquired in %v", res.ID, res.Library, cfg.duration))
+			}
+			rep.Cells = append(rep.Cells, res)
+		}
+	}
 }
 
 // write prints the table and writes the three files to dir.
@@ -282,11 +299,16 @@ type config struct {
 	scaleTTL      time.Duration
 	waiters       int
 	hold          time.Duration
+	store         string // "redis": the side-by-side run; "etcd": etcd's native recipe
 }
 
 func (c config) workloads() []workload.Workload {
 	var out []workload.Workload
-	for _, w := range workload.SideBySide(c.waiters, c.hold) {
+	all := workload.SideBySide(c.waiters, c.hold)
+	if c.store == "etcd" {
+		all = workload.NativeRecipe()
+	}
+	for _, w := range all {
 		if c.only == nil || c.only.MatchString(w.ID()) {
 			out = append(out, w)
 		}
@@ -314,6 +336,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.scaleTTL, "scale-ttl", 2*time.Minute, "lease TTL of the scale cell; the leases are held for one TTL, three renewal periods, and renewed every TTL/3: the server must run leases÷(TTL/3) renewal scripts per second")
 	fs.IntVar(&c.waiters, "herd", 500, "waiters in the herd workloads (a multiple of 10: they are split over 10 clients and over 10 processes)")
 	fs.DurationVar(&c.hold, "hold", time.Millisecond, "how long a herd waiter holds the lock")
+	fs.StringVar(&c.store, "store", "redis", "redis: turnstile against the Go Redis lock libraries; etcd: turnstile/etcd against etcd's concurrency.Mutex on a single-member etcd with fsync on (workloads: "+nativeIDs()+")")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -329,6 +352,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		if !set["duration"] {
 			c.duration = time.Second
 		}
+	}
+	switch c.store {
+	case "redis", "etcd":
+	default:
+		return c, fmt.Errorf("--store %q: want redis or etcd", c.store)
 	}
 	switch scale {
 	case "":

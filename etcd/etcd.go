@@ -1,10 +1,26 @@
 // Package etcd is a turnstile lock store on etcd's v3 API.
 //
 // A lock on key is the etcd key <prefix>locks/<key> (prefix "/turnstile/"
-// by default) whose value is the owner, attached to an etcd lease of its
-// own with the lock's TTL. The lease is what expires: when the holder dies,
-// stops renewing or is cut off, etcd deletes the key once the lease's TTL
-// has run out on the etcd leader. Extend renews the lease (LeaseKeepAlive);
+// by default) whose value is the owner, attached to an etcd lease that
+// the backend's locks of the same TTL (in whole seconds) share, as the
+// locks of one concurrency.Session share its lease: granted once, renewed
+// by every acquisition and every Extend, left to expire when nothing
+// renews it. A pair of Acquire and Release is then two writes to etcd's
+// log — the key's put and its delete, each in a transaction that
+// compares the owner — where a lease per lock cost four. The lease is
+// what expires: when the holder dies, stops renewing or is cut off, etcd
+// deletes the key once the lease's TTL has run out on the etcd leader.
+// A lease that ends (expired, or revoked behind the backend's back) ends
+// exactly the locks on it: each holder's next Extend reports its lock
+// lost, and the next acquisition takes a new lease. Since other locks
+// keep the lease renewed, each lock also has a deadline of its own — the
+// start of its last grant or Extend plus its TTL, as a lease of its own
+// would — and the backend deletes a lock whose deadline passed without
+// an Extend (a transaction that compares the key's mod revision with the
+// write that granted it, so a key taken again is never touched): a
+// holder that stopped renewing, or whose renewals failed, does not leave
+// its lock held for as long as the backend lives. Extend checks the
+// owner and renews the lease (LeaseKeepAlive);
 // turnstile's watchdog calls it, so the watchdog is the keep-alive, and a
 // refused or failed renewal cancels Lease.Context(). Every renewal of a
 // backend — holders' and waiters' — goes out on one stream it keeps
@@ -15,7 +31,8 @@
 //
 // Fencing token: the etcd revision of the write that granted the lock —
 // the key's create revision, or, when the same owner takes the lock again
-// (a retry after a lost reply), the mod revision of that re-grant. etcd
+// (a retry after a lost reply) or a release hands it to a waiter, the mod
+// revision of that write. etcd
 // revisions are cluster-wide and only grow, so every token for a key is
 // larger than every earlier one, across owners, clients and restarts of a
 // member (the revision survives in the data directory and in the quorum).
@@ -26,13 +43,19 @@
 // hold a lock somewhat longer than asked, never shorter; turnstile's own
 // deadline still uses the TTL you asked for. An Extend with a TTL shorter
 // than the lease's renews the lease with its own, longer TTL; a longer one
-// moves the key to a new lease.
+// moves the key to the shared lease of the longer TTL.
 //
 // Waiting: Backend implements driver.Queuer like etcd's
-// concurrency.Mutex. A waiter writes <prefix>queue/<escaped key>/<owner>
-// under a lease, watches only the deletion of the waiter just ahead of it
-// (by create revision), then takes the lock key, watching it for deletion
-// while another holds it. Locks pass to queued waiters in arrival order;
+// concurrency.Mutex. One transaction takes the lock when it is free and
+// nobody is queued for it, or else writes the waiter's key
+// <prefix>queue/<escaped key>/<owner> under the shared lease; the waiter
+// watches only the deletion of the waiter just ahead of it (by create
+// revision), then takes the lock key, watching it for deletion while
+// another holds it. When the first waiter in line is one of the
+// backend's own, a release gives it the lock in the same transaction —
+// which checks that no waiter came before it — and tells it directly:
+// one write per handoff instead of a delete and the waiter's put after a
+// watch event. Locks pass to queued waiters in arrival order;
 // TryAcquire does not queue and may take a free lock ahead of the queue.
 //
 // Lock kinds (turnstile.Reentrant, Semaphore, ReadWrite, Fair): Reentrant,
@@ -52,10 +75,11 @@
 // 100 of them: its cost grows with the locks it returns, not with the
 // store. ForceRelease deletes the lock key in one transaction, as a
 // release does — waiters watching it wake, the holder's next Extend finds
-// it gone and reports the lock lost — and then revokes the holder's
-// lease. It needs no write for the token floor: tokens are revisions,
-// and the transaction's revision, which it returns, is above the removed
-// holder's token and below every later one.
+// it gone and reports the lock lost; the holder's lease stays, since its
+// other locks may share it. It needs no write for the token floor:
+// tokens are revisions, and the transaction's revision, which it
+// returns, is above the removed holder's token and below every later
+// one.
 //
 // Transport security and access. Dial speaks TLS when cfg.TLS is set
 // (URLs: ca_file, cert_file, key_file, server_name or tls=on) and logs in
@@ -105,11 +129,14 @@ var (
 // Backend is a lock store on an etcd cluster. It is safe for concurrent
 // use.
 type Backend struct {
-	cli  *clientv3.Client
-	owns bool // Close closes cli
-	cfg  config
-	ka   *renewer // sends lease renewals on one stream
-	hold anchor   // keeps the waiters' watch stream open
+	cli     *clientv3.Client
+	owns    bool // Close closes cli
+	cfg     config
+	ka      *renewer  // sends lease renewals on one stream
+	leases  leasePool // the shared leases of the plain locks and their waiters
+	waiting lines     // the plain locks' waiters of this backend, per key
+	hold    anchor    // keeps the waiters' watch stream open
+	sweep   sweeper   // ends the plain locks whose own deadline passed
 
 	bg       sync.WaitGroup // lease revocations that outlive their caller's context
 	stop     chan struct{}  // closed by Close: cancels them
@@ -184,6 +211,7 @@ func (b *Backend) Client() *clientv3.Client { return b.cli }
 func (b *Backend) Close() error {
 	b.stopOnce.Do(func() { close(b.stop) })
 	b.bg.Wait()
+	b.stopSweeper()
 	b.ka.close()
 	b.hold.close()
 	if !b.owns {

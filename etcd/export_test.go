@@ -18,3 +18,14 @@ func (b *Backend) BeforeWatch(f func()) { b.beforeWatch = f }
 func (b *Backend) RenewLease(ctx context.Context, id clientv3.LeaseID) (int64, error) {
 	return b.ka.renew(ctx, id)
 }
+
+// LocalWaiters is how many of b's own waiters are in key's line: those a
+// release can hand the lock to.
+func (b *Backend) LocalWaiters(key string) int {
+	b.waiting.mu.Lock()
+	defer b.waiting.mu.Unlock()
+	return len(b.waiting.byKey[key])
+}
+
+// Tracked is how many keys b's sweeper tracks.
+func (b *Backend) Tracked() int { return b.tracked() }

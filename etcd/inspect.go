@@ -157,10 +157,10 @@ func (b *Backend) List(ctx context.Context, prefix string, limit int) (_ []drive
 
 // ForceRelease implements driver.ForceReleaser. One transaction deletes
 // the lock key, returning what it held, and counts key's queue; then the
-// holder's lease is read for the time it had left and revoked. Deleting
-// the key is what a release does (a revoke deletes it the same way), so
-// waiters watching it are woken alike, and the holder's next Extend finds
-// the key gone and reports the lock lost.
+// holder's lease is read for the time it had left. Deleting the key is
+// what a release does, so waiters watching it are woken alike, and the
+// holder's next Extend finds the key gone and reports the lock lost. The
+// lease is left alone: the holder's other locks may share it.
 //
 // The token floor needs no extra write: tokens are etcd revisions, which
 // grow with every write to the cluster. The returned Token is the
@@ -181,6 +181,7 @@ func (b *Backend) ForceRelease(ctx context.Context, key string) (_ driver.LockSt
 		Token:   uint64(resp.Header.Revision),
 		Waiters: int(resp.Responses[1].GetResponseRange().GetCount()),
 	}
+	b.untrack(lk, "")
 	prev := resp.Responses[0].GetResponseDeleteRange().GetPrevKvs()
 	if len(prev) == 0 {
 		return st, nil
@@ -188,15 +189,13 @@ func (b *Backend) ForceRelease(ctx context.Context, key string) (_ driver.LockSt
 	kv := prev[0]
 	h := driver.Holder{Owner: string(kv.Value), Token: uint64(kv.ModRevision), TTL: -1}
 	if kv.Lease != 0 {
-		// The lock is gone already; what is left is bookkeeping: how long
-		// the lease had, and dropping it (it holds no lock key now).
-		id := clientv3.LeaseID(kv.Lease)
-		if ttl, err := b.leaseLeft(ctx, id); err == nil {
+		// The lock is gone already; what is left is how long its lease
+		// had. The lease stays: the holder's other locks may share it.
+		if ttl, err := b.leaseLeft(ctx, clientv3.LeaseID(kv.Lease)); err == nil {
 			h.TTL = ttl
 		} else {
 			h.TTL = 0
 		}
-		b.revoke(ctx, id)
 	}
 	st.Held, st.Holders = true, []driver.Holder{h}
 	return st, nil

@@ -4,34 +4,67 @@ import (
 	"context"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Acquire implements driver.Backend: it grants a lease with ttl (rounded
-// up to whole seconds) and writes the lock key under it if the key does
-// not exist, or if owner already holds it. A failed attempt revokes the
-// lease.
+// leaseRetries bounds how often an acquisition takes a new shared lease
+// after finding the last one ended on the server.
+const leaseRetries = 3
+
+// Acquire implements driver.Backend: it writes the lock key under the
+// backend's shared lease of ttl's class (rounded up to whole seconds) if
+// the key does not exist, or if owner already holds it, and renews that
+// lease meanwhile, so that the lock lives ttl from the call at least.
+// Nothing is left behind when the key is held by another owner; after
+// an error the key, if written, is deleted by owner.
 func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (_ uint64, _ bool, err error) {
 	defer func() { err = permission(err, "take the lock "+b.LockKey(key)) }()
-	lease, err := b.cli.Grant(ctx, leaseSeconds(ttl))
-	if err != nil {
-		return 0, false, err
+	lk, secs := b.LockKey(key), leaseSeconds(ttl)
+	for try := 1; ; try++ {
+		l, fresh, err := b.lease(ctx, secs)
+		if err != nil {
+			return 0, false, err
+		}
+		start := time.Now()
+		renewed := b.renewing(ctx, l, fresh)
+		tok, ok, _, err := b.take(ctx, lk, owner, l.id)
+		rerr := <-renewed
+		switch {
+		case leaseGone(err) || (ok && rerr == errLeaseLost):
+			// The lease ended on the server: the key was not written, or
+			// went with it. Take it again on a new lease.
+			b.lost(l)
+			if try < leaseRetries {
+				continue
+			}
+			if err == nil {
+				err = errLeaseLost
+			}
+			return 0, false, err
+		case err != nil:
+			b.drop(ctx, lk, owner, "", l.id)
+			return 0, false, err
+		case !ok:
+			return 0, false, nil
+		case rerr != nil:
+			// Taken, but its lease's time from now on is unknown.
+			b.drop(ctx, lk, owner, "", l.id)
+			return 0, false, rerr
+		}
+		b.track(lk, owner, int64(tok), l.id, start.Add(l.hold()))
+		return tok, true, nil
 	}
-	tok, ok, _, err := b.take(ctx, b.LockKey(key), owner, lease.ID)
-	if err != nil || !ok {
-		// On an error the lock may have been written; revoking the lease
-		// removes it then, and an orphaned lease otherwise.
-		b.revoke(ctx, lease.ID)
-	}
-	return tok, ok, err
 }
 
 // take writes lk = owner under lease id if lk is free or already owner's,
 // in one transaction, together with more (more writes on other keys). It
 // returns the token and, when another owner holds lk, the store revision
-// at which it was seen held.
+// at which it was seen held. A re-grant to the same owner (a retry after
+// a lost reply) moves the key to id and leaves its old lease alone: that
+// may be a lease other locks share.
 func (b *Backend) take(ctx context.Context, lk, owner string, id clientv3.LeaseID, more ...clientv3.Op) (token uint64, ok bool, rev int64, err error) {
-	put := clientv3.OpPut(lk, owner, clientv3.WithLease(id), clientv3.WithPrevKV())
+	put := clientv3.OpPut(lk, owner, clientv3.WithLease(id))
 	then := append([]clientv3.Op{put}, more...)
 	resp, err := b.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(lk), "=", 0)).
@@ -44,51 +77,181 @@ func (b *Backend) take(ctx context.Context, lk, owner string, id clientv3.LeaseI
 	if err != nil {
 		return 0, false, 0, err
 	}
-	if resp.Succeeded {
+	if resp.Succeeded || resp.Responses[0].GetResponseTxn().GetSucceeded() {
+		// The write's revision: the key's create revision, or its mod
+		// revision when owner held it already — larger than every token
+		// before.
 		return uint64(resp.Header.Revision), true, 0, nil
 	}
-	inner := resp.Responses[0].GetResponseTxn()
-	if !inner.Succeeded {
-		return 0, false, resp.Header.Revision, nil
-	}
-	// owner held lk already (a retry after a lost reply): the re-grant's
-	// revision is the new, larger token, and the old lease is left
-	// without a key.
-	if prev := inner.Responses[0].GetResponsePut().GetPrevKv(); prev != nil && prev.Lease != 0 && clientv3.LeaseID(prev.Lease) != id {
-		b.revoke(ctx, clientv3.LeaseID(prev.Lease))
-	}
-	return uint64(resp.Header.Revision), true, 0, nil
+	return 0, false, resp.Header.Revision, nil
 }
 
-// Extend implements driver.Backend. It checks that owner holds key, then
-// renews the key's lease. When ttl needs more seconds than the lease was
-// granted, the key moves to a new lease with the longer TTL (extendKeys,
-// as for the lock kinds' keys).
+// Extend implements driver.Backend. It checks that owner holds key and
+// renews the key's lease; the renewal of the shared lease of ttl's class
+// goes out alongside the check, since that is the lease the key is
+// under unless it was moved. When ttl needs more seconds than the key's
+// lease was granted, the key moves to the shared lease of ttl's class.
+// The hold's own deadline moves to the call's start plus the TTL before
+// anything is sent (see sweep.go); a hold whose deadline passed is over.
+// A key owner holds that is not the write this backend tracks — written
+// since by another process with the same owner id, or by a version with
+// a lease per lock — moves to this backend's shared lease, so that its
+// end is this backend's deadline and no other's.
 func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Duration) (_ bool, err error) {
 	defer func() { err = permission(err, "renew the lock "+b.LockKey(key)) }()
-	lk := b.LockKey(key)
-	return b.extendKeys(ctx, clientv3.Compare(clientv3.Value(lk), "=", owner), []string{lk}, ttl)
+	start := time.Now()
+	lk, secs := b.LockKey(key), leaseSeconds(ttl)
+	guess := b.current(secs)
+	hold := time.Duration(secs) * time.Second
+	if guess != nil {
+		hold = guess.hold()
+	}
+	tracking, rev := b.extending(lk, owner, start, hold)
+	if tracking == extendExpired {
+		return false, nil
+	}
+	var renewed <-chan error
+	if guess != nil {
+		renewed = b.renewing(ctx, guess, false)
+	}
+	resp, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(lk), "=", owner)).Then(clientv3.OpGet(lk)).Commit()
+	var rerr error
+	if renewed != nil {
+		rerr = <-renewed
+	}
+	if err != nil {
+		return false, err
+	}
+	var kvs []*mvccpb.KeyValue
+	if resp.Succeeded {
+		kvs = resp.Responses[0].GetResponseRange().GetKvs()
+	}
+	if len(kvs) == 0 {
+		b.untrack(lk, owner)
+		return false, nil
+	}
+	id := clientv3.LeaseID(kvs[0].Lease)
+	if id == clientv3.NoLease {
+		return true, nil
+	}
+	if tracking != extendTracked || kvs[0].ModRevision != rev {
+		return b.move(ctx, lk, owner, kvs[0].ModRevision, id, secs, start)
+	}
+	var granted int64
+	if guess != nil && id == guess.id {
+		if rerr != nil {
+			return false, lostIsFalse(rerr)
+		}
+		granted = guess.ttl
+	} else if granted, err = b.renewID(ctx, id); err != nil {
+		return false, lostIsFalse(err)
+	}
+	if granted >= secs {
+		return true, nil
+	}
+	return b.move(ctx, lk, owner, kvs[0].ModRevision, id, secs, start)
 }
 
-// Release implements driver.Backend: it reads the lock key's lease if
-// owner holds the key, then revokes that lease, which deletes the key
-// (releaseLease, as for the lock kinds' holds). Each lease belongs to one
-// grant of one lock, so revoking it can never remove a lock someone else
-// took meanwhile; and the read costs no write to etcd's log, the revoke
-// one.
+// lostIsFalse turns errLeaseLost into the answer "no longer held".
+func lostIsFalse(err error) error {
+	if err == errLeaseLost {
+		return nil
+	}
+	return err
+}
+
+// move puts lk, held by owner at revision rev under lease from, onto the
+// shared lease of class secs, renewed from now on, and tracks it as
+// written by an Extend that began at start. A key changed meanwhile is
+// not owner's any more, or was re-granted: its holder's next Extend
+// looks again.
+func (b *Backend) move(ctx context.Context, lk, owner string, rev int64, from clientv3.LeaseID, secs int64, start time.Time) (bool, error) {
+	for try := 1; ; try++ {
+		l, fresh, err := b.lease(ctx, secs)
+		if err != nil {
+			return false, err
+		}
+		renewed := b.renewing(ctx, l, fresh)
+		resp, err := b.cli.Txn(ctx).If(
+			clientv3.Compare(clientv3.Value(lk), "=", owner),
+			clientv3.Compare(clientv3.ModRevision(lk), "=", rev),
+			clientv3.Compare(clientv3.LeaseValue(lk), "=", from),
+		).Then(clientv3.OpPut(lk, owner, clientv3.WithLease(l.id))).Commit()
+		rerr := <-renewed
+		if leaseGone(err) || (err == nil && resp.Succeeded && rerr == errLeaseLost) {
+			b.lost(l)
+			if try < leaseRetries {
+				continue
+			}
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if resp.Succeeded {
+			b.track(lk, owner, resp.Header.Revision, l.id, start.Add(l.hold()))
+		}
+		if rerr != nil {
+			return false, rerr
+		}
+		return resp.Succeeded, nil
+	}
+}
+
+// Release implements driver.Backend: one transaction deletes the lock
+// key if owner holds it — or gives it to the backend's first waiter for
+// key, when that waiter is first in key's queue (see handoff.go) — one
+// write to etcd's log. The lease stays: other locks may share it.
 func (b *Backend) Release(ctx context.Context, key, owner string) (_ bool, err error) {
 	defer func() { err = permission(err, "release the lock "+b.LockKey(key)) }()
-	lk := b.LockKey(key)
-	return b.releaseLease(ctx, lk, clientv3.Compare(clientv3.Value(lk), "=", owner))
+	return b.release(ctx, key, owner)
+}
+
+// deleteOwned deletes lk if owner holds it, and the waiter key qk (when
+// not empty) whatever lk holds, in one transaction. It reports whether
+// it deleted lk.
+func (b *Backend) deleteOwned(ctx context.Context, lk, owner, qk string) (bool, error) {
+	then := []clientv3.Op{clientv3.OpDelete(lk)}
+	var els []clientv3.Op
+	if qk != "" {
+		then = append(then, clientv3.OpDelete(qk))
+		els = append(els, clientv3.OpDelete(qk))
+	}
+	resp, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(lk), "=", owner)).Then(then...).Else(els...).Commit()
+	if err != nil || !resp.Succeeded {
+		return false, err
+	}
+	return resp.Responses[0].GetResponseDeleteRange().GetDeleted() > 0, nil
+}
+
+// drop deletes lk if owner holds it, and qk, after an attempt whose
+// outcome is unknown, even when ctx is done. It waits only as long as
+// ctx allows — a caller's deadline holds even when the cluster cannot
+// answer — and the deletion goes on in the background for up to
+// cleanupCtx's bound, or until Close. If it fails, the sweeper deletes
+// the keys that are still owner's under lease, the shared lease the
+// attempt wrote them under: the lease alone may outlive them, renewed
+// by other locks.
+func (b *Backend) drop(ctx context.Context, lk, owner, qk string, lease clientv3.LeaseID) {
+	b.background(ctx, func(cctx context.Context) {
+		if _, err := b.deleteOwned(cctx, lk, owner, qk); err != nil {
+			b.orphan(lk, owner, lease)
+			if qk != "" {
+				b.orphan(qk, owner, lease)
+			}
+		}
+	})
 }
 
 // revoke drops a lease that no longer holds a lock, even when ctx is
-// done. It waits for the revocation only as long as ctx allows — a
-// caller's deadline holds even when the cluster cannot answer — and the
-// revocation goes on in the background for up to cleanupCtx's bound, or
-// until Close. Failure is harmless: the lease then expires after its TTL,
-// and it holds no lock key.
+// done, as drop does.
 func (b *Backend) revoke(ctx context.Context, id clientv3.LeaseID) {
+	b.background(ctx, func(cctx context.Context) { _, _ = b.cli.Revoke(cctx, id) })
+}
+
+// background runs clean-up f on a context of its own, bounded by
+// cleanupCtx and ended by Close, and waits for it as long as ctx allows.
+func (b *Backend) background(ctx context.Context, f func(context.Context)) {
 	done := make(chan struct{})
 	b.bg.Add(1)
 	go func() {
@@ -103,7 +266,7 @@ func (b *Backend) revoke(ctx context.Context, id clientv3.LeaseID) {
 			case <-cctx.Done():
 			}
 		}()
-		_, _ = b.cli.Revoke(cctx, id)
+		f(cctx)
 	}()
 	select {
 	case <-done:

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/turnstilelock/turnstile/driver"
 )
 
 // errWatchClosed means etcd closed a watch that the waiter's context did
@@ -13,45 +15,125 @@ import (
 var errWatchClosed = errors.New("etcd: watch closed")
 
 // AcquireWait implements driver.Queuer, as etcd's concurrency.Mutex
-// does: owner joins key's queue with a waiter key whose create revision
-// is its place, waits until the waiter ahead of it has gone, then takes
-// the lock key (waiting for its deletion while another owner, one that
-// did not queue, holds it). The waiter key and the lock key share one
-// lease with ttl, renewed while waiting; leaving the queue revokes it,
-// which also releases the lock if it was granted meanwhile.
+// does. One transaction takes the lock if it is free and nobody waits
+// for it (or gives it again to owner, who holds it already: a retry
+// after a lost reply), or else puts owner's waiter key in key's queue,
+// its create revision its place. A waiter then waits until the waiter
+// ahead of it has gone and takes the lock key, watching it for deletion
+// while another owner, one that did not queue, holds it. The waiter key
+// and the lock key are under the backend's shared lease of ttl's class,
+// renewed while waiting; leaving the queue deletes the waiter key, and
+// the lock if it was granted meanwhile.
 func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (_ uint64, err error) {
 	defer func() { err = permission(err, "queue for the lock "+b.LockKey(key)) }()
-	w, err := b.newWaiter(ctx, ttl)
-	if err != nil {
-		return 0, err
+	lk, dir := b.LockKey(key), b.queuePrefix(key)
+	me := dir + owner
+	for try := 1; ; try++ {
+		l, fresh, err := b.lease(ctx, leaseSeconds(ttl))
+		if err != nil {
+			return 0, err
+		}
+		put := clientv3.OpPut(lk, owner, clientv3.WithLease(l.id))
+		start := time.Now()
+		resp, err := b.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(lk), "=", 0),
+				clientv3.Compare(clientv3.CreateRevision(dir), "=", 0).WithPrefix()).
+			Then(put).
+			Else(clientv3.OpTxn(
+				[]clientv3.Cmp{clientv3.Compare(clientv3.Value(lk), "=", owner)},
+				[]clientv3.Op{put, clientv3.OpDelete(me)},
+				[]clientv3.Op{clientv3.OpPut(me, owner, clientv3.WithLease(l.id), clientv3.WithPrevKV())},
+			)).Commit()
+		if leaseGone(err) {
+			b.lost(l)
+			if try < leaseRetries {
+				continue
+			}
+			return 0, err
+		}
+		if err != nil {
+			b.drop(ctx, lk, owner, me, l.id)
+			return 0, err
+		}
+		inner := resp.Responses[0].GetResponseTxn()
+		if resp.Succeeded || inner.GetSucceeded() {
+			if report := driver.PositionFunc(ctx); report != nil {
+				report(1)
+			}
+			b.track(lk, owner, resp.Header.Revision, l.id, start.Add(l.hold()))
+			return uint64(resp.Header.Revision), nil
+		}
+		place := resp.Header.Revision
+		if prev := inner.GetResponses()[0].GetResponsePut().GetPrevKv(); prev != nil {
+			place = prev.CreateRevision // owner's waiter key keeps its place
+		}
+		lw := &localWaiter{owner: owner, qk: me, place: place, lease: l, hold: l.hold(), given: make(chan uint64, 1)}
+		w := &waiter{b: b, id: l.id, shared: l, renew: renewEvery(l.ttl), renewed: time.Now(), given: lw.given}
+		if !fresh {
+			w.renewed = time.Time{} // renewed on the first look: its last renewal may be old
+		}
+		b.waiting.join(key, lw)
+		tok, err := w.waitPlaced(ctx, key, owner, place)
+		b.waiting.leave(key, lw)
+		if err != nil {
+			// The drop also frees the lock if a release handed it over
+			// as the wait ended.
+			b.drop(ctx, lk, owner, me, l.id)
+			if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+				err = errors.Join(cerr, err)
+			}
+			return 0, err
+		}
+		return tok, nil
 	}
-	tok, err := w.wait(ctx, key, owner)
-	return b.waitDone(ctx, w, tok, err)
 }
 
-func (w *waiter) wait(ctx context.Context, key, owner string) (uint64, error) {
+// waitPlaced waits, as owner's waiter key of key's queue at place, for
+// its turn, then takes the lock and leaves the queue in one write.
+func (w *waiter) waitPlaced(ctx context.Context, key, owner string, place int64) (uint64, error) {
 	dir := w.b.queuePrefix(key)
 	me := dir + owner
-	place, err := w.place(ctx, me, owner)
-	if err != nil {
-		return 0, err
-	}
 	// Wait until nobody who came earlier is still queued.
 	if err := w.awaitTurn(ctx, dir, place); err != nil {
+		if errors.Is(err, errHandedOver) {
+			return w.token, nil
+		}
 		return 0, err
 	}
-
-	// First in line: take the lock and leave the queue in one write.
 	lk := w.b.LockKey(key)
 	for {
+		// Look before taking: a take that finds the lock held is still a
+		// write to etcd's log, and on a busy key the lock is mostly held
+		// (by the waiter ahead, handed it by a release).
+		held, err := w.b.cli.Get(ctx, lk)
+		if err != nil {
+			return 0, err
+		}
+		if len(held.Kvs) > 0 && string(held.Kvs[0].Value) != owner {
+			if err := w.waitFor(ctx, lk, false, held.Header.Revision+1, nil); err != nil {
+				if errors.Is(err, errHandedOver) {
+					return w.token, nil
+				}
+				return 0, err
+			}
+		}
+		start := time.Now()
 		tok, ok, rev, err := w.b.take(ctx, lk, owner, w.id, clientv3.OpDelete(me))
+		if leaseGone(err) {
+			w.b.lost(w.shared)
+			return 0, errLeaseLost
+		}
 		if err != nil {
 			return 0, err
 		}
 		if ok {
+			w.b.track(lk, owner, int64(tok), w.id, start.Add(w.shared.hold()))
 			return tok, nil
 		}
 		if err := w.waitFor(ctx, lk, false, rev+1, nil); err != nil {
+			if errors.Is(err, errHandedOver) {
+				return w.token, nil
+			}
 			return 0, err
 		}
 	}

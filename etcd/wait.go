@@ -18,6 +18,9 @@ import (
 type waiter struct {
 	b       *Backend
 	id      clientv3.LeaseID
+	shared  *sharedLease  // the plain lock's waiters: id is this shared lease
+	given   <-chan uint64 // the plain lock's waiters: a release handed it the lock (token)
+	token   uint64        // the token given
 	renew   time.Duration // how often the lease is renewed while waiting
 	renewed time.Time     // when the lease was granted or last renewed
 }
@@ -28,8 +31,12 @@ func (b *Backend) newWaiter(ctx context.Context, ttl time.Duration) (*waiter, er
 	if err != nil {
 		return nil, err
 	}
-	renew := max(time.Duration(lease.TTL)*time.Second/3, 100*time.Millisecond)
-	return &waiter{b: b, id: lease.ID, renew: renew, renewed: time.Now()}, nil
+	return &waiter{b: b, id: lease.ID, renew: renewEvery(lease.TTL), renewed: time.Now()}, nil
+}
+
+// renewEvery is how often a waiter renews a lease of ttl seconds.
+func renewEvery(ttl int64) time.Duration {
+	return max(time.Duration(ttl)*time.Second/3, 100*time.Millisecond)
 }
 
 // waitDone ends an AcquireWait: on an error it revokes the waiting
@@ -136,6 +143,10 @@ func (w *waiter) waitFor(ctx context.Context, key string, prefix bool, rev int64
 			timer.Stop()
 			return ctx.Err()
 		case <-timer.C:
+		case tok := <-w.given:
+			timer.Stop()
+			w.token = tok
+			return errHandedOver
 		case wr, ok := <-wch:
 			timer.Stop()
 			if !ok {
@@ -205,7 +216,11 @@ func (w *waiter) keepAlive(ctx context.Context) error {
 	if time.Since(w.renewed) < w.renew {
 		return nil
 	}
-	if _, err := w.b.ka.renew(ctx, w.id); err != nil {
+	if w.shared != nil {
+		if _, err := w.b.renewShared(ctx, w.shared); err != nil {
+			return err
+		}
+	} else if _, err := w.b.ka.renew(ctx, w.id); err != nil {
 		return err
 	}
 	w.renewed = time.Now()

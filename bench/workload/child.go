@@ -92,7 +92,7 @@ type child struct {
 }
 
 // runChildren runs c's workers in c.Workload.Processes child processes.
-func runChildren(ctx context.Context, c Cell, counter *Counter, prefix string) (Result, error) {
+func runChildren(ctx context.Context, c Cell, counter Stats, prefix string) (Result, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return Result{}, fmt.Errorf("workload: %s: find this program to re-execute: %w", c.Workload.ID(), err)

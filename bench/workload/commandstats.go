@@ -59,11 +59,20 @@ type Sample struct {
 	// CPUSeconds is used_cpu_user + used_cpu_sys from INFO cpu: every
 	// thread of the server process, in user and kernel mode.
 	CPUSeconds float64
+	// Writes and Syncs are, for a store with a replicated log (etcd),
+	// the log entries it committed and the fsyncs of its log; 0 for
+	// Redis.
+	Writes, Syncs float64
 }
 
 // Sub returns what happened between before and s.
 func (s Sample) Sub(before Sample) Sample {
-	return Sample{Commands: s.Commands.Sub(before.Commands), CPUSeconds: s.CPUSeconds - before.CPUSeconds}
+	return Sample{
+		Commands:   s.Commands.Sub(before.Commands),
+		CPUSeconds: s.CPUSeconds - before.CPUSeconds,
+		Writes:     s.Writes - before.Writes,
+		Syncs:      s.Syncs - before.Syncs,
+	}
 }
 
 // Counter reads INFO commandstats and cpu from a set of servers over

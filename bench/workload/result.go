@@ -58,7 +58,11 @@ type Result struct {
 	// it. ServerCores is the same CPU time over the cell's time: near 1
 	// for one server, the server was the bottleneck.
 	ServerCPUMicrosPerAcq float64 `json:"server_cpu_us_per_acq"`
-	ServerCores           float64 `json:"server_cores"`
+	// WritesPerAcq and SyncsPerAcq are, on etcd, the entries committed to
+	// its replicated log and the fsyncs of that log per acquisition.
+	WritesPerAcq float64 `json:"writes_per_acq,omitempty"`
+	SyncsPerAcq  float64 `json:"syncs_per_acq,omitempty"`
+	ServerCores  float64 `json:"server_cores"`
 	// HandoffGapMicros is (time − sum of holds) ÷ acquisitions, for
 	// workloads that hold one key: the time the key was free or changing
 	// hands, per acquisition.
@@ -110,6 +114,7 @@ func newResult(c Cell, t tally, d Sample) Result {
 		r.CommandsPerAcq = float64(r.Commands) / n
 		r.ScriptsPerAcq = float64(cmds.Scripts()) / n
 		r.ServerCPUMicrosPerAcq = d.CPUSeconds * 1e6 / n
+		r.WritesPerAcq, r.SyncsPerAcq = d.Writes/n, d.Syncs/n
 		r.PerAcq = make(map[string]float64, len(cmds))
 		for name, calls := range cmds {
 			r.PerAcq[name] = float64(calls) / n

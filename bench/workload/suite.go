@@ -68,3 +68,18 @@ func Suite(waiters int, hold time.Duration) []Workload {
 		Workload{Name: "herd", Concurrency: waiters, HotKeys: 1, Hold: hold, Nodes: 1, Processes: 10},
 	)
 }
+
+// NativeRecipe returns the workloads that compare a store's turnstile
+// backend with the store's own lock recipe (bench --store etcd), each in
+// one client, on one server:
+//
+//   - "uncontended": distinct random keys with 1, 16 and 64 workers;
+//   - "contended-1": 64 workers on one hot key, each lock released at
+//     once.
+func NativeRecipe() []Workload {
+	var s []Workload
+	for _, c := range []int{1, 16, 64} {
+		s = append(s, Workload{Name: "uncontended", Concurrency: c, Nodes: 1})
+	}
+	return append(s, Workload{Name: "contended-1", Concurrency: 64, HotKeys: 1, Nodes: 1})
+}

@@ -95,6 +95,16 @@ type Cell struct {
 	// Duration is how long the workers run, after a warm-up of two
 	// acquisitions per worker on distinct keys that is not measured.
 	Duration time.Duration
+	// Stats reads the servers' counters before and after the cell; nil
+	// reads Redis's INFO commandstats and cpu on Addrs (NewCounter).
+	Stats func(addrs []string) (Stats, error)
+}
+
+// Stats reads what a store's servers have done so far: their calls by
+// command (or RPC method) and their CPU time.
+type Stats interface {
+	Read(ctx context.Context) (Sample, error)
+	Close()
 }
 
 func (c Cell) check() error {
@@ -125,7 +135,13 @@ func Run(ctx context.Context, c Cell) (Result, error) {
 	if err := c.check(); err != nil {
 		return Result{}, err
 	}
-	counter, err := NewCounter(c.Addrs)
+	var counter Stats
+	var err error
+	if c.Stats != nil {
+		counter, err = c.Stats(c.Addrs)
+	} else {
+		counter, err = NewCounter(c.Addrs)
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -186,7 +202,7 @@ func lockerOf(lks []Locker, i, workers int) Locker { return lks[i*len(lks)/worke
 
 // readAfter reads the closing counters also when ctx ended the cell
 // early, so that an interrupted cell still reports what it measured.
-func readAfter(ctx context.Context, counter *Counter) (Sample, error) {
+func readAfter(ctx context.Context, counter Stats) (Sample, error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	return counter.Read(rctx)

@@ -1,0 +1,300 @@
+package etcd
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A shared lease lives as long as any lock of its class is renewed, so
+// it cannot end one lock whose holder stopped renewing it: with the
+// lease alone, a lock whose Extend calls stopped or failed — its holder
+// has given it up by its own deadline — would stay in etcd for as long
+// as the backend's other locks of the class kept the lease renewed, and
+// nobody could take it. The backend therefore keeps, for each lock key
+// it wrote under a shared lease, the revision of that write and the
+// hold's own deadline (the start of its last grant or Extend plus its
+// TTL in whole seconds, the TTL a lease of its own would have had), and
+// one sweeper goroutine deletes each key whose deadline passed, in a
+// transaction that compares the key's mod revision with the write's: a
+// key written since — taken again, handed over, moved, by any backend —
+// is never touched. The lease still bounds what the sweeper cannot: when
+// the process dies or is cut off from the cluster, nobody renews the
+// lease, and etcd ends its keys after its TTL.
+//
+// An Extend moves the deadline forward when it starts, before its
+// request goes out: an Extend whose reply is lost may have renewed the
+// lease, and the hold then lasts until that Extend's start plus the TTL,
+// as a lease of its own would; and the sweeper cannot delete a key
+// whose Extend began in time while that Extend is in flight. An Extend
+// that starts after the deadline reports the lock lost without asking
+// etcd: its holder's own deadline, which began before the backend's,
+// has passed too.
+
+// sweepRetry is the pause before the sweeper tries a delete again after
+// it failed (no leader, a connection lost).
+const sweepRetry = time.Second
+
+// holdState is where a tracked key is.
+type holdState int
+
+const (
+	holdLive     holdState = iota // the sweeper deletes it once its deadline passed
+	holdSweeping                  // the sweeper's delete is in flight
+)
+
+// hold is a key the backend wrote under a shared lease.
+type hold struct {
+	owner string
+	// rev is the mod revision of the write that granted the key; 0 for a
+	// key whose write's outcome is unknown (an attempt that failed, and
+	// whose clean-up failed too), deleted if it is still owner's under
+	// lease.
+	rev      int64
+	lease    clientv3.LeaseID
+	deadline time.Time
+	retry    time.Time // after a failed delete: when to try again (the deadline stays passed)
+	state    holdState
+}
+
+// guard is the comparison under which the sweeper may delete key.
+func (h *hold) guard(key string) []clientv3.Cmp {
+	if h.rev != 0 {
+		return []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", h.rev)}
+	}
+	return []clientv3.Cmp{
+		clientv3.Compare(clientv3.Value(key), "=", h.owner),
+		clientv3.Compare(clientv3.LeaseValue(key), "=", h.lease),
+	}
+}
+
+// sweeperState is where a backend's sweeper goroutine is.
+type sweeperState int
+
+const (
+	sweeperIdle    sweeperState = iota // not started: nothing tracked yet
+	sweeperRunning                     // started, until Close
+	sweeperStopped                     // Close stopped it; nothing is tracked any more
+)
+
+// sweeper is a backend's tracked keys and the goroutine that deletes
+// those whose deadline passed.
+type sweeper struct {
+	mu    sync.Mutex
+	state sweeperState
+	holds map[string]*hold // by etcd key
+	next  time.Time        // when the goroutine wakes next; zero while it sweeps
+	kick  chan struct{}    // one signal: a deadline earlier than next
+	done  chan struct{}    // closed when the goroutine has ended
+}
+
+// track records that the backend wrote key for owner at revision rev
+// (0: unknown) under lease, held until deadline. It replaces what was
+// tracked for key: the latest write is the one the key holds.
+func (b *Backend) track(key, owner string, rev int64, lease clientv3.LeaseID, deadline time.Time) {
+	s := &b.sweep
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.state {
+	case sweeperStopped:
+		return
+	case sweeperIdle:
+		s.holds = make(map[string]*hold)
+		s.kick = make(chan struct{}, 1)
+		s.done = make(chan struct{})
+		s.state = sweeperRunning
+		go b.sweepLoop()
+	}
+	s.holds[key] = &hold{owner: owner, rev: rev, lease: lease, deadline: deadline}
+	if !s.next.IsZero() && deadline.Before(s.next) {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// orphan tracks key, written for owner under lease by an attempt whose
+// outcome is unknown and whose clean-up failed, for deletion now —
+// unless a later write of the backend's is tracked for it.
+func (b *Backend) orphan(key, owner string, lease clientv3.LeaseID) {
+	b.sweep.mu.Lock()
+	tracked := b.sweep.holds[key] != nil
+	b.sweep.mu.Unlock()
+	if !tracked {
+		b.track(key, owner, 0, lease, time.Now())
+	}
+}
+
+// untrack forgets key, if owner's (any owner's when owner is empty): it
+// was deleted or handed over.
+func (b *Backend) untrack(key, owner string) {
+	s := &b.sweep
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h := s.holds[key]; h != nil && (owner == "" || h.owner == owner) {
+		delete(s.holds, key)
+	}
+}
+
+// untrackLease forgets the keys under lease, which ended on the server
+// and took them with it.
+func (b *Backend) untrackLease(lease clientv3.LeaseID) {
+	s := &b.sweep
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, h := range s.holds {
+		if h.lease == lease {
+			delete(s.holds, k)
+		}
+	}
+}
+
+// extendOutcome is what an Extend learns from the tracked keys as it
+// starts.
+type extendOutcome int
+
+const (
+	extendUntracked extendOutcome = iota // the backend wrote no key for owner here
+	extendTracked                        // deadline moved; rev is the tracked write
+	extendExpired                        // the hold's deadline passed: it is over
+)
+
+// extending moves the deadline of owner's hold on key to now + hold, as
+// an Extend starting at now does, and reports the write it tracks.
+func (b *Backend) extending(key, owner string, now time.Time, hold time.Duration) (extendOutcome, int64) {
+	s := &b.sweep
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.holds[key]
+	if h == nil || h.owner != owner || h.rev == 0 {
+		return extendUntracked, 0
+	}
+	if h.state == holdSweeping || !now.Before(h.deadline) {
+		return extendExpired, 0
+	}
+	if d := now.Add(hold); d.After(h.deadline) {
+		h.deadline = d
+	}
+	return extendTracked, h.rev
+}
+
+// tracked reports how many keys the backend tracks (tests).
+func (b *Backend) tracked() int {
+	b.sweep.mu.Lock()
+	defer b.sweep.mu.Unlock()
+	return len(b.sweep.holds)
+}
+
+// stopSweeper ends the sweeper goroutine, cancelling a delete in flight
+// (Close: b.stop is closed), and waits for it.
+func (b *Backend) stopSweeper() {
+	s := &b.sweep
+	s.mu.Lock()
+	running := s.state == sweeperRunning
+	s.state, s.holds = sweeperStopped, nil
+	s.mu.Unlock()
+	if running {
+		<-s.done
+	}
+}
+
+// sweepLoop is the sweeper goroutine: it sleeps until the earliest
+// deadline, deletes the keys whose deadline passed, and ends with Close.
+func (b *Backend) sweepLoop() {
+	s := &b.sweep
+	defer close(s.done)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		due, next, ok := b.dueHolds(time.Now())
+		if !ok {
+			return
+		}
+		for key, h := range due {
+			b.sweepOne(key, h)
+		}
+		if len(due) > 0 {
+			continue // deadlines may have passed meanwhile
+		}
+		timer.Reset(time.Until(next))
+		select {
+		case <-b.stop:
+			return
+		case <-s.kick:
+		case <-timer.C:
+		}
+	}
+}
+
+// dueHolds marks the holds whose deadline passed by now as being swept
+// and returns them, and when the goroutine is to wake next; ok is false
+// once the sweeper is stopped.
+func (b *Backend) dueHolds(now time.Time) (due map[string]*hold, next time.Time, ok bool) {
+	s := &b.sweep
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != sweeperRunning {
+		return nil, time.Time{}, false
+	}
+	next = now.Add(time.Hour)
+	for k, h := range s.holds {
+		if h.state != holdLive {
+			continue
+		}
+		if when := later(h.deadline, h.retry); now.Before(when) {
+			if when.Before(next) {
+				next = when
+			}
+			continue
+		}
+		if due == nil {
+			due = make(map[string]*hold)
+		}
+		h.state = holdSweeping
+		due[k] = h
+	}
+	s.next = next
+	if len(due) > 0 {
+		s.next = time.Time{}
+	}
+	return due, next, true
+}
+
+// sweepOne deletes key if it is still the write h tracks, and forgets
+// h; a delete that fails is tried again after sweepRetry.
+func (b *Backend) sweepOne(key string, h *hold) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-b.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	_, err := b.cli.Txn(ctx).If(h.guard(key)...).Then(clientv3.OpDelete(key)).Commit()
+	s := &b.sweep
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.holds[key] != h {
+		return // written again meanwhile, or untracked
+	}
+	if err != nil {
+		h.state, h.retry = holdLive, time.Now().Add(sweepRetry)
+		return
+	}
+	// Deleted, or no longer the tracked write: either way not the
+	// backend's to end any more.
+	delete(s.holds, key)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
