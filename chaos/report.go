@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -85,7 +86,7 @@ func (r report) markdown() string {
 	}
 	fmt.Fprintf(&b, "Produced by `%s` at commit %s on %s (%d workers%s, TTL %v, hold %v, faults injected for %v per cell; wall time %v). A grant is due within 2 leases + %v of each heal, unless a row states a bound of its own.\n\n",
 		r.Command, r.Commit, time.Now().UTC().Format("2006-01-02"), r.Settings.Workers, keys, r.Settings.TTL, r.Settings.Hold, r.Settings.Duration, r.Wall.Round(time.Second), recoverySlack)
-	b.WriteString("Columns: **sections** — critical sections entered (on every key); **fenced violations** — token-order violations plus lost acknowledged increments of the fenced register plus a non-linearizable history (must be 0); **control lost** — increments the unfenced control register lost under the same fault (a positive number shows the fault broke mutual exclusion); **refused** — stale writes the fence refused; **p99 acquire** — of acquisitions begun during a fault; **recovery** — the longest time from a heal to the next grant.\n\n")
+	b.WriteString("Columns: **sections** — critical sections entered (on every key); **fenced violations** — token-order violations plus lost acknowledged increments of the fenced register plus a non-linearizable history (must be 0); **control lost** — increments the unfenced control register lost under the same fault (a positive number shows the fault broke mutual exclusion); **refused** — stale writes the fence refused; **double grants** — sections granted while an earlier holder's lease was still valid by the store's own clock; **without a replica** — sections granted while the key's primary was cut off from its replica, which a failover then loses (counted on the failover rows; — on the others); **p99 acquire** — of acquisitions begun during a fault; **recovery** — the longest time from a heal to the next grant.\n\n")
 	var store string
 	for _, c := range r.Cells {
 		if c.Store != store {
@@ -94,16 +95,20 @@ func (r report) markdown() string {
 			}
 			store = c.Store
 			fmt.Fprintf(&b, "### %s — %s\n\n", c.Store, c.Config)
-			b.WriteString("| fault | sections | fenced violations | control lost | refused | p99 acquire | recovery | verdict |\n")
-			b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
+			b.WriteString("| fault | sections | fenced violations | control lost | refused | double grants | without a replica | p99 acquire | recovery | verdict |\n")
+			b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 		}
 		if c.Error != "" || c.Skipped != "" {
-			fmt.Fprintf(&b, "| %s | | | | | | | %s |\n", c.Fault, escapeCell(verdictText(c)))
+			fmt.Fprintf(&b, "| %s | | | | | | | | | %s |\n", c.Fault, escapeCell(verdictText(c)))
 			continue
 		}
 		v := c.Verdict
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %.0f ms | %.0f ms | %s |\n",
-			c.Fault, v.Sections, v.Violations(), v.ControlLost, v.StaleRefused, v.AcquireP99MS, v.RecoveryMS, escapeCell(verdictText(c)))
+		unreplicated := "—" // only a failover cuts a primary off from its replica
+		if c.Fault == "failover" {
+			unreplicated = strconv.Itoa(v.Unreplicated)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %s | %.0f ms | %.0f ms | %s |\n",
+			c.Fault, v.Sections, v.Violations(), v.ControlLost, v.StaleRefused, v.DoubleGrants, unreplicated, v.AcquireP99MS, v.RecoveryMS, escapeCell(verdictText(c)))
 	}
 	b.WriteString("\nThe faults:\n\n")
 	kinds := faults()

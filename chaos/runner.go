@@ -254,5 +254,4 @@ func writeHistory(path string, events []event, windows []window) error {
 // workers to be granted the lock a few times.
 func steadyFor(ttl time.Duration) time.Duration { return max(ttl, 500*time.Millisecond) }
 
-
 func sleepCtx(ctx context.Context, d time.Duration) { sleep(ctx, d) }
