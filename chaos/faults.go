@@ -36,6 +36,17 @@ type fault struct {
 	// its writes, one that outlasts the fault — the worst moment for a
 	// fault that can lose the lock.
 	long bool
+	// lockDelay (nil: none) is the cell's turnstile.WithLockDelay: a
+	// lock whose holder failed stays taken that long past its lease.
+	lockDelay func(ttl time.Duration) time.Duration
+}
+
+// delay is f's lock delay for leases of ttl, 0 without one.
+func (f fault) delay(ttl time.Duration) time.Duration {
+	if f.lockDelay == nil {
+		return 0
+	}
+	return f.lockDelay(ttl)
 }
 
 func always(target) string { return "" }
@@ -79,12 +90,23 @@ func faults() map[string]fault {
 				}
 				return func() error { return p.signal(w, syscall.SIGCONT) }, nil
 			},
-			// Long enough for the lease to run out and another worker to be
-			// granted the lock, on a busy machine too.
-			func(ttl time.Duration) time.Duration { return max(5*ttl/2, ttl+2*time.Second) }),
+			holderPause),
 		holderFault("holder-kill", "the lock holder's process killed (SIGKILL) mid-section; a new worker replaces it",
 			func(p *workers, w *worker) (func() error, error) { return nil, p.kill(w) },
 			func(time.Duration) time.Duration { return 0 }),
+		// The same two with lock-delay: a resource that cannot check
+		// tokens (the control register) is kept from the next holder
+		// until the failed holder's writes have landed.
+		delayed(holderFault("holder-pause-delayed", "holder-pause with a lock delay (turnstile.WithLockDelay) longer than the pause by 2 s",
+			func(p *workers, w *worker) (func() error, error) {
+				if err := p.signal(w, syscall.SIGSTOP); err != nil {
+					return nil, err
+				}
+				return func() error { return p.signal(w, syscall.SIGCONT) }, nil
+			}, holderPause)),
+		delayed(holderFault("holder-kill-delayed", "holder-kill with the same lock delay",
+			func(p *workers, w *worker) (func() error, error) { return nil, p.kill(w) },
+			func(time.Duration) time.Duration { return 0 })),
 		{
 			name: "member-pause", desc: "a server (the primary or leader) stopped (SIGSTOP) for 2 TTLs, then resumed",
 			long:    true,
@@ -216,8 +238,28 @@ func memberPartition() fault {
 	}
 }
 
+// holderPause is how long holder-pause stops the holder: long enough for
+// the lease to run out and another worker to be granted the lock, on a
+// busy machine too.
+func holderPause(ttl time.Duration) time.Duration { return max(5*ttl/2, ttl+2*time.Second) }
+
+// delayed gives f a lock delay 2 s longer than holder-pause: a paused
+// holder resumes, and writes, while its lock still stands in the store.
+// A store that holds locks by session rather than by TTL (ZooKeeper)
+// cannot keep a lock past its holder, and refuses the delay.
+func delayed(f fault) fault {
+	f.lockDelay = func(ttl time.Duration) time.Duration { return holderPause(ttl) + 2*time.Second }
+	f.applies = func(t target) string {
+		if _, ok := t.(*zkEnsemble); ok {
+			return "a ZooKeeper lock is its holder's session, which cannot outlive the holder: lock-delay is refused"
+		}
+		return ""
+	}
+	return f
+}
+
 // faultOrder is the order of faults in the table and in --all.
-var faultOrder = []string{"holder-pause", "holder-kill", "member-pause", "member-kill", "member-restart", "clock-forward", "clock-back",
+var faultOrder = []string{"holder-pause", "holder-kill", "holder-pause-delayed", "holder-kill-delayed", "member-pause", "member-kill", "member-restart", "clock-forward", "clock-back",
 	"failover", "slot-migration", "latency", "blackhole", "reset", "partition-minority", "partition-majority",
 	"member-partition"}
 

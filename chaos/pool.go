@@ -28,6 +28,7 @@ type workers struct {
 	holding map[int]bool   // worker → granted and not yet released
 	inHold  map[int]string // worker → "short" or "long" while between its reads and writes
 	longFor time.Duration  // the long hold the runner can ask for
+	delay   time.Duration  // the workers' lock delay (0: none)
 	grants  int
 	changed chan struct{} // closed and replaced on every grant and hold, and when a hold ends
 }
@@ -55,7 +56,7 @@ func (p *workers) start() error {
 	id := p.nextID
 	p.mu.Unlock()
 	cfg, _ := json.Marshal(workerConfig{ID: id, URL: p.url, Key: p.key, Keys: p.s.Keys, TTL: p.s.TTL, Hold: p.s.Hold,
-		Register: p.register, AcquireTimeout: 3 * p.s.TTL, LongHold: p.longFor})
+		Register: p.register, AcquireTimeout: 3 * p.s.TTL, LongHold: p.longFor, LockDelay: p.delay})
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), workerEnv+"="+string(cfg))
 	proc.DieWithParent(cmd)

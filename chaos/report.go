@@ -48,11 +48,16 @@ func summary(c cell) string {
 }
 
 // verdictText is the cell's verdict in words; a cell with a recovery
-// bound of its own (slowCells) says which, and why.
+// bound of its own (slowCells, a lock delay) says which, and why.
 func verdictText(c cell) string {
 	text := verdictWords(c)
-	if s, ok := slowCells[[2]string{c.Store, c.Fault}]; ok && c.Error == "" && c.Skipped == "" {
+	if c.Error != "" || c.Skipped != "" {
+		return text
+	}
+	if s, ok := slowCells[[2]string{c.Store, c.Fault}]; ok {
 		text += fmt.Sprintf(" (recovery bound %.0f ms, by design: %s)", c.Verdict.BoundMS, s.why)
+	} else if faults()[c.Fault].lockDelay != nil {
+		text += fmt.Sprintf(" (recovery bound %.0f ms: 2 leases + %v + the lock delay)", c.Verdict.BoundMS, recoverySlack)
 	}
 	return text
 }

@@ -147,7 +147,7 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 	// A long hold outlasts the fault by a lease, so that the lock can
 	// pass to another worker meanwhile, and by 2 s more: on a busy
 	// machine a restart or a grant can take that long.
-	pool := &workers{s: s, url: t.base().url, key: key, register: register, longFor: f.length(lease) + lease + 2*time.Second}
+	pool := &workers{s: s, url: t.base().url, key: key, register: register, longFor: f.length(lease) + lease + 2*time.Second, delay: f.delay(lease)}
 	defer pool.stopAll()
 	for range s.Workers {
 		if err := pool.start(); err != nil {
@@ -190,7 +190,8 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 		windows = append(windows, w)
 	}
 	// After the last heal the store must grant again within the bound.
-	bound := cellBound(t.base().name, f.name, lease)
+	// A lock delay keeps a failed holder's lock that much longer.
+	bound := cellBound(t.base().name, f.name, lease) + f.delay(lease)
 	pool.waitGrantAfter(ctx, windows[len(windows)-1].Heal, bound)
 	// The workers stop asking for locks now: the liveness check counts
 	// up to here, not the time they take to finish.

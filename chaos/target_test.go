@@ -17,18 +17,19 @@ func TestFaultsApply(t *testing.T) {
 	network := []string{"latency", "blackhole", "reset"}
 	partitions := []string{"partition-minority", "partition-majority"}
 	clocks := []string{"clock-forward", "clock-back"}
+	delayed := []string{"holder-pause-delayed", "holder-kill-delayed"} // not on ZooKeeper, whose locks are sessions
 	for _, tc := range []struct {
 		name    string
 		t       target
 		applies [][]string
 		lease   time.Duration
 	}{
-		{"one server", behind(1), [][]string{every, clocks, network}, time.Second},
-		{"redlock", behind(5), [][]string{every, clocks, network, partitions}, time.Second},
-		{"fallback", fallbackPair{behind(2)}, [][]string{every, network}, time.Second},
-		{"sentinel", &sentinelGroup{deployment: behind(0)}, [][]string{every, clocks, {"failover", "member-partition"}}, time.Second},
-		{"cluster", &redisCluster{deployment: behind(0)}, [][]string{every, clocks, {"failover", "slot-migration"}}, time.Second},
-		{"etcd", &etcdCluster{deployment: behind(3)}, [][]string{every, network, partitions, {"member-partition"}}, etcdLeaseFloor},
+		{"one server", behind(1), [][]string{every, delayed, clocks, network}, time.Second},
+		{"redlock", behind(5), [][]string{every, delayed, clocks, network, partitions}, time.Second},
+		{"fallback", fallbackPair{behind(2)}, [][]string{every, delayed, network}, time.Second},
+		{"sentinel", &sentinelGroup{deployment: behind(0)}, [][]string{every, delayed, clocks, {"failover", "member-partition"}}, time.Second},
+		{"cluster", &redisCluster{deployment: behind(0)}, [][]string{every, delayed, clocks, {"failover", "slot-migration"}}, time.Second},
+		{"etcd", &etcdCluster{deployment: behind(3)}, [][]string{every, delayed, network, partitions, {"member-partition"}}, etcdLeaseFloor},
 		{"zookeeper", &zkEnsemble{deployment: behind(3)}, [][]string{every, clocks, network, partitions, {"member-partition"}}, zkSession},
 	} {
 		want := slices.Concat(tc.applies...)

@@ -50,6 +50,8 @@ type workerConfig struct {
 	// holder is between reading and writing, and keeps it there past
 	// the fault.
 	LongHold time.Duration `json:"long_hold"`
+	// LockDelay is the Client's turnstile.WithLockDelay (0: none).
+	LockDelay time.Duration `json:"lock_delay,omitempty"`
 }
 
 // Event kinds a worker reports, one JSON line each on its stdout.
@@ -160,8 +162,11 @@ func nowNS() int64 { return time.Now().UnixNano() }
 
 func work(ctx context.Context, cfg workerConfig, out *reporter, long *atomic.Bool) error {
 	open, cancel := context.WithTimeout(ctx, 30*time.Second)
-	client, err := turnstile.Open(open, cfg.URL, turnstile.WithTTL(cfg.TTL),
-		turnstile.WithInstanceID("chaos-worker-"+strconv.Itoa(cfg.ID)))
+	opts := []turnstile.Option{turnstile.WithTTL(cfg.TTL), turnstile.WithInstanceID("chaos-worker-" + strconv.Itoa(cfg.ID))}
+	if cfg.LockDelay > 0 {
+		opts = append(opts, turnstile.WithLockDelay(cfg.LockDelay))
+	}
+	client, err := turnstile.Open(open, cfg.URL, opts...)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
