@@ -80,7 +80,9 @@ func Dial(ctx context.Context, opt rueidis.ClientOption, opts ...Option) (*Backe
 		client.Close()
 		return nil, err
 	}
-	return &Backend{conn: c, cfg: cfg, watchers: watchersFor(c)}, nil
+	b := &Backend{conn: c, cfg: cfg, watchers: watchersFor(c)}
+	b.clock.off = c.failsOver()
+	return b, nil
 }
 
 // connectError says why connecting to opt.InitAddress failed, naming the
@@ -114,7 +116,9 @@ func newBackend(c conn, opts []Option) (*Backend, error) {
 	if err := checkWait(c, cfg); err != nil {
 		return nil, err
 	}
-	return &Backend{conn: c, cfg: cfg, watchers: watchersFor(c)}, nil
+	b := &Backend{conn: c, cfg: cfg, watchers: watchersFor(c)}
+	b.clock.off = c.failsOver()
+	return b, nil
 }
 
 // Name implements driver.Namer: "redis" and the server address(es).

@@ -20,9 +20,19 @@ import (
 // so that it errs high, never low: the token of a key whose fence is gone
 // must be above every earlier token of the key, which were issued at
 // least the lock TTL + fence grace before by the server's clock.
+//
+// Off, the client gives no reading and every grant's script reads the
+// server's TIME: on a deployment whose primaries fail over (Sentinel,
+// Cluster) a grant's fence key may be lost with the old primary, and two
+// primaries may grant at once (a paused one resumed beside the replica
+// promoted meanwhile); only each server's own clock at the moment it runs
+// the grant then orders their tokens as their grants (the servers' clocks
+// agreeing), where a client's reading may stand above it by its sample's
+// round trip.
 type serverClock struct {
 	sample  atomic.Pointer[clockSample]
 	syncing atomic.Bool
+	off     bool // set before first use
 }
 
 type clockSample struct {
@@ -37,6 +47,13 @@ type clockSample struct {
 // the fence grace.
 const clockResync = 10 * time.Second
 
+// clockMaxError bounds how far a reading may stand above the server's
+// clock (a sample's round trip): a slower sample is not kept, and the
+// scripts read TIME until the retry. Slow samples come with faults — a
+// server paused, or overloaded — when a token that errs high by that much
+// would meet a fence lost in a restart within the same time.
+const clockMaxError = time.Millisecond
+
 // clockRetry is how long after a failed sample the next is tried; the
 // scripts read the server's TIME meanwhile.
 const clockRetry = time.Second
@@ -45,6 +62,9 @@ const clockRetry = time.Second
 // reads the server's TIME). When the sample is older than clockResync,
 // one caller at a time samples again with a TIME command first.
 func (c *serverClock) now(ctx context.Context, cn conn) int64 {
+	if c.off {
+		return 0
+	}
 	if s := c.sample.Load(); (s == nil || s.age(time.Now()) >= clockResync) && c.syncing.CompareAndSwap(false, true) {
 		c.resync(ctx, cn)
 		c.syncing.Store(false)
@@ -67,13 +87,14 @@ func (s *clockSample) age(t time.Time) time.Duration {
 	return max(t.Sub(s.local), t.Round(0).Sub(s.wall))
 }
 
-// resync samples the server clock. After a failed sample the scripts
-// read the server's TIME until the next try, clockRetry later.
+// resync samples the server clock. After a failed sample, or one slower
+// than clockMaxError, the scripts read the server's TIME until the next
+// try, clockRetry later.
 func (c *serverClock) resync(ctx context.Context, cn conn) {
 	t0 := time.Now()
 	us, err := cn.serverTime(ctx)
 	t1 := time.Now()
-	if err != nil || us <= 0 {
+	if err != nil || us <= 0 || t1.Sub(t0) > clockMaxError {
 		back := clockResync - clockRetry
 		c.sample.Store(&clockSample{local: t0.Add(-back), wall: t0.Round(0).Add(-back)})
 		return

@@ -79,3 +79,45 @@ func TestServerClock(t *testing.T) {
 		t.Fatalf("reading %d after %d tries, want a sample of %d on the retry", r, down.calls, server)
 	}
 }
+
+// TestServerClockBoundsItsError: a reading errs high by the round trip of
+// its sample, so a sample whose round trip is longer than clockMaxError
+// is not kept (the scripts read TIME until the retry): a token started
+// from it would stand above the server's time by that much, and a server
+// that lost the key's fence meanwhile (a failover, a restart) would issue
+// a later grant a smaller token. Such slow samples come with faults: a
+// server paused or overloaded answers TIME late.
+func TestServerClockBoundsItsError(t *testing.T) {
+	ctx := context.Background()
+	var c serverClock
+	server := int64(1_700_000_000_000_000)
+	slow := &timeConn{time: func() (int64, error) {
+		time.Sleep(3 * clockMaxError)
+		return server, nil
+	}}
+	if r := c.now(ctx, slow); r != 0 || slow.calls != 1 {
+		t.Fatalf("reading %d from a sample that took over %v, want none (0)", r, 3*clockMaxError)
+	}
+	if r := c.now(ctx, slow); r != 0 || slow.calls != 1 {
+		t.Fatalf("reading %d, %d tries within the retry period, want 0 and one", r, slow.calls)
+	}
+}
+
+// failoverConn is a conn whose client follows failovers.
+type failoverConn struct{ timeConn }
+
+func (*failoverConn) failsOver() bool { return true }
+
+// TestServerClockOffWhereFencesFailOver: on a deployment whose grants can
+// be lost in a failover (Sentinel, Cluster), every grant reads the
+// server's own TIME: two primaries at once (the old one resumed, the
+// promoted replica) then order their grants by the time each ran them,
+// not by readings that err high by a client's round trip.
+func TestServerClockOffWhereFencesFailOver(t *testing.T) {
+	cn := &failoverConn{timeConn{time: func() (int64, error) { return 1_700_000_000_000_000, nil }}}
+	b := &Backend{conn: cn}
+	b.clock.off = cn.failsOver()
+	if r := b.clock.now(context.Background(), b.conn); r != 0 || cn.calls != 0 {
+		t.Fatalf("reading %d after %d samples on a deployment that fails over, want none", r, cn.calls)
+	}
+}

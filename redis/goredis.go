@@ -55,6 +55,18 @@ func (g *goredisConn) eval(ctx context.Context, s script, c call) (int64, error)
 	return n, storeError(err, sources[s], c, "")
 }
 
+// failsOver: a cluster client, or a Sentinel (failover) client, which
+// go-redis names by the address "FailoverClient".
+func (g *goredisConn) failsOver() bool {
+	switch c := g.c.(type) {
+	case *goredis.ClusterClient:
+		return true
+	case *goredis.Client:
+		return c.Options().Addr == "FailoverClient"
+	}
+	return false
+}
+
 func (g *goredisConn) serverTime(ctx context.Context) (int64, error) {
 	t, err := g.c.Time(ctx).Result()
 	if err != nil {

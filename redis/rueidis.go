@@ -51,6 +51,11 @@ func (r *rueidisConn) eval(ctx context.Context, s script, c call) (int64, error)
 	return n, storeError(err, sources[s], c, "")
 }
 
+func (r *rueidisConn) failsOver() bool {
+	m := r.c.Mode()
+	return m == rueidis.ClientModeSentinel || m == rueidis.ClientModeCluster
+}
+
 func (r *rueidisConn) serverTime(ctx context.Context) (int64, error) {
 	parts, err := r.c.Do(ctx, r.c.B().Time().Build()).AsIntSlice()
 	if err != nil {

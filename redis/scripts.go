@@ -69,6 +69,10 @@ type conn interface {
 	subscribe(ctx context.Context, channel string, ready, message func()) error
 	// serverTime is the server's clock (TIME), in µs since the epoch.
 	serverTime(ctx context.Context) (int64, error)
+	// failsOver tells whether the client follows primaries that fail over
+	// to replicas (Sentinel, Cluster): a grant may then be lost with its
+	// fence key (serverClock's off).
+	failsOver() bool
 	// addr describes the server(s), for Name.
 	addr() string
 	// identity is the client underneath, comparable: Backends over one
