@@ -38,13 +38,15 @@ func (r *rueidisConn) eval(ctx context.Context, s script, c call) (int64, error)
 		rep := r.evalWait(ctx, sources[s], plainSHA[s], []call{c}, "extend")[0]
 		return rep.n, rep.err
 	}
+	ctx = lone(ctx)
 	n, err := rueidisScripts[s].Exec(ctx, r.c, c.keys, c.args).AsInt64()
-	if err != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+	if err != nil && ctx.Err() == nil && !pastDeadline(ctx) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		// Not this call's context: rueidis closes a pipelined connection
 		// when a call on it is cancelled while in flight (here, a
 		// subscription being renewed after a reconnect and stopped at the
 		// same moment), and fails every call sharing it with that call's
-		// error. Every script is safe to run again: acquire and extend by
+		// error. (A deadline that passed is this call's own, whether
+		// its context ended yet or not.) Every script is safe to run again: acquire and extend by
 		// the same owner, and release, are owner-checked.
 		n, err = rueidisScripts[s].Exec(ctx, r.c, c.keys, c.args).AsInt64()
 	}
@@ -52,7 +54,7 @@ func (r *rueidisConn) eval(ctx context.Context, s script, c call) (int64, error)
 }
 
 func (r *rueidisConn) serverTime(ctx context.Context) (int64, error) {
-	parts, err := r.c.Do(ctx, r.c.B().Time().Build()).AsIntSlice()
+	parts, err := r.c.Do(lone(ctx), r.c.B().Time().Build()).AsIntSlice()
 	if err != nil {
 		return 0, err
 	}
@@ -73,7 +75,7 @@ func (r *rueidisConn) evalMulti(ctx context.Context, s script, cs []call) []repl
 	for i, c := range cs {
 		execs[i] = rueidis.LuaExec{Keys: c.keys, Args: c.args}
 	}
-	res := rueidisScripts[s].ExecMulti(ctx, r.c, execs...)
+	res := rueidisScripts[s].ExecMulti(lone(ctx), r.c, execs...)
 	out := make([]reply, len(cs))
 	for i := range out {
 		out[i].n, out[i].err = res[i].AsInt64()
