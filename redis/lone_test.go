@@ -155,6 +155,18 @@ func TestLoneCallerCancelledMidCall(t *testing.T) {
 
 	t.Run("close", func(t *testing.T) {
 		b := dial(t, srv)
+		// Dial every connection of the client and sample the server's
+		// clock first: a connection still being dialled when Close runs
+		// would be opened after it.
+		for i := range 64 {
+			key := "mid:warm:" + strconv.Itoa(i)
+			if _, ok, err := b.Acquire(context.Background(), key, "me", 10*time.Second); err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+			if _, err := b.Release(context.Background(), key, "me"); err != nil {
+				t.Fatal(err)
+			}
+		}
 		// rueidis's Close waits up to 1 s for a PING behind the round
 		// trips in flight before it closes the connection.
 		stalled := stall(5 * time.Second)
