@@ -248,3 +248,56 @@ func TestLoneThenConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestNoticesOnAConnectionOfTheirOwn: a Backend that dialled its own
+// client subscribes to release notices on a connection that carries no
+// lock command, so that its lock connections stay on rueidis's
+// synchronous path after it waited for a key once; notices still arrive.
+func TestNoticesOnAConnectionOfTheirOwn(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	b := dial(t, srv)
+	ctx := ctxFor(t, time.Minute)
+	if _, ok, err := b.Acquire(ctx, "own:held", "other", 10*time.Second); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	ch, stop, err := b.Released(ctx, "own:held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	for i := range 64 {
+		key := "own:" + strconv.Itoa(i)
+		if _, ok, err := b.Acquire(ctx, key, "me", 10*time.Second); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		if _, err := b.Release(ctx, key, "me"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The holder's release is marked only if someone failed to take it.
+	if _, ok, err := b.Acquire(ctx, "own:held", "me", 10*time.Second); err != nil || ok {
+		t.Fatalf("Acquire of a held lock: %v %v", ok, err)
+	}
+	if _, _, err := b.ReleaseNotice(ctx, "own:held", "other", driver.NoticeAlways); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		t.Fatal("no release notice")
+	}
+	list := srv.MustDo(t, "CLIENT", "LIST")
+	subscribed := 0
+	for line := range strings.SplitSeq(list, "\n") {
+		if !strings.Contains(line, " ssub=1") && !strings.Contains(line, " sub=1") {
+			continue
+		}
+		subscribed++
+		if strings.Contains(line, "cmd=evalsha") || strings.Contains(line, "cmd=eval ") {
+			t.Errorf("the subscribed connection ran lock scripts: %s", line)
+		}
+	}
+	if subscribed != 1 {
+		t.Errorf("%d subscribed connections, want 1:\n%s", subscribed, list)
+	}
+}

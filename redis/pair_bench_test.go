@@ -49,6 +49,9 @@ type pairCase struct {
 //   - goredis-floor: the same two scripts over a go-redis pool, the
 //     peers' path (a SET NX PX alone would save the first script);
 //   - backend: the Backend's Acquire and Release, turnstile's scripts;
+//   - backend-after-notice: the same on a Backend that once subscribed
+//     to release notices (Released), which rueidis serves on the first
+//     of its connections in background mode from then on;
 //   - client: a turnstile.Client's Acquire and Release over the Backend.
 func BenchmarkPairParts(b *testing.B) {
 	srv := testserver.StartRedis(b)
@@ -71,6 +74,12 @@ func BenchmarkPairParts(b *testing.B) {
 	b.Cleanup(func() { _ = gr.Close() })
 	grAcquire, grRelease := goredis.NewScript(floorAcquireSrc), goredis.NewScript(floorReleaseSrc)
 	be := dial(b, srv)
+	noticed := dial(b, srv)
+	_, stop, err := noticed.Released(bg, "pair:noticed")
+	if err != nil {
+		b.Fatal(err)
+	}
+	stop()
 	c, err := turnstile.New(dial(b, srv), turnstile.WithTTL(8*time.Second))
 	if err != nil {
 		b.Fatal(err)
@@ -91,6 +100,13 @@ func BenchmarkPairParts(b *testing.B) {
 				return err
 			}
 			_, err := be.Release(deadline, key, "me")
+			return err
+		}},
+		{"backend-after-notice", func(key string) error {
+			if _, ok, err := noticed.Acquire(deadline, key, "me", 8*time.Second); err != nil || !ok {
+				return err
+			}
+			_, err := noticed.Release(deadline, key, "me")
 			return err
 		}},
 		{"client", func(key string) error {

@@ -28,9 +28,10 @@ const unsubscribeTimeout = 2 * time.Second
 // concurrent commands on shared connections by itself, and its Lua helper
 // falls back from EVALSHA to EVAL when the server lost its script cache.
 type rueidisConn struct {
-	c    rueidis.Client
-	owns bool
-	wait waitConfig // WithWaitReplicas: renewals wait for replicas
+	c       rueidis.Client
+	owns    bool
+	wait    waitConfig    // WithWaitReplicas: renewals wait for replicas
+	notices *noticeClient // where subscriptions go; nil: they share c
 }
 
 func (r *rueidisConn) eval(ctx context.Context, s script, c call) (int64, error) {
@@ -84,7 +85,8 @@ func (r *rueidisConn) evalMulti(ctx context.Context, s script, cs []call) []repl
 	return out
 }
 
-// subscribe shares the client's pipelined connection. On a cluster,
+// subscribe runs on the notice client when the Backend dialled its own
+// (notices.go), or else shares the client's pipelined connection. On a cluster,
 // rueidis sends SSUBSCRIBE to the node that owns the channel's slot, and
 // after a connection failure (a failover) subscribes again on whichever
 // node owns it then. A server older than Redis 7.0 refuses SSUBSCRIBE as
@@ -116,25 +118,29 @@ func (r *rueidisConn) subscribe(ctx context.Context, channel string, ready, mess
 // (the connection is broken) is Receive cancelled, and the channel then
 // unsubscribed once nothing listens to it any more.
 func (r *rueidisConn) receive(ctx context.Context, channel string, sharded bool, ready, message func()) error {
+	c := r.notices.client()
+	if c == nil {
+		c = r.c
+	}
 	var kind string
 	var sub rueidis.Completed
 	if sharded {
-		kind, sub = "ssubscribe", r.c.B().Ssubscribe().Channel(channel).Build()
+		kind, sub = "ssubscribe", c.B().Ssubscribe().Channel(channel).Build()
 	} else {
-		kind, sub = "subscribe", r.c.B().Subscribe().Channel(channel).Build()
+		kind, sub = "subscribe", c.B().Subscribe().Channel(channel).Build()
 	}
 	// rueidis recycles a command once sent: build the unsubscribe anew
 	// each time.
 	unsubscribe := func() {
 		var unsub rueidis.Completed
 		if sharded {
-			unsub = r.c.B().Sunsubscribe().Channel(channel).Build()
+			unsub = c.B().Sunsubscribe().Channel(channel).Build()
 		} else {
-			unsub = r.c.B().Unsubscribe().Channel(channel).Build()
+			unsub = c.B().Unsubscribe().Channel(channel).Build()
 		}
 		uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
 		defer cancel()
-		_ = r.c.Do(uctx, unsub).Error() // a broken connection has no subscriptions left
+		_ = c.Do(uctx, unsub).Error() // a broken connection has no subscriptions left
 	}
 	var confirmed atomic.Bool
 	subscribed := make(chan struct{})
@@ -152,7 +158,7 @@ func (r *rueidisConn) receive(ctx context.Context, channel string, sharded bool,
 		}
 	})
 	done := make(chan error, 1)
-	go func() { done <- r.c.Receive(rctx, sub, func(rueidis.PubSubMessage) { message() }) }()
+	go func() { done <- c.Receive(rctx, sub, func(rueidis.PubSubMessage) { message() }) }()
 	select {
 	case err := <-done:
 		return err
@@ -195,6 +201,7 @@ func (r *rueidisConn) addr() string {
 
 func (r *rueidisConn) close() {
 	if r.owns {
+		r.notices.close()
 		r.c.Close()
 	}
 }
