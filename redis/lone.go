@@ -37,7 +37,11 @@ func (b bounded) Deadline() (time.Time, bool) { return b.at, true }
 // ends while a round trip is on the synchronous path gets the reply
 // (or the connection's timeout) instead of its context's error: turnstile
 // returns ctx.Err() after it and undoes what the reply granted, as it
-// does for a reply that arrives after the context ended anyway.
+// does for a reply that arrives after the context ended anyway. A round
+// trip still in flight at its deadline fails there and rueidis closes its
+// connection (the next command dials again), as go-redis does: the
+// command may or may not have run, which every caller already allows
+// for a broken connection.
 func lone(ctx context.Context) context.Context {
 	if ctx.Done() == nil {
 		return ctx
