@@ -319,7 +319,7 @@ func (b *Backend) scan(ctx context.Context, pattern string, found func([]string)
 		}
 		for _, nc := range nodes {
 			if cn.c.Mode() == rueidis.ClientModeCluster {
-				role, err := nc.Do(lone(ctx), nc.B().Role().Build()).ToArray()
+				role, err := nc.Do(ctx, nc.B().Role().Build()).ToArray()
 				if err != nil {
 					return fmt.Errorf("redis: scan: ROLE: %w", storeError(err, "", call{}, ""))
 				}
@@ -329,7 +329,7 @@ func (b *Backend) scan(ctx context.Context, pattern string, found func([]string)
 			}
 			var cursor uint64
 			for {
-				e, err := nc.Do(lone(ctx), nc.B().Scan().Cursor(cursor).Match(pattern).Count(scanCount).Build()).AsScanEntry()
+				e, err := nc.Do(ctx, nc.B().Scan().Cursor(cursor).Match(pattern).Count(scanCount).Build()).AsScanEntry()
 				if err != nil {
 					return fmt.Errorf("redis: scan: %w", storeError(err, "", call{}, ""))
 				}
@@ -386,7 +386,7 @@ func (b *Backend) scan(ctx context.Context, pattern string, found func([]string)
 func (b *Backend) runStrings(ctx context.Context, s *kindScript, c call) (r []string, err error) {
 	switch cn := b.conn.(type) {
 	case *rueidisConn:
-		r, err = s.r.Exec(lone(ctx), cn.c, c.keys, c.args).AsStrSlice()
+		r, err = s.r.Exec(ctx, cn.c, c.keys, c.args).AsStrSlice()
 	case *goredisConn:
 		r, err = s.g.Run(ctx, cn.c, c.keys, anys(c.args)...).StringSlice()
 	default:

@@ -49,7 +49,7 @@ func (b *Backend) run(ctx context.Context, s *kindScript, c call) (n int64, err 
 	}
 	switch cn := b.conn.(type) {
 	case *rueidisConn:
-		n, err = s.r.Exec(lone(ctx), cn.c, c.keys, c.args).AsInt64()
+		n, err = s.r.Exec(ctx, cn.c, c.keys, c.args).AsInt64()
 	case *goredisConn:
 		n, err = s.g.Run(ctx, cn.c, c.keys, anys(c.args)...).Int64()
 	default:
