@@ -50,9 +50,10 @@ const clockResync = 10 * time.Second
 // clockMaxError bounds how far a reading may stand above the server's
 // clock (a sample's round trip): a slower sample is not kept, and the
 // scripts read TIME until the retry. Slow samples come with faults — a
-// server paused, or overloaded — when a token that errs high by that much
-// would meet a fence lost in a restart within the same time.
-const clockMaxError = time.Millisecond
+// server paused, or overloaded — when a token that errs high by seconds
+// would meet a fence lost in a restart within the same time; no server
+// restarts within 20 ms.
+const clockMaxError = 20 * time.Millisecond
 
 // clockRetry is how long after a failed sample the next is tried; the
 // scripts read the server's TIME meanwhile.

@@ -192,3 +192,57 @@ func handedRun(t *testing.T, ctx context.Context, c *turnstile.Client, waiting <
 	}
 	return run
 }
+
+// TestForceReleaseRaisesGuardOnAFreeNode: a node that does not hold the
+// lock when it is removed by force (its grant came late and was undone)
+// but whose fence stands above the Redlock's floor (a later token of its
+// own) changes nothing itself, guard key included; the Redlock must still
+// raise the guard that fenced storage keeps on that node, or the removed
+// holder's late write passes there.
+func TestForceReleaseRaisesGuardOnAFreeNode(t *testing.T) {
+	srvs := startNodes(t, 3)
+	nodes := redisNodes(t, srvs, redis.WithRestartQuarantine(0))
+	rl, err := redlock.New(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rl.Close()
+	ctx := ctxFor(t, time.Minute)
+	c, err := turnstile.New(rl, turnstile.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const key = "forced:free-node"
+	l, err := c.Acquire(ctx, key) // retried while a loaded machine delays a node past its timeout
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srvs[0].Addr()}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	guard, err := fence.NewRedis(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := fence.DataKey(key, "report")
+	if err := guard.Set(ctx, key, l.Token(), data, "section"); err != nil {
+		t.Fatal(err)
+	}
+	// Node 1 no longer holds the lock, and its fence has a later token.
+	srvs[0].MustDo(t, "DEL", lockKey(key))
+	srvs[0].MustDo(t, "SET", lockKey(key)+":fence", strconv.FormatUint(l.Token()+1600, 10), "PX", "600000")
+
+	st, err := rl.ForceRelease(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Token <= l.Token() {
+		t.Fatalf("fence floor %d, want above the removed holder's token %d", st.Token, l.Token())
+	}
+	if err := guard.Set(ctx, key, l.Token()+1, data, "late write"); !errors.Is(err, fence.ErrStaleToken) {
+		t.Errorf("late fenced write on node 1 with token %d after the forced release = %v, want ErrStaleToken", l.Token()+1, err)
+	}
+}

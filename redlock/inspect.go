@@ -121,11 +121,12 @@ func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.
 //
 // A node that missed the removed holder's grant, or its token's write
 // back, has a lower floor of its own, and so raised a guard key of
-// package fence it keeps to that lower floor only. Such nodes' guards are
+// package fence it keeps to that lower floor only; a node that did not
+// hold the lock at all raised nothing. Such nodes' guards are
 // then raised to the Redlock's floor (a node that can: a *redis.Backend
 // and its views, RaiseGuard), so that a guard on any node refuses every
 // token of the removed holder: one more round trip to those nodes, none
-// when every node's floor is the Redlock's.
+// when every node held the lock with the Redlock's floor.
 func (b *Backend) ForceRelease(ctx context.Context, key string) (driver.LockState, error) {
 	if err := b.check(ctx, 0); err != nil {
 		return driver.LockState{}, err
@@ -140,11 +141,12 @@ func (b *Backend) ForceRelease(ctx context.Context, key string) (driver.LockStat
 	}
 	floors := make([]uint64, len(b.nodes))
 	answered := make([]bool, len(b.nodes))
+	held := make([]bool, len(b.nodes))
 	states, err := ask(ctx, b, "force release", b.operatorTimeout(), func(ctx context.Context, i int) (driver.LockState, error) {
 		st, err := frs[i].ForceRelease(ctx, key)
 		if err == nil {
 			// each goroutine writes its own elements
-			floors[i], answered[i] = st.Token, true
+			floors[i], answered[i], held[i] = st.Token, true, st.Held
 		}
 		return st, err
 	})
@@ -155,7 +157,7 @@ func (b *Backend) ForceRelease(ctx context.Context, key string) (driver.LockStat
 	sorted := slices.Clone(floors)
 	slices.Sort(sorted)
 	st.Token = sorted[b.quorum-1]
-	return st, b.raiseGuards(ctx, key, st.Token, floors, answered)
+	return st, b.raiseGuards(ctx, key, st.Token, floors, answered, held)
 }
 
 // guardRaiser is a node that raises package fence's guard key of a
@@ -165,13 +167,15 @@ type guardRaiser interface {
 }
 
 // raiseGuards raises the guard key of key to floor on every node that
-// answered the forced release with a floor of its own below it.
-func (b *Backend) raiseGuards(ctx context.Context, key string, floor uint64, floors []uint64, answered []bool) error {
+// answered the forced release without raising it that far itself: with
+// a floor of its own below it, or without the lock (a node that did not
+// hold it changes nothing, its guard included, whatever its fence).
+func (b *Backend) raiseGuards(ctx context.Context, key string, floor uint64, floors []uint64, answered, held []bool) error {
 	errs := make([]error, len(b.nodes))
 	var wg sync.WaitGroup
 	for i, n := range b.nodes {
 		gr, ok := n.b.(guardRaiser)
-		if !ok || !answered[i] || floors[i] >= floor {
+		if !ok || !answered[i] || (held[i] && floors[i] >= floor) {
 			continue
 		}
 		wg.Go(func() {
