@@ -147,7 +147,15 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 	// A long hold outlasts the fault by a lease, so that the lock can
 	// pass to another worker meanwhile, and by 2 s more: on a busy
 	// machine a restart or a grant can take that long.
-	pool := &workers{s: s, url: t.base().url, key: key, register: register, longFor: f.length(lease) + lease + 2*time.Second, delay: f.delay(lease)}
+	storeURL := t.base().url
+	if h, ok := t.(interface {
+		holdURL(time.Duration) (string, error)
+	}); ok && f.delay(lease) > 0 {
+		if storeURL, err = h.holdURL(lease + f.delay(lease)); err != nil {
+			return cellResult{}, err
+		}
+	}
+	pool := &workers{s: s, url: storeURL, key: key, register: register, longFor: f.length(lease) + lease + 2*time.Second, delay: f.delay(lease)}
 	defer pool.stopAll()
 	for range s.Workers {
 		if err := pool.start(); err != nil {

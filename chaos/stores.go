@@ -200,6 +200,20 @@ func startFallback(dir string, ttl time.Duration) (target, error) {
 	return fallbackPair{d}, nil
 }
 
+// holdURL is the pair's URL for workers whose locks the store holds for
+// hold (a TTL and a lock delay): its grace must cover that, or the pair
+// refuses to open.
+func (f fallbackPair) holdURL(hold time.Duration) (string, error) {
+	u, err := url.Parse(f.url)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	q.Set("grace", max(2*time.Second, 2*hold).String())
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
 // withHost is raw with its host:port replaced by addr.
 func withHost(raw, addr string) (string, error) {
 	u, err := url.Parse(raw)
