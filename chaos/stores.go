@@ -200,16 +200,28 @@ func startFallback(dir string, ttl time.Duration) (target, error) {
 	return fallbackPair{d}, nil
 }
 
-// holdURL is the pair's URL for workers whose locks the store holds for
-// hold (a TTL and a lock delay): its grace must cover that, or the pair
-// refuses to open.
-func (f fallbackPair) holdURL(hold time.Duration) (string, error) {
-	u, err := url.Parse(f.url)
+// holdURL is the deployment's URL for workers whose locks the store
+// holds for hold (a TTL and a lock delay): a fallback pair's grace and a
+// Redlock's restart quarantine must cover it, or the store refuses to
+// open (fallback) or to lock (redlock).
+func (d *deployment) holdURL(hold time.Duration) (string, error) {
+	u, err := url.Parse(d.url)
 	if err != nil {
 		return "", err
 	}
 	q := u.Query()
-	q.Set("grace", max(2*time.Second, 2*hold).String())
+	changed := false
+	if q.Has("grace") {
+		q.Set("grace", max(2*time.Second, 2*hold).String())
+		changed = true
+	}
+	if q.Has("quarantine") {
+		q.Set("quarantine", (2 * hold).String())
+		changed = true
+	}
+	if !changed {
+		return d.url, nil
+	}
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
