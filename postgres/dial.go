@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,6 +24,26 @@ func dialHedge(opTimeout time.Duration) time.Duration {
 	return min(max(opTimeout/5, 100*time.Millisecond), time.Second)
 }
 
+// dialRetryMin and dialRetryMax bound the pause after a failed connection
+// attempt before a shard starts the next. A server that refuses or
+// resets every connection answers each attempt at once: without a pause,
+// every waiter's and renewal's operation would open one, hundreds a
+// second, and PostgreSQL forks a process for each. Those it has not yet
+// forked when the fault heals queue ahead of the first connection that
+// could succeed — seconds of backlog on a busy server.
+const (
+	dialRetryMin = 50 * time.Millisecond
+	dialRetryMax = 500 * time.Millisecond
+)
+
+// dialRetry is the pause after the n-th failed attempt in a row: it
+// doubles from dialRetryMin up to dialRetryMax, jittered down by up to a
+// half so that the shards and processes that failed together spread out.
+func dialRetry(n int) time.Duration {
+	d := min(dialRetryMin<<min(max(n-1, 0), 8), dialRetryMax)
+	return d/2 + rand.N(d/2+1)
+}
+
 // dialed is the outcome of one connection attempt.
 type dialed struct {
 	conn *pgx.Conn
@@ -38,6 +59,9 @@ type dialer struct {
 	inFlight int
 	newest   time.Time   // when the newest attempt in flight began
 	results  chan dialed // buffered: an attempt never waits to report
+	failures int         // failed attempts since the last success
+	retryAt  time.Time   // no new attempt before this, after a failure
+	lastErr  error       // the last failure, told to a caller that gives up
 }
 
 func newDialer() dialer { return dialer{results: make(chan dialed, maxDials)} }
@@ -76,9 +100,13 @@ func (s *shard) take(d dialed) error {
 	s.dial.inFlight--
 	switch {
 	case d.err != nil:
+		s.dial.failures++
+		s.dial.retryAt = time.Now().Add(dialRetry(s.dial.failures))
+		s.dial.lastErr = d.err
 		return d.err
 	case s.conn == nil && s.held != nil:
 		s.conn = d.conn
+		s.dial.failures, s.dial.retryAt, s.dial.lastErr = 0, time.Time{}, nil
 	default: // a spare, or the Backend closed
 		s.b.dials.Go(func() { closeConn(d.conn) })
 	}
@@ -95,7 +123,8 @@ func cmpErr(err, other error) error {
 // connect gives the shard a session, waiting until an attempt succeeds,
 // the last attempt in flight fails, ctx ends or the operation timeout
 // passes. While the newest attempt goes unanswered for dialHedge it
-// starts another beside it (up to maxDials in flight).
+// starts another beside it (up to maxDials in flight). After a failed
+// attempt the next one waits out dialRetry.
 func (s *shard) connect(ctx context.Context) error {
 	_ = s.settle() // failures of attempts whose operations gave up are old news
 	if s.conn != nil {
@@ -110,6 +139,10 @@ func (s *shard) connect(ctx context.Context) error {
 	for {
 		select {
 		case <-next.C:
+			if wait := time.Until(s.dial.retryAt); s.dial.inFlight == 0 && wait > 0 {
+				next.Reset(wait)
+				continue
+			}
 			if s.dial.inFlight == 0 || (s.dial.inFlight < maxDials && time.Since(s.dial.newest) >= hedge) {
 				s.startDial()
 			}
@@ -123,11 +156,20 @@ func (s *shard) connect(ctx context.Context) error {
 				return err
 			}
 		case <-ctx.Done():
-			return ctx.Err()
+			return s.dial.gaveUp(ctx.Err())
 		case <-giveUp.C:
-			return fmt.Errorf("no connection within the operation timeout (%v): %w", opTimeout, context.DeadlineExceeded)
+			return s.dial.gaveUp(fmt.Errorf("no connection within the operation timeout (%v): %w", opTimeout, context.DeadlineExceeded))
 		}
 	}
+}
+
+// gaveUp is err, with the last failed attempt's error when there is one:
+// a caller whose deadline ran out waiting for a connection learns why.
+func (d *dialer) gaveUp(err error) error {
+	if d.lastErr == nil {
+		return err
+	}
+	return fmt.Errorf("%w (the last connection attempt: %v)", err, d.lastErr)
 }
 
 // closeConn closes a connection no shard uses.

@@ -98,7 +98,7 @@ func (b *Backend) listenLoop(ctx context.Context, conn *pgx.Conn) {
 			continue
 		}
 		_ = conn.Close(context.Background())
-		for {
+		for failures := 1; ; failures++ {
 			if ctx.Err() != nil {
 				return
 			}
@@ -106,7 +106,7 @@ func (b *Backend) listenLoop(ctx context.Context, conn *pgx.Conn) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(dialRetry(failures)):
 			}
 			if conn, err = b.dialListener(ctx); err == nil {
 				break

@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -158,4 +160,129 @@ func TestSessionAfterReset(t *testing.T) {
 		t.Fatalf("the first grant after the heal took %v (bound %v; last error: %v)", took.Round(time.Millisecond), opTimeout/2, last)
 	}
 	t.Logf("granted %v after the heal", took.Round(time.Millisecond))
+}
+
+// resetProxy forwards TCP connections to a server; while reset is on it
+// resets every connection it carries and every one it accepts, at once,
+// as a server that refuses connections does, and counts those it
+// accepts.
+type resetProxy struct {
+	*cutProxy
+	accepted atomic.Int64
+}
+
+func newResetProxy(t *testing.T, upstream string) *resetProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &resetProxy{cutProxy: &cutProxy{ln: ln, upstream: upstream, conns: map[net.Conn]bool{}}}
+	p.wg.Go(p.accept)
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *resetProxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		cut := p.cut
+		p.mu.Unlock()
+		if cut {
+			p.accepted.Add(1)
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
+			c.Close()
+			continue
+		}
+		up, err := net.Dial("tcp", p.upstream)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns[c], p.conns[up] = true, true
+		p.mu.Unlock()
+		p.wg.Go(func() { _, _ = io.Copy(up, c); up.Close() })
+		p.wg.Go(func() { _, _ = io.Copy(c, up); c.Close() })
+	}
+}
+
+// TestResetDialsAtABoundedRate: while the server resets every
+// connection, a Backend's operations do not each open one. Eight
+// callers acquire in a loop on one lock connection for a second of
+// resets: each failed attempt pauses the next (50 ms doubling to
+// 500 ms), so some five attempts are made, where without the pause every
+// operation started its own — hundreds a second, each a process a
+// PostgreSQL server forks, whose backlog delays the first connection
+// after the heal by seconds. The first grant after the heal comes within
+// the longest pause plus a dial.
+func TestResetDialsAtABoundedRate(t *testing.T) {
+	p := newResetProxy(t, srv.Addr())
+	cfg := connConfig(t, srv)
+	host, port, err := net.SplitHostPort(p.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(port)
+	cfg.Host, cfg.Port = host, uint16(n)
+	b := dialConfig(t, cfg, postgres.WithConns(1), postgres.WithOpTimeout(5*time.Second))
+	ctx := ctxFor(t, time.Minute)
+	key := "resetrate:" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if _, ok, err := b.Acquire(ctx, key, "a", time.Minute); err != nil || !ok {
+		t.Fatalf("Acquire before the fault = %v, %v", ok, err)
+	}
+
+	p.setCut(true)
+	const fault = time.Second
+	var during sync.WaitGroup
+	var lastErr atomic.Value
+	for i := range 8 {
+		during.Go(func() {
+			for end := time.Now().Add(fault); time.Now().Before(end); {
+				actx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+				_, _, err := b.Acquire(actx, key+":"+strconv.Itoa(i), "b", time.Minute)
+				cancel()
+				if err != nil {
+					lastErr.Store(err.Error())
+				}
+			}
+		})
+	}
+	during.Wait()
+	p.setCut(false)
+	healed := time.Now()
+	attempts := p.accepted.Load()
+
+	for {
+		actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		_, ok, err := b.Acquire(actx, key+":after", "c", time.Minute)
+		cancel()
+		if err == nil && ok {
+			break
+		}
+		if time.Since(healed) > 10*time.Second {
+			t.Fatalf("no grant within 10 s of the heal: %v, %v", ok, err)
+		}
+	}
+	took := time.Since(healed)
+	t.Logf("%d connection attempts in %v of resets (last error: %v); granted %v after the heal", attempts, fault, lastErr.Load(), took.Round(time.Millisecond))
+	// Paused, a second holds at most 7 attempts (0, then ≥ 25, 50, 100,
+	// 200, 250, 250 ms later); a descheduled machine only makes fewer.
+	if attempts > 12 {
+		t.Fatalf("%d connection attempts in %v of resets: each operation dialled", attempts, fault)
+	}
+	if attempts == 0 {
+		t.Fatal("no connection attempt during the fault: the test did not reach the server")
+	}
+	// A caller either saw its own attempt fail or gave up waiting for
+	// the next and was told the last attempt's error.
+	if msg, _ := lastErr.Load().(string); !strings.Contains(msg, "failed to connect") {
+		t.Fatalf("an acquisition that gave up did not say why: %q", msg)
+	}
 }
