@@ -206,25 +206,40 @@ func (c *Cluster) Primaries() ([]*Server, error) {
 }
 
 // ReplicaOf is a replica of primary that the cluster does not consider
-// failed, or an error if it has none.
+// failed, or an error if it has none. A node that missed a ping for the
+// cluster-node-timeout (1 s WithReplicas) is marked "fail?" until it
+// answers again, which a busy machine's descheduling alone can cause: a
+// replica so marked is waited for, for a few node timeouts.
 func (c *Cluster) ReplicaOf(primary *Server) (*Server, error) {
 	id, err := primary.Do("CLUSTER", "MYID")
 	if err != nil {
 		return nil, fmt.Errorf("redis cluster node %s: %w", primary.Addr(), err)
 	}
-	view, err := c.view()
+	var found *Server
+	err = proc.Poll(replicaWait, 20*time.Millisecond, func() error {
+		view, err := c.view()
+		if err != nil {
+			return err
+		}
+		for _, n := range view {
+			if n.master == id && !n.has("fail") && !n.has("fail?") {
+				if s := c.byAddr(n.addr); s != nil {
+					found = s
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("redis cluster node %s has no replica", primary.Addr())
+	})
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range view {
-		if n.master == id && !n.has("fail") && !n.has("fail?") {
-			if s := c.byAddr(n.addr); s != nil {
-				return s, nil
-			}
-		}
-	}
-	return nil, fmt.Errorf("redis cluster node %s has no replica", primary.Addr())
+	return found, nil
 }
+
+// replicaWait is how long ReplicaOf waits for a replica the cluster does
+// not mark failed.
+const replicaWait = 10 * time.Second
 
 // Owner is the master that serves slot, as the cluster sees it now.
 func (c *Cluster) Owner(slot uint16) (*Server, error) {
