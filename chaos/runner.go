@@ -144,9 +144,6 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 	}
 	key := fmt.Sprintf("chaos-%s-%d", f.name, time.Now().UnixNano())
 	lease := leaseOf(t, s.TTL)
-	// A long hold outlasts the fault by a lease, so that the lock can
-	// pass to another worker meanwhile, and by 2 s more: on a busy
-	// machine a restart or a grant can take that long.
 	storeURL := t.base().url
 	if h, ok := t.(interface {
 		holdURL(time.Duration) (string, error)
@@ -155,7 +152,7 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 			return cellResult{}, err
 		}
 	}
-	pool := &workers{s: s, url: storeURL, key: key, register: register, longFor: f.length(lease) + lease + 2*time.Second, delay: f.delay(lease)}
+	pool := &workers{s: s, url: storeURL, key: key, register: register, longFor: f.longHold(lease), delay: f.delay(lease)}
 	defer pool.stopAll()
 	for range s.Workers {
 		if err := pool.start(); err != nil {
