@@ -165,6 +165,9 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 		return cellResult{}, err
 	}
 	env := &faultEnv{t: t, pool: pool, ttl: lease, log: s.Log}
+	// After each heal the store must grant every key again within the
+	// bound. A lock delay keeps a failed holder's lock that much longer.
+	bound := cellBound(t.base().name, f.name, lease) + f.delay(lease)
 	var windows []window
 	end := time.Now().Add(s.Duration)
 	for time.Now().Before(end) && ctx.Err() == nil {
@@ -193,11 +196,16 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 			w.CutEnd = w.Heal
 		}
 		windows = append(windows, w)
+		// The next fault waits until every key has been granted since
+		// this heal, or the bound has run: the checker measures each
+		// key's recovery from the heal to its next grant, and a fault
+		// that struck first would add its own outage to the keys still
+		// waiting. A fallback pair grants again at the end of its
+		// switch's grace, when the first key's long holder let the next
+		// fault strike within milliseconds, before the other keys' next
+		// attempts.
+		pool.waitGrantAfter(ctx, w.Heal, bound)
 	}
-	// After the last heal the store must grant again within the bound.
-	// A lock delay keeps a failed holder's lock that much longer.
-	bound := cellBound(t.base().name, f.name, lease) + f.delay(lease)
-	pool.waitGrantAfter(ctx, windows[len(windows)-1].Heal, bound)
 	// The workers stop asking for locks now: the liveness check counts
 	// up to here, not the time they take to finish.
 	runEnd := time.Now().UnixNano()
