@@ -49,6 +49,22 @@ func (f fault) delay(ttl time.Duration) time.Duration {
 	return f.lockDelay(ttl)
 }
 
+// longHold is how long a holder in a long hold (fault.long) waits between
+// its reads and its writes, counted from before the runner learns of the
+// hold. It outlasts the fault by a lease, so that the lock can pass to
+// another worker meanwhile, and by 2 s more: on a busy machine a restart
+// or a grant can take that long. With a lock delay the lock must not pass
+// meanwhile: the holder writes a lease after the fault, 2 s before TTL +
+// delay from its grant has run (delayed) — the late write that the delay
+// is for. A hold as long as TTL + delay would write just as the delay
+// ends, and another worker granted the lock then would lose it.
+func (f fault) longHold(ttl time.Duration) time.Duration {
+	if d := f.delay(ttl); d > 0 {
+		return min(f.length(ttl)+ttl, ttl+d-2*time.Second)
+	}
+	return f.length(ttl) + ttl + 2*time.Second
+}
+
 func always(target) string { return "" }
 
 // primary is the member that member faults hit for the cell's key.

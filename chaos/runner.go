@@ -144,9 +144,6 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 	}
 	key := fmt.Sprintf("chaos-%s-%d", f.name, time.Now().UnixNano())
 	lease := leaseOf(t, s.TTL)
-	// A long hold outlasts the fault by a lease, so that the lock can
-	// pass to another worker meanwhile, and by 2 s more: on a busy
-	// machine a restart or a grant can take that long.
 	storeURL := t.base().url
 	if h, ok := t.(interface {
 		holdURL(time.Duration) (string, error)
@@ -155,7 +152,7 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 			return cellResult{}, err
 		}
 	}
-	pool := &workers{s: s, url: storeURL, key: key, register: register, longFor: f.length(lease) + lease + 2*time.Second, delay: f.delay(lease)}
+	pool := &workers{s: s, url: storeURL, key: key, register: register, longFor: f.longHold(lease), delay: f.delay(lease)}
 	defer pool.stopAll()
 	for range s.Workers {
 		if err := pool.start(); err != nil {
@@ -168,6 +165,9 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 		return cellResult{}, err
 	}
 	env := &faultEnv{t: t, pool: pool, ttl: lease, log: s.Log}
+	// After each heal the store must grant every key again within the
+	// bound. A lock delay keeps a failed holder's lock that much longer.
+	bound := cellBound(t.base().name, f.name, lease) + f.delay(lease)
 	var windows []window
 	end := time.Now().Add(s.Duration)
 	for time.Now().Before(end) && ctx.Err() == nil {
@@ -196,11 +196,16 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 			w.CutEnd = w.Heal
 		}
 		windows = append(windows, w)
+		// The next fault waits until every key has been granted since
+		// this heal, or the bound has run: the checker measures each
+		// key's recovery from the heal to its next grant, and a fault
+		// that struck first would add its own outage to the keys still
+		// waiting. A fallback pair grants again at the end of its
+		// switch's grace, when the first key's long holder let the next
+		// fault strike within milliseconds, before the other keys' next
+		// attempts.
+		pool.waitGrantAfter(ctx, w.Heal, bound)
 	}
-	// After the last heal the store must grant again within the bound.
-	// A lock delay keeps a failed holder's lock that much longer.
-	bound := cellBound(t.base().name, f.name, lease) + f.delay(lease)
-	pool.waitGrantAfter(ctx, windows[len(windows)-1].Heal, bound)
 	// The workers stop asking for locks now: the liveness check counts
 	// up to here, not the time they take to finish.
 	runEnd := time.Now().UnixNano()

@@ -264,9 +264,13 @@ func section(ctx context.Context, cfg workerConfig, key string, client *turnstil
 	if long.Swap(false) {
 		hold, kind = cfg.LongHold, "long"
 	}
+	// The hold's end is fixed before the runner learns of the hold from
+	// its event: a SIGSTOP the runner sends then cannot move the end
+	// later, and a holder paused past it writes as soon as it resumes.
+	end := time.Now().Add(hold)
 	u := validUntil(lease)
 	out.emit(event{CS: cs, Ev: evHold, Op: kind, Tok: tok, Start: nowNS(), U: u})
-	holdFor(hold, cfg.TTL/4, lease, u, func(u int64) { out.emit(event{CS: cs, Ev: evValid, Tok: tok, Start: nowNS(), U: u}) })
+	holdUntil(end, cfg.TTL/4, lease, u, func(u int64) { out.emit(event{CS: cs, Ev: evValid, Tok: tok, Start: nowNS(), U: u}) })
 	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer wcancel()
 
@@ -313,13 +317,13 @@ func validUntil(lease *turnstile.Lease) int64 {
 	return 0
 }
 
-// holdFor sleeps for hold in steps of at most step, and reports each
+// holdUntil sleeps until end in steps of at most step, and reports each
 // later end of the lease (a renewal, not the microseconds validUntil
 // varies by) to renewed: the checker learns how long a long holder's
 // lease stayed valid. u is the end known before.
-func holdFor(hold, step time.Duration, lease *turnstile.Lease, u int64, renewed func(int64)) {
+func holdUntil(end time.Time, step time.Duration, lease *turnstile.Lease, u int64, renewed func(int64)) {
 	step = max(step, time.Millisecond)
-	for end := time.Now().Add(hold); ; {
+	for {
 		left := time.Until(end)
 		if left <= 0 {
 			return
