@@ -168,9 +168,17 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 		return cellResult{}, err
 	}
 	env := &faultEnv{t: t, pool: pool, ttl: lease, log: s.Log}
+	// A lock delay keeps a failed holder's lock that much longer.
+	bound := cellBound(t.base().name, f.name, lease) + f.delay(lease)
 	var windows []window
 	end := time.Now().Add(s.Duration)
 	for time.Now().Before(end) && ctx.Err() == nil {
+		if n := len(windows); n > 0 {
+			// Each heal gets its bound to be granted in before the next
+			// fault: a fault injected sooner would hold up the grant
+			// that the check expects of the heal before it.
+			pool.waitGrantAfter(ctx, windows[n-1].Heal, bound)
+		}
 		sleepCtx(ctx, steadyFor(s.TTL))
 		if f.long {
 			// Not finding one is no reason to skip the fault.
@@ -198,8 +206,6 @@ func runCell(ctx context.Context, s settings, t target, f fault, register string
 		windows = append(windows, w)
 	}
 	// After the last heal the store must grant again within the bound.
-	// A lock delay keeps a failed holder's lock that much longer.
-	bound := cellBound(t.base().name, f.name, lease) + f.delay(lease)
 	pool.waitGrantAfter(ctx, windows[len(windows)-1].Heal, bound)
 	// The workers stop asking for locks now: the liveness check counts
 	// up to here, not the time they take to finish.
