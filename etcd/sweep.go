@@ -37,6 +37,19 @@ import (
 // it failed (no leader, a connection lost).
 const sweepRetry = time.Second
 
+// cleanupAttempt bounds one delete of a clean-up: a drop's, a sweep's.
+// A write proposed as the etcd leader dies is lost, and etcd answers it
+// only when the request's deadline passes; the keys it was to delete —
+// a failed waiter's key at the head of a queue, a lock nobody renews —
+// stay until a later attempt, while the backend's other locks keep
+// their shared lease alive. A short bound and a retry end them a
+// second or two after the cluster has a leader again.
+const cleanupAttempt = 2 * time.Second
+
+// sweepParallel bounds the sweeper's deletes in flight: each goes out on
+// its own, so that one left unanswered holds up no other.
+const sweepParallel = 16
+
 // holdState is where a tracked key is.
 type holdState int
 
@@ -85,9 +98,9 @@ type sweeper struct {
 	mu    sync.Mutex
 	state sweeperState
 	holds map[string]*hold // by etcd key
-	next  time.Time        // when the goroutine wakes next; zero while it sweeps
-	kick  chan struct{}    // one signal: a deadline earlier than next
-	done  chan struct{}    // closed when the goroutine has ended
+	next  time.Time        // when the goroutine wakes next
+	kick  chan struct{}    // one signal: a deadline earlier than next, or a delete failed
+	done  chan struct{}    // closed when the goroutine and its deletes have ended
 }
 
 // track records that the backend wrote key for owner at revision rev
@@ -202,10 +215,15 @@ func (b *Backend) stopSweeper() {
 }
 
 // sweepLoop is the sweeper goroutine: it sleeps until the earliest
-// deadline, deletes the keys whose deadline passed, and ends with Close.
+// deadline, sends the deletes of the keys whose deadline passed, each on
+// its own goroutine (at most sweepParallel at once), and ends with Close
+// once its deletes have.
 func (b *Backend) sweepLoop() {
 	s := &b.sweep
+	var deletes sync.WaitGroup
 	defer close(s.done)
+	defer deletes.Wait()
+	slots := make(chan struct{}, sweepParallel)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -214,10 +232,17 @@ func (b *Backend) sweepLoop() {
 			return
 		}
 		for key, h := range due {
-			b.sweepOne(key, h)
-		}
-		if len(due) > 0 {
-			continue // deadlines may have passed meanwhile
+			select {
+			case slots <- struct{}{}:
+			case <-b.stop:
+				return
+			}
+			deletes.Add(1)
+			go func() {
+				defer deletes.Done()
+				defer func() { <-slots }()
+				b.sweepOne(key, h)
+			}()
 		}
 		timer.Reset(time.Until(next))
 		select {
@@ -230,8 +255,8 @@ func (b *Backend) sweepLoop() {
 }
 
 // dueHolds marks the holds whose deadline passed by now as being swept
-// and returns them, and when the goroutine is to wake next; ok is false
-// once the sweeper is stopped.
+// and returns them, and when the goroutine is to wake next for the
+// others; ok is false once the sweeper is stopped.
 func (b *Backend) dueHolds(now time.Time) (due map[string]*hold, next time.Time, ok bool) {
 	s := &b.sweep
 	s.mu.Lock()
@@ -257,16 +282,14 @@ func (b *Backend) dueHolds(now time.Time) (due map[string]*hold, next time.Time,
 		due[k] = h
 	}
 	s.next = next
-	if len(due) > 0 {
-		s.next = time.Time{}
-	}
 	return due, next, true
 }
 
 // sweepOne deletes key if it is still the write h tracks, and forgets
-// h; a delete that fails is tried again after sweepRetry.
+// h; a delete that fails, or that etcd leaves unanswered for
+// cleanupAttempt, is tried again after sweepRetry.
 func (b *Backend) sweepOne(key string, h *hold) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupAttempt)
 	defer cancel()
 	go func() {
 		select {
@@ -284,6 +307,11 @@ func (b *Backend) sweepOne(key string, h *hold) {
 	}
 	if err != nil {
 		h.state, h.retry = holdLive, time.Now().Add(sweepRetry)
+		// The loop may sleep past the retry: wake it to count it in.
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
 		return
 	}
 	// Deleted, or no longer the tracked write: either way not the
