@@ -29,3 +29,7 @@ func (b *Backend) LocalWaiters(key string) int {
 
 // Tracked is how many keys b's sweeper tracks.
 func (b *Backend) Tracked() int { return b.tracked() }
+
+// Orphan hands key, written for owner under lease by an attempt whose
+// outcome is unknown, to b's sweeper, as a failed clean-up does.
+func (b *Backend) Orphan(key, owner string, lease clientv3.LeaseID) { b.orphan(key, owner, lease) }

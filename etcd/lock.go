@@ -228,13 +228,16 @@ func (b *Backend) deleteOwned(ctx context.Context, lk, owner, qk string) (bool, 
 // outcome is unknown, even when ctx is done. It waits only as long as
 // ctx allows — a caller's deadline holds even when the cluster cannot
 // answer — and the deletion goes on in the background for up to
-// cleanupCtx's bound, or until Close. If it fails, the sweeper deletes
-// the keys that are still owner's under lease, the shared lease the
-// attempt wrote them under: the lease alone may outlive them, renewed
-// by other locks.
+// cleanupAttempt, or until Close. If it fails, or etcd leaves it
+// unanswered (a write lost as the leader died), the sweeper deletes the
+// keys that are still owner's under lease, the shared lease the attempt
+// wrote them under, and tries again until it can: the lease alone may
+// outlive them, renewed by other locks.
 func (b *Backend) drop(ctx context.Context, lk, owner, qk string, lease clientv3.LeaseID) {
 	b.background(ctx, func(cctx context.Context) {
-		if _, err := b.deleteOwned(cctx, lk, owner, qk); err != nil {
+		actx, cancel := context.WithTimeout(cctx, cleanupAttempt)
+		defer cancel()
+		if _, err := b.deleteOwned(actx, lk, owner, qk); err != nil {
 			b.orphan(lk, owner, lease)
 			if qk != "" {
 				b.orphan(qk, owner, lease)

@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,12 +18,18 @@ import (
 // it wrote under a shared lease, the revision of that write and the
 // hold's own deadline (the start of its last grant or Extend plus its
 // TTL in whole seconds, the TTL a lease of its own would have had), and
-// one sweeper goroutine deletes each key whose deadline passed, in a
+// one sweeper goroutine has each key whose deadline passed deleted, in a
 // transaction that compares the key's mod revision with the write's: a
 // key written since — taken again, handed over, moved, by any backend —
 // is never touched. The lease still bounds what the sweeper cannot: when
 // the process dies or is cut off from the cluster, nobody renews the
 // lease, and etcd ends its keys after its TTL.
+//
+// A write whose outcome is unknown — an attempt that failed, and whose
+// clean-up failed too (orphan) — is deleted at once if the key still
+// holds its owner under its lease; when the backend still tracks another
+// owner's write of the key, whose release may have landed unanswered,
+// it goes with that write's sweep (a stray).
 //
 // An Extend moves the deadline forward when it starts, before its
 // request goes out: an Extend whose reply is lost may have renewed the
@@ -36,6 +43,19 @@ import (
 // sweepRetry is the pause before the sweeper tries a delete again after
 // it failed (no leader, a connection lost).
 const sweepRetry = time.Second
+
+// cleanupAttempt bounds one delete of a clean-up: a drop's, a sweep's.
+// A write proposed as the etcd leader dies is lost, and etcd answers it
+// only when the request's deadline passes; the keys it was to delete —
+// a failed waiter's key at the head of a queue, a lock nobody renews —
+// stay until a later attempt, while the backend's other locks keep
+// their shared lease alive. A short bound and a retry end them a
+// second or two after the cluster has a leader again.
+const cleanupAttempt = 2 * time.Second
+
+// sweepParallel bounds the sweeper's deletes in flight: each goes out on
+// its own, so that one left unanswered holds up no other.
+const sweepParallel = 16
 
 // holdState is where a tracked key is.
 type holdState int
@@ -57,16 +77,55 @@ type hold struct {
 	deadline time.Time
 	retry    time.Time // after a failed delete: when to try again (the deadline stays passed)
 	state    holdState
+	// strays are other owners' writes of the key, of unknown outcome,
+	// that failed clean-ups handed over (orphan) while this write was
+	// tracked: the key may be one of them (this write's release may
+	// have landed unanswered), and the sweep deletes it if so.
+	strays []stray
 }
 
-// guard is the comparison under which the sweeper may delete key.
-func (h *hold) guard(key string) []clientv3.Cmp {
-	if h.rev != 0 {
-		return []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", h.rev)}
-	}
+// stray is a write of owner under lease whose outcome is unknown.
+type stray struct {
+	owner string
+	lease clientv3.LeaseID
+}
+
+// guard is the comparison under which the sweeper may delete key as
+// owner's write under lease.
+func (s stray) guard(key string) []clientv3.Cmp {
 	return []clientv3.Cmp{
-		clientv3.Compare(clientv3.Value(key), "=", h.owner),
-		clientv3.Compare(clientv3.LeaseValue(key), "=", h.lease),
+		clientv3.Compare(clientv3.Value(key), "=", s.owner),
+		clientv3.Compare(clientv3.LeaseValue(key), "=", s.lease),
+	}
+}
+
+// sweep is the transaction that deletes key if it is still the write h
+// tracks, or one of strays.
+func (h *hold) sweep(txn clientv3.Txn, key string, strays []stray) clientv3.Txn {
+	del := []clientv3.Op{clientv3.OpDelete(key)}
+	cmps := stray{h.owner, h.lease}.guard(key)
+	if h.rev != 0 {
+		cmps = []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", h.rev)}
+	}
+	var els []clientv3.Op
+	for _, s := range strays {
+		els = append(els, clientv3.OpTxn(s.guard(key), del, nil))
+	}
+	return txn.If(cmps...).Then(del...).Else(els...)
+}
+
+// forget stops tracking h, key's hold, unless it has strays: the first
+// of them becomes key's hold, due at once.
+func (s *sweeper) forget(key string, h *hold) {
+	if len(h.strays) == 0 {
+		delete(s.holds, key)
+		return
+	}
+	first := h.strays[0]
+	s.holds[key] = &hold{owner: first.owner, lease: first.lease, deadline: time.Now(), strays: h.strays[1:]}
+	select {
+	case s.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -85,9 +144,9 @@ type sweeper struct {
 	mu    sync.Mutex
 	state sweeperState
 	holds map[string]*hold // by etcd key
-	next  time.Time        // when the goroutine wakes next; zero while it sweeps
-	kick  chan struct{}    // one signal: a deadline earlier than next
-	done  chan struct{}    // closed when the goroutine has ended
+	next  time.Time        // when the goroutine wakes next
+	kick  chan struct{}    // one signal: a deadline earlier than next, or a delete failed
+	done  chan struct{}    // closed when the goroutine and its deletes have ended
 }
 
 // track records that the backend wrote key for owner at revision rev
@@ -117,25 +176,37 @@ func (b *Backend) track(key, owner string, rev int64, lease clientv3.LeaseID, de
 }
 
 // orphan tracks key, written for owner under lease by an attempt whose
-// outcome is unknown and whose clean-up failed, for deletion now —
-// unless a later write of the backend's is tracked for it.
+// outcome is unknown and whose clean-up failed, for deletion now. When
+// the backend tracks a write of another owner for key, the orphan is a
+// stray of that hold, deleted when it is swept: the tracked write may be
+// gone (a release whose answer was lost) and the orphan the key's
+// content, or the tracked write may be later, and the orphan gone.
 func (b *Backend) orphan(key, owner string, lease clientv3.LeaseID) {
-	b.sweep.mu.Lock()
-	tracked := b.sweep.holds[key] != nil
-	b.sweep.mu.Unlock()
-	if !tracked {
+	s := &b.sweep
+	s.mu.Lock()
+	h := s.holds[key]
+	if h != nil && h.owner != owner {
+		h.strays = append(h.strays, stray{owner, lease})
+	}
+	s.mu.Unlock()
+	if h == nil {
 		b.track(key, owner, 0, lease, time.Now())
 	}
 }
 
-// untrack forgets key, if owner's (any owner's when owner is empty): it
-// was deleted or handed over.
+// untrack forgets owner's write of key: it was deleted or handed over;
+// its strays stay tracked. With owner empty it forgets every write of
+// key: a forced release deleted it, whoever's it was.
 func (b *Backend) untrack(key, owner string) {
 	s := &b.sweep
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if h := s.holds[key]; h != nil && (owner == "" || h.owner == owner) {
+	switch h := s.holds[key]; {
+	case h == nil:
+	case owner == "":
 		delete(s.holds, key)
+	case h.owner == owner:
+		s.forget(key, h)
 	}
 }
 
@@ -146,8 +217,9 @@ func (b *Backend) untrackLease(lease clientv3.LeaseID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, h := range s.holds {
+		h.strays = slices.DeleteFunc(h.strays, func(st stray) bool { return st.lease == lease })
 		if h.lease == lease {
-			delete(s.holds, k)
+			s.forget(k, h)
 		}
 	}
 }
@@ -202,10 +274,15 @@ func (b *Backend) stopSweeper() {
 }
 
 // sweepLoop is the sweeper goroutine: it sleeps until the earliest
-// deadline, deletes the keys whose deadline passed, and ends with Close.
+// deadline, sends the deletes of the keys whose deadline passed, each on
+// its own goroutine (at most sweepParallel at once), and ends with Close
+// once its deletes have.
 func (b *Backend) sweepLoop() {
 	s := &b.sweep
+	var deletes sync.WaitGroup
 	defer close(s.done)
+	defer deletes.Wait()
+	slots := make(chan struct{}, sweepParallel)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -214,10 +291,17 @@ func (b *Backend) sweepLoop() {
 			return
 		}
 		for key, h := range due {
-			b.sweepOne(key, h)
-		}
-		if len(due) > 0 {
-			continue // deadlines may have passed meanwhile
+			select {
+			case slots <- struct{}{}:
+			case <-b.stop:
+				return
+			}
+			deletes.Add(1)
+			go func() {
+				defer deletes.Done()
+				defer func() { <-slots }()
+				b.sweepOne(key, h)
+			}()
 		}
 		timer.Reset(time.Until(next))
 		select {
@@ -230,8 +314,8 @@ func (b *Backend) sweepLoop() {
 }
 
 // dueHolds marks the holds whose deadline passed by now as being swept
-// and returns them, and when the goroutine is to wake next; ok is false
-// once the sweeper is stopped.
+// and returns them, and when the goroutine is to wake next for the
+// others; ok is false once the sweeper is stopped.
 func (b *Backend) dueHolds(now time.Time) (due map[string]*hold, next time.Time, ok bool) {
 	s := &b.sweep
 	s.mu.Lock()
@@ -257,16 +341,14 @@ func (b *Backend) dueHolds(now time.Time) (due map[string]*hold, next time.Time,
 		due[k] = h
 	}
 	s.next = next
-	if len(due) > 0 {
-		s.next = time.Time{}
-	}
 	return due, next, true
 }
 
 // sweepOne deletes key if it is still the write h tracks, and forgets
-// h; a delete that fails is tried again after sweepRetry.
+// h; a delete that fails, or that etcd leaves unanswered for
+// cleanupAttempt, is tried again after sweepRetry.
 func (b *Backend) sweepOne(key string, h *hold) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupAttempt)
 	defer cancel()
 	go func() {
 		select {
@@ -275,8 +357,11 @@ func (b *Backend) sweepOne(key string, h *hold) {
 		case <-ctx.Done():
 		}
 	}()
-	_, err := b.cli.Txn(ctx).If(h.guard(key)...).Then(clientv3.OpDelete(key)).Commit()
 	s := &b.sweep
+	s.mu.Lock()
+	strays := slices.Clone(h.strays) // orphan may add to them meanwhile
+	s.mu.Unlock()
+	_, err := h.sweep(b.cli.Txn(ctx), key, strays).Commit()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.holds[key] != h {
@@ -284,11 +369,18 @@ func (b *Backend) sweepOne(key string, h *hold) {
 	}
 	if err != nil {
 		h.state, h.retry = holdLive, time.Now().Add(sweepRetry)
+		// The loop may sleep past the retry: wake it to count it in.
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
 		return
 	}
-	// Deleted, or no longer the tracked write: either way not the
-	// backend's to end any more.
-	delete(s.holds, key)
+	// Deleted, or no longer the tracked write nor a stray: either way
+	// not the backend's to end any more. Strays added since are still
+	// to be swept.
+	h.strays = h.strays[len(strays):]
+	s.forget(key, h)
 }
 
 // later is the later of a and b.
