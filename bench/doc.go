@@ -50,6 +50,17 @@
 //
 //	go run . --store etcd --duration 5s
 //
+// --store postgres, mysql and zookeeper run the same workloads on one
+// PostgreSQL, MariaDB or ZooKeeper server started as the test suite
+// starts it, turnstile on the store beside the store's own recipe:
+// pg_advisory_lock on a pgxpool pool of one connection per worker,
+// GET_LOCK on a database/sql pool of one connection per worker, and
+// go-zookeeper's zk.NewLock with one zk.Conn per worker. Their cells
+// report the server's CPU time per acquisition (its processes' times
+// from /proc):
+//
+//	go run . --store postgres --duration 5s
+//
 // The package's tests also hold BenchmarkBackends, which compares
 // turnstile's own backends (memory, Redis, Redlock, etcd, ZooKeeper,
 // PostgreSQL, MySQL) with one another:

@@ -36,8 +36,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	run := benchmark
-	if cfg.store == "etcd" {
-		run = benchmarkEtcd
+	if cfg.store != "redis" {
+		run = benchmarkNative
 	}
 	if err := run(ctx, cfg, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -117,7 +117,11 @@ func benchmark(ctx context.Context, cfg config, stdout, log io.Writer) error {
 	}
 	version, _ := servers[0].Do("INFO", "server")
 	rep := runCells(ctx, cfg, wls, env, log)
-	rep.Notes = append(rep.Notes, machineNotes(cfg, redisVersion(version), libraries(cfg.peers))...)
+	rep.Notes = append(rep.Notes, machineNotes(cfg, "redis-server "+redisVersion(version), libraries(cfg.peers))...)
+	rep.Notes = append(rep.Notes, "Server commands count everything INFO commandstats counts, commands run inside scripts included.")
+	if cfg.note != "" {
+		rep.Notes = append(rep.Notes, cfg.note)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -214,9 +218,9 @@ func runWorkloads(ctx context.Context, cfg config, wls []workload.Workload, libs
 				problem(err)
 				continue
 			}
-			fmt.Fprintf(log, "%9.0f acq/s  p99 %8.0f µs  %5.2f cmds/acq  %d errors\n", res.PerSecond, res.P99Micros, res.CommandsPerAcq, res.Errors)
+			fmt.Fprintf(log, "%9.0f acq/s  p50 %8.0f µs  p99 %8.0f µs  %5.2f cmds/acq  %6.0f srv µs/acq  %d errors\n", res.PerSecond, res.P50Micros, res.P99Micros, res.CommandsPerAcq, res.ServerCPUMicrosPerAcq, res.Errors)
 			if res.WritesPerAcq > 0 {
-				fmt.Fprintf(log, "%55s p50 %8.0f µs  %5.2f writes/acq  %5.2f fsyncs/acq  %v\n", "", res.P50Micros, res.WritesPerAcq, res.SyncsPerAcq, perAcq(res.PerAcq))
+				fmt.Fprintf(log, "%55s %5.2f writes/acq  %5.2f fsyncs/acq  %v\n", "", res.WritesPerAcq, res.SyncsPerAcq, perAcq(res.PerAcq))
 			}
 			if res.Errors > 0 {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("%s %s: %d errors, the first: %s", res.ID, res.Library, res.Errors, res.Error))
@@ -259,18 +263,16 @@ func write(dir string, rep render.Report, stdout, log io.Writer) error {
 	return nil
 }
 
-func machineNotes(cfg config, redisVersion string, libs []workload.Library) []string {
+// machineNotes are the report's first notes: the machine, the server
+// (e.g. "redis-server 7.0.15") and how each library in libs runs.
+func machineNotes(cfg config, server string, libs []workload.Library) []string {
 	host, _ := os.Hostname()
 	notes := []string{
-		fmt.Sprintf("%s %s/%s, %d CPUs (GOMAXPROCS %d), host %s; redis-server %s on loopback, started by the run.", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), host, redisVersion),
+		fmt.Sprintf("%s %s/%s, %d CPUs (GOMAXPROCS %d), host %s; %s on loopback, started by the run.", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), host, server),
 		fmt.Sprintf("Each cell runs %v after a warm-up; every library runs as its users run it:", cfg.duration),
 	}
 	for _, l := range libs {
 		notes = append(notes, l.Settings+".")
-	}
-	notes = append(notes, "Server commands count everything INFO commandstats counts, commands run inside scripts included.")
-	if cfg.note != "" {
-		notes = append(notes, cfg.note)
 	}
 	return notes
 }
@@ -299,13 +301,13 @@ type config struct {
 	scaleTTL      time.Duration
 	waiters       int
 	hold          time.Duration
-	store         string // "redis": the side-by-side run; "etcd": etcd's native recipe
+	store         string // "redis": the side-by-side run; else a nativeStore's name
 }
 
 func (c config) workloads() []workload.Workload {
 	var out []workload.Workload
 	all := workload.SideBySide(c.waiters, c.hold)
-	if c.store == "etcd" {
+	if c.store != "redis" {
 		all = workload.NativeRecipe()
 	}
 	for _, w := range all {
@@ -336,7 +338,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.scaleTTL, "scale-ttl", 2*time.Minute, "lease TTL of the scale cell; the leases are held for one TTL, three renewal periods, and renewed every TTL/3: the server must run leases÷(TTL/3) renewal scripts per second")
 	fs.IntVar(&c.waiters, "herd", 500, "waiters in the herd workloads (a multiple of 10: they are split over 10 clients and over 10 processes)")
 	fs.DurationVar(&c.hold, "hold", time.Millisecond, "how long a herd waiter holds the lock")
-	fs.StringVar(&c.store, "store", "redis", "redis: turnstile against the Go Redis lock libraries; etcd: turnstile/etcd against etcd's concurrency.Mutex on a single-member etcd with fsync on (workloads: "+nativeIDs()+")")
+	fs.StringVar(&c.store, "store", "redis", "redis: turnstile against the Go Redis lock libraries; "+storeHelp())
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -353,10 +355,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			c.duration = time.Second
 		}
 	}
-	switch c.store {
-	case "redis", "etcd":
-	default:
-		return c, fmt.Errorf("--store %q: want redis or etcd", c.store)
+	if _, ok := nativeStoreNamed(c.store); !ok && c.store != "redis" {
+		return c, fmt.Errorf("--store %q: %w; want one of %s", c.store, errUnknownStore, strings.Join(storeNames(), ", "))
 	}
 	switch scale {
 	case "":

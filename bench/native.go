@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,59 +10,117 @@ import (
 	"strings"
 	"time"
 
-	"github.com/turnstilelock/turnstile/bench/peers"
 	"github.com/turnstilelock/turnstile/bench/render"
 	"github.com/turnstilelock/turnstile/bench/workload"
-	"github.com/turnstilelock/turnstile/internal/etcdproc"
 )
 
-// nativeLibraries are turnstile on etcd and etcd's own recipe.
-func nativeLibraries() []workload.Library {
-	return []workload.Library{workload.TurnstileEtcd(), peers.EtcdMutex()}
+// nativeStore is a store whose turnstile backend the native-recipe cells
+// (workload.NativeRecipe) set beside the store's own lock recipe as its
+// users run it, on one server the run starts itself.
+type nativeStore struct {
+	// name is the store's --store value.
+	name string
+	// recipe names the store's own recipe in the report's title.
+	recipe string
+	// libraries are turnstile on the store and the recipe.
+	libraries func() []workload.Library
+	// start runs the store's server with its files under dir.
+	start func(dir string) (nativeServer, error)
 }
 
-// benchmarkEtcd runs the native-recipe workloads on a single-member etcd
-// it starts itself, with its data directory on disk (under the system's
-// temporary directory) so that every write of its log is fsynced as in
-// production, and writes the outputs as benchmark does.
-func benchmarkEtcd(ctx context.Context, cfg config, stdout, log io.Writer) error {
-	if !etcdproc.Available() {
-		return etcdproc.ErrNotInstalled
+// nativeServer is the server a native-recipe run started.
+type nativeServer struct {
+	// addr is the server's host:port, the cells' one address.
+	addr string
+	// stats reads what the server did during a cell.
+	stats func(addrs []string) (workload.Stats, error)
+	// notes say what the server is and how it runs, for the report.
+	notes []string
+	// stop ends the server and removes its files.
+	stop func()
+}
+
+// nativeStores are the stores --store takes besides redis, in the order
+// the flag's help lists them.
+var nativeStores = []nativeStore{etcdStore, postgresStore, mysqlStore, zookeeperStore}
+
+// nativeStoreNamed is the native store --store name runs, if any.
+func nativeStoreNamed(name string) (nativeStore, bool) {
+	for _, s := range nativeStores {
+		if s.name == name {
+			return s, true
+		}
 	}
-	dir, err := os.MkdirTemp("", "turnstile-bench-etcd-")
+	return nativeStore{}, false
+}
+
+// nativeLibraries are turnstile and the recipe of every native store,
+// for a child process that may be asked for any of them.
+func nativeLibraries() []workload.Library {
+	var libs []workload.Library
+	for _, s := range nativeStores {
+		for _, l := range s.libraries() {
+			if l.Name != "turnstile" { // the Redis one answers to that name
+				libs = append(libs, l)
+			}
+		}
+	}
+	return libs
+}
+
+// benchmarkNative runs the native-recipe workloads of cfg.store on a
+// server it starts itself, and writes the outputs as benchmark does.
+func benchmarkNative(ctx context.Context, cfg config, stdout, log io.Writer) error {
+	store, ok := nativeStoreNamed(cfg.store)
+	if !ok {
+		return fmt.Errorf("--store %q: %w", cfg.store, errUnknownStore)
+	}
+	rep, err := runNative(ctx, cfg, store, log)
 	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	srv, err := etcdproc.Start(dir)
-	if err != nil {
-		return err
-	}
-	defer srv.Kill()
-	env := environment{
-		single: srv.Addr(),
-		nodes:  []string{srv.Addr()},
-		flush:  func() error { return nil }, // every cell has keys of its own
-		stats:  workload.EtcdStats,
-	}
-	rep := render.Report{Title: "turnstile/etcd against etcd's concurrency.Mutex", Started: time.Now()}
-	problem := func(err error) {
-		fmt.Fprintln(log, "bench:", err)
-		rep.Problems = append(rep.Problems, err.Error())
-	}
-	runWorkloads(ctx, cfg, cfg.workloads(), nativeLibraries(), env, &rep, log, problem)
-	rep.Notes = append(rep.Notes, etcdNotes(cfg, dir)...)
-	if err := ctx.Err(); err != nil {
 		return err
 	}
 	return write(cfg.out, rep, stdout, log)
 }
 
-func etcdNotes(cfg config, dir string) []string {
-	notes := machineNotes(cfg, "-", nativeLibraries())
-	notes[0] = strings.Replace(notes[0], "redis-server - on loopback", "a single-member etcd on loopback, its data directory on disk ("+dir+", fsync on)", 1)
-	return append(notes, "On etcd, server commands are the gRPC messages the member received (a lease renewal or a watch counts one each); writes are the entries committed to its log, fsyncs those of its WAL.")
+// runNative starts store's server under a temporary directory, runs the
+// native-recipe cells of cfg through turnstile and the recipe, stops the
+// server and returns the report. A cell that fails is reported in the
+// report's problems and the run goes on.
+func runNative(ctx context.Context, cfg config, store nativeStore, log io.Writer) (render.Report, error) {
+	dir, err := os.MkdirTemp("", "turnstile-bench-"+store.name+"-")
+	if err != nil {
+		return render.Report{}, err
+	}
+	defer os.RemoveAll(dir)
+	srv, err := store.start(dir)
+	if err != nil {
+		return render.Report{}, fmt.Errorf("start %s: %w", store.name, err)
+	}
+	defer srv.stop()
+	env := environment{
+		single: srv.addr,
+		nodes:  []string{srv.addr},
+		flush:  func() error { return nil }, // every cell has keys of its own
+		stats:  srv.stats,
+	}
+	libs := store.libraries()
+	rep := render.Report{Title: "turnstile/" + store.name + " against " + store.recipe, Started: time.Now()}
+	problem := func(err error) {
+		fmt.Fprintln(log, "bench:", err)
+		rep.Problems = append(rep.Problems, err.Error())
+	}
+	runWorkloads(ctx, cfg, cfg.workloads(), libs, env, &rep, log, problem)
+	rep.Notes = append(rep.Notes, machineNotes(cfg, srv.notes[0], libs)...)
+	rep.Notes = append(rep.Notes, srv.notes[1:]...)
+	if cfg.note != "" {
+		rep.Notes = append(rep.Notes, cfg.note)
+	}
+	return rep, ctx.Err()
 }
+
+// processCPUNote says what a store's cells count whose stats are
+// workload.ProcessCPU.
+const processCPUNote = "Server CPU is the user and system time of the server's process and of the processes it started, from /proc; the cells count no server commands on this store."
 
 // perAcq formats per-acquisition counts, the largest first.
 func perAcq(m map[string]float64) string {
@@ -84,4 +143,25 @@ func nativeIDs() string {
 		s = append(s, w.ID())
 	}
 	return strings.Join(s, ", ")
+}
+
+// errUnknownStore is a --store that names no store bench runs.
+var errUnknownStore = errors.New("no such store")
+
+// storeNames are the values --store takes.
+func storeNames() []string {
+	names := []string{"redis"}
+	for _, s := range nativeStores {
+		names = append(names, s.name)
+	}
+	return names
+}
+
+// storeHelp describes the native stores for --store's help.
+func storeHelp() string {
+	var b strings.Builder
+	for _, s := range nativeStores {
+		fmt.Fprintf(&b, "%s: turnstile/%s against %s; ", s.name, s.name, s.recipe)
+	}
+	return b.String() + "each on one server the run starts (workloads: " + nativeIDs() + ")"
 }

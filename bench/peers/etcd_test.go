@@ -17,13 +17,19 @@ import (
 // its workers from one key, refuses anything but one endpoint, and
 // closes its sessions and client.
 func TestEtcdMutex(t *testing.T) {
-	srv := testserver.StartEtcd(t)
-	lib := peers.EtcdMutex()
-	if _, err := lib.Open(context.Background(), []string{srv.Addr(), srv.Addr()}, 1); !errors.Is(err, workload.ErrUsage) {
-		t.Fatalf("two endpoints: %v, want ErrUsage", err)
+	checkRecipe(t, peers.EtcdMutex(), testserver.StartEtcd(t).Addr())
+}
+
+// checkRecipe checks a store's own lock recipe lib on the server at addr:
+// it refuses two addresses, its workers exclude one another from one
+// key, and it closes cleanly.
+func checkRecipe(t *testing.T, lib workload.Library, addr string) {
+	t.Helper()
+	if _, err := lib.Open(context.Background(), []string{addr, addr}, 1); !errors.Is(err, workload.ErrUsage) {
+		t.Fatalf("two addresses: %v, want ErrUsage", err)
 	}
 	const workers = 4
-	lk, err := lib.Open(context.Background(), []string{srv.Addr()}, workers)
+	lk, err := lib.Open(context.Background(), []string{addr}, workers)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,13 @@
 //
 // Every go-redis pool holds a connection per worker where there are more
 // workers than its default size.
+//
+// It also holds the other stores' own lock recipes, as their users run
+// them, for bench --store: etcd's concurrency.Mutex (EtcdMutex),
+// PostgreSQL's pg_advisory_lock on a pgxpool pool (PostgresAdvisory),
+// MySQL's GET_LOCK on a database/sql pool (MySQLGetLock) and
+// go-zookeeper's zk.NewLock (ZooKeeperLock), each with a connection or
+// session per worker.
 package peers
 
 import (

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/turnstilelock/turnstile"
 	_ "github.com/turnstilelock/turnstile/etcd" // registers etcd://
 )
 
@@ -18,16 +17,7 @@ import (
 // (etcd://host:port) at its defaults — the store's own queue for waiters,
 // the watchdog — with TTL and DefaultBackoff, as Turnstile on Redis.
 func TurnstileEtcd() Library {
-	return Library{
-		Name:     "turnstile",
-		Settings: fmt.Sprintf("turnstile (etcd): its defaults (etcd's queue of waiters, the watchdog) with TTL %v and backoff %v…%v without a retry limit", TTL, DefaultBackoff.Base, DefaultBackoff.Cap),
-		Open: func(ctx context.Context, addrs []string, _ int) (Locker, error) {
-			if len(addrs) != 1 {
-				return nil, fmt.Errorf("%w: turnstile on etcd takes one endpoint, not %d", ErrUsage, len(addrs))
-			}
-			return OpenTurnstile(ctx, "etcd://"+addrs[0], turnstile.WithBackoff(DefaultBackoff))
-		},
-	}
+	return TurnstileOn("etcd", "etcd's queue of waiters, the watchdog", func(addr string) string { return "etcd://" + addr })
 }
 
 // EtcdStats reads an etcd member's /metrics at http://addr: the gRPC

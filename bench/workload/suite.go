@@ -70,8 +70,8 @@ func Suite(waiters int, hold time.Duration) []Workload {
 }
 
 // NativeRecipe returns the workloads that compare a store's turnstile
-// backend with the store's own lock recipe (bench --store etcd), each in
-// one client, on one server:
+// backend with the store's own lock recipe (bench --store etcd,
+// postgres, mysql or zookeeper), each in one client, on one server:
 //
 //   - "uncontended": distinct random keys with 1, 16 and 64 workers;
 //   - "contended-1": 64 workers on one hot key, each lock released at
