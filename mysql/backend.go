@@ -234,13 +234,20 @@ func (b *Backend) Close() error {
 	return err
 }
 
-// statementContext keeps ctx's deadline but not its cancellation: the
-// driver closes a connection whose statement is cancelled, and with it the
-// session's locks of every owner on the shard. A deadline still bounds a
-// statement, since a store that slow is as good as lost.
+// statementContext keeps neither ctx's cancellation nor a deadline
+// shorter than statementFloor: the driver closes a connection whose
+// statement's context ends, and with it the session's locks of every
+// owner on the shard — one caller's short deadline would take the other
+// holders' locks. A longer deadline still bounds a statement, and so
+// does statementFloor, since a store that slow is as good as lost. A
+// caller whose deadline passed meanwhile gets the statement's outcome a
+// little late.
 func statementContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	detached := context.WithoutCancel(ctx)
 	if dl, ok := ctx.Deadline(); ok {
+		if floor := time.Now().Add(statementFloor); dl.Before(floor) {
+			dl = floor
+		}
 		return context.WithDeadline(detached, dl)
 	}
 	return context.WithTimeout(detached, statementTimeout)

@@ -20,6 +20,10 @@ const sweepEvery = 25 * time.Millisecond
 // statementTimeout bounds a statement whose context has no deadline.
 const statementTimeout = 30 * time.Second
 
+// statementFloor is the least time a statement is given, whatever its
+// caller's deadline (statementContext).
+const statementFloor = 5 * time.Second
+
 // unlockTimeout bounds freeing a user lock.
 const unlockTimeout = 5 * time.Second
 
