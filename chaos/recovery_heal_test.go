@@ -29,7 +29,7 @@ func TestNextFaultWaitsForRecovery(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	s := settings{Duration: 4 * time.Second, Workers: 2, TTL: 500 * time.Millisecond, Hold: 2 * time.Millisecond, Dir: dir, Log: t.Output()}
+	s := settings{Duration: 7 * time.Second, Workers: 2, TTL: 500 * time.Millisecond, Hold: 2 * time.Millisecond, Dir: dir, Log: t.Output()}
 	for _, d := range []string{"register", "redis"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
