@@ -125,4 +125,3 @@ func TestStoreFlag(t *testing.T) {
 		t.Errorf("benchmarkNative of an unknown store: %v, want errUnknownStore", err)
 	}
 }
-
