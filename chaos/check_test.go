@@ -194,6 +194,17 @@ func held(w int, tok uint64, from, rel, until, renewed int64) []event {
 	return append(evs, event{W: w, CS: 1, Ev: evReleased, Tok: tok, Res: resOK, Start: rel * ms, End: (rel + 1) * ms})
 }
 
+// killedReleasing is a section of worker w granted at from whose release
+// was announced at rel (ms) and never returned: the worker was killed
+// while releasing.
+func killedReleasing(w int, tok uint64, from, rel, until int64) []event {
+	ms := int64(time.Millisecond)
+	return []event{
+		{W: w, CS: 1, Ev: evAcquired, Tok: tok, Start: (from - 1) * ms, End: from * ms, U: until * ms},
+		{W: w, CS: 1, Ev: evCall, Op: evReleased, Tok: tok, Start: rel * ms},
+	}
+}
+
 // TestCheckDoubleGrants: a grant while an earlier lease is valid and not
 // released is a double grant; a grant after the earlier lease ended by
 // its own clock — a holder paused past its lease — is an overlap only.
@@ -208,6 +219,8 @@ func TestCheckDoubleGrants(t *testing.T) {
 		{"the first paused past its lease", history(held(1, 16, 10, 2000, 500, 0), held(2, 32, 600, 610, 1100, 0)), 0},
 		{"granted while a renewed lease is valid", history(held(1, 16, 10, 2000, 500, 1400), held(2, 32, 1000, 1010, 1500, 0)), 1},
 		{"released before its lease ended", history(held(1, 16, 10, 20, 500, 0), held(2, 32, 300, 310, 800, 0)), 0},
+		{"killed while releasing", history(killedReleasing(1, 16, 10, 20, 500), held(2, 32, 30, 40, 520, 0)), 0},
+		{"killed before releasing", history(held(1, 16, 10, 900, 500, 0)[:1], held(2, 32, 30, 40, 520, 0)), 1},
 		{"two granted inside one lease", history(held(1, 16, 10, 2000, 1500, 0), held(2, 32, 300, 310, 800, 0), held(3, 48, 900, 910, 1400, 0)), 2},
 	} {
 		v := check(c.h, nil, 0, 0, time.Second, int64(3*time.Second))

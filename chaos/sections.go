@@ -12,7 +12,7 @@ type span struct {
 	w     int
 	tok   uint64
 	from  int64 // the grant returned (Acquire's end)
-	rel   int64 // Release was called; math.MaxInt64 if it never was
+	rel   int64 // Release was called (announced or returned); math.MaxInt64 if it never was
 	until int64 // the latest end of its lease its events reported (U)
 }
 
@@ -34,8 +34,8 @@ func spans(events []event) []*span {
 			continue
 		}
 		sp.until = max(sp.until, e.U)
-		if e.Ev == evReleased {
-			sp.rel = e.Start
+		if e.Ev == evReleased || (e.Ev == evCall && e.Op == evReleased) {
+			sp.rel = min(sp.rel, e.Start)
 		}
 	}
 	sort.SliceStable(list, func(i, j int) bool { return list[i].from < list[j].from })

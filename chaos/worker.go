@@ -58,7 +58,7 @@ type workerConfig struct {
 const (
 	evAcquired    = "acq"     // Acquire returned a lease (Tok)
 	evAcquireFail = "acqfail" // Acquire failed (Err)
-	evCall        = "call"    // a register write is about to be sent (Op, Tok, Val)
+	evCall        = "call"    // a register write (Op, Tok, Val) or the release (Op "rel") is about to be sent
 	evMark        = "mark"    // the fenced marker write returned (Res)
 	evRead        = "read"    // the fenced register was read (Val)
 	evWrite       = "write"   // the fenced register write returned (Val, Res)
@@ -292,6 +292,9 @@ func section(ctx context.Context, cfg workerConfig, key string, client *turnstil
 	}
 
 	s = nowNS()
+	// Announced before it is sent: a worker killed after the store freed
+	// the lock but before its result was written still began its release.
+	out.emit(event{CS: cs, Ev: evCall, Op: evReleased, Tok: tok, Start: s})
 	relCtx, relCancel := context.WithTimeout(context.Background(), cfg.AcquireTimeout)
 	err = lease.Release(relCtx)
 	relCancel()
