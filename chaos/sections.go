@@ -14,6 +14,7 @@ type span struct {
 	from  int64 // the grant returned (Acquire's end)
 	rel   int64 // Release was called (announced or returned); math.MaxInt64 if it never was
 	until int64 // the latest end of its lease its events reported (U)
+	last  int64 // its latest event: a worker killed in it did nothing after
 }
 
 // spans are the critical sections of events, in the order their grants
@@ -34,6 +35,7 @@ func spans(events []event) []*span {
 			continue
 		}
 		sp.until = max(sp.until, e.U)
+		sp.last = max(sp.last, e.Start, e.End)
 		if e.Ev == evReleased || (e.Ev == evCall && e.Op == evReleased) {
 			sp.rel = min(sp.rel, e.Start)
 		}
@@ -43,8 +45,9 @@ func spans(events []event) []*span {
 }
 
 // overlaps counts critical sections that began (their grant returned)
-// before an earlier-granted one ended (its release was called). A paused
-// holder makes them on every store: the lock alone cannot prevent it.
+// before an earlier-granted one ended (its release was called, or its
+// worker was killed: nothing after its last event). A paused holder makes
+// them on every store: the lock alone cannot prevent it.
 func overlaps(list []*span) int {
 	n := 0
 	var maxTo int64
@@ -52,7 +55,7 @@ func overlaps(list []*span) int {
 		if i > 0 && sp.from < maxTo {
 			n++
 		}
-		maxTo = max(maxTo, sp.rel)
+		maxTo = max(maxTo, min(sp.rel, sp.last))
 	}
 	return n
 }
