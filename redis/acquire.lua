@@ -3,7 +3,10 @@
 -- KEYS[1] lock key   KEYS[2] fence key   KEYS[3] start marker (only with a quarantine)
 -- ARGV[1] owner      ARGV[2] lock TTL (ms)   ARGV[3] fence TTL (ms): lock TTL + grace
 -- ARGV[4] the client's reading of the server clock (µs); '0': read TIME
--- ARGV[5] restart quarantine (ms), given with KEYS[3]
+-- ARGV[5] margin (µs) of a token whose fence key is gone above the greater
+--         of ARGV[4] and TIME (token.lua's fresh_start); '0': none, the
+--         token is ARGV[4] (a Redlock's reading, the same on every node)
+-- ARGV[6] restart quarantine (ms), given with KEYS[3]
 --
 -- Returns the fencing token; 0 if another owner holds the lock; -n if the
 -- server process started less than the quarantine ago and refuses every
@@ -42,7 +45,7 @@ if KEYS[3] then
     started = now - math.max(up - 1, 0) * 1000000
     redis.call('SET', KEYS[3], string.format('%.0f', started))
   end
-  local left = started + tonumber(ARGV[5]) * 1000 - now
+  local left = started + tonumber(ARGV[6]) * 1000 - now
   if left > 0 then
     return -math.ceil(left / 1000)
   end
@@ -67,7 +70,7 @@ if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   end
 end
 
-local token, err = issue_token(now, KEYS[2], KEYS[1], ARGV[3])
+local token, err = issue_token(now, KEYS[2], KEYS[1], ARGV[3], tonumber(ARGV[5]) or 0)
 if not token then
   return err
 end

@@ -162,12 +162,14 @@ func (b *Backend) AcquireAt(ctx context.Context, key, owner string, ttl time.Dur
 	if err := ctx.Err(); err != nil {
 		return 0, false, err // ended while sampling: nothing was sent
 	}
+	margin := "0"
 	if clock == 0 {
 		clock = uint64(max(own, 0))
+		margin = freshMargin
 	}
 	sctx, stop := settling(ctx)
-	c := b.lockCall(key, owner, ttl, 2)
-	c.args = append(c.args, strconv.FormatUint(clock, 10))
+	c := b.lockCall(key, owner, ttl, 3)
+	c.args = append(c.args, strconv.FormatUint(clock, 10), margin)
 	if b.cfg.quarantine > 0 {
 		c.keys = append(c.keys, b.marker(c.keys[0]))
 		c.args = append(c.args, millis(b.cfg.quarantine))

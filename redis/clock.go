@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -54,6 +55,16 @@ const clockResync = 10 * time.Second
 // would meet a fence lost in a restart within the same time; no server
 // restarts within 20 ms.
 const clockMaxError = 20 * time.Millisecond
+
+// freshMargin (µs) is how far above the greater of the reading and the
+// server's TIME the token of a key whose fence key is gone starts
+// (token.lua's fresh_start): more than two clients' readings of one
+// server clock differ, a sample's round trip (clockMaxError) and the
+// drift between samples (5 ms). The fence outlives a key's last grant by
+// far more, unless the server's clock jumps forward: the fence then ends
+// at once, and the next grant may come milliseconds after a grant whose
+// token another client's reading put above its own.
+var freshMargin = strconv.FormatInt((clockMaxError + 5*time.Millisecond).Microseconds(), 10)
 
 // clockRetry is how long after a failed sample the next is tried; the
 // scripts read the server's TIME meanwhile.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile/internal/testserver"
+	"github.com/turnstilelock/turnstile/redis"
 )
 
 // commandCounts reads INFO commandstats: calls per command, the commands
@@ -70,9 +71,17 @@ func TestCommandsPerPair(t *testing.T) {
 		return tok
 	}
 	pair("warm") // loads the scripts and samples the clock
-	want := map[string]int{"evalsha": 2, "set": 2, "get": 1, "del": 1}
 	var last uint64
 	for i, key := range []string{"new", "new", "other"} {
+		// A key whose fence key is gone (here: never written) reads
+		// the server's TIME and writes its fence again (fresh_start).
+		want := map[string]int{"evalsha": 2, "set": 3, "get": 1, "del": 1, "time": 1}
+		if i == 1 {
+			want = map[string]int{"evalsha": 2, "set": 2, "get": 1, "del": 1}
+			// Until the reading passes the fresh token, the next token
+			// is the last + the room: one more write.
+			time.Sleep(redis.FreshMargin)
+		}
 		before := commandCounts(t, srv)
 		tok := pair(key)
 		got := diff(before, commandCounts(t, srv))
@@ -92,9 +101,10 @@ func TestCommandsPerPair(t *testing.T) {
 }
 
 // TestTokensFollowTheServerClock: the token of a key without a fence is
-// the client's reading of the server clock, which errs high: it is at
-// least the server's TIME read before the grant, and within a second of
-// it on a loopback server.
+// FreshMargin above the greater of the client's reading of the server
+// clock, which errs high, and the server's TIME: it is above the server's
+// TIME read before the grant, and within a second of it on a loopback
+// server.
 func TestTokensFollowTheServerClock(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	b := dial(t, srv)
@@ -118,14 +128,14 @@ func TestTokensFollowTheServerClock(t *testing.T) {
 		if !ok || err != nil {
 			t.Fatalf("acquire: ok=%v err=%v", ok, err)
 		}
-		if tok < before || tok > before+uint64(time.Second/time.Microsecond) {
-			t.Fatalf("token %d, server clock %d before the grant: want at or above it, within a second", tok, before)
+		if tok < before+uint64(redis.FreshMargin.Microseconds()) || tok > before+uint64(time.Second/time.Microsecond) {
+			t.Fatalf("token %d, server clock %d before the grant: want %v above it at least, within a second", tok, before, redis.FreshMargin)
 		}
 		if tok%b.TokenRoom() != 0 {
 			t.Fatalf("token %d is not a multiple of the room %d", tok, b.TokenRoom())
 		}
-		if r := b.ClockReading(); r+b.TokenRoom() <= tok {
-			t.Fatalf("clock reading %d after a grant at %d", r, tok)
+		if r := b.ClockReading(); r+uint64(redis.FreshMargin.Microseconds())+b.TokenRoom() <= tok {
+			t.Fatalf("clock reading %d after a grant at %d: the token is more than the margin above it", r, tok)
 		}
 	}
 
@@ -152,5 +162,63 @@ func TestTokensFollowTheServerClock(t *testing.T) {
 	}
 	if _, _, err := b.AcquireAt(ctx, "given", "o", time.Minute, 1<<53); err == nil {
 		t.Fatal("AcquireAt accepted a reading of 2^53")
+	}
+}
+
+// TestTokenAboveALostFence: a key whose fence key is gone — as it is at
+// once when the server's clock jumps forward — gets a token above the
+// last one although this grant's client reads the server clock lower
+// than the client of the last grant did: by a sample's round trip and
+// the drift since, or by a minute, its sample taken while the server's
+// clock stood a minute back.
+func TestTokenAboveALostFence(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	ctx := ctxFor(t, time.Minute)
+	serverNow := func() int64 {
+		t.Helper()
+		us, err := strconv.ParseInt(srv.MustDo(t, "EVAL", "local t = redis.call('TIME') return t[1] * 1000000 + t[2]", "0"), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return us
+	}
+	first, next := dial(t, srv), dial(t, srv)
+	for _, c := range []struct {
+		name          string
+		ahead, behind time.Duration
+	}{
+		{"readings apart by the margin", redis.FreshMargin - time.Millisecond, 0},
+		{"a reading taken while the clock stood back", 0, time.Minute},
+	} {
+		key := "lost-fence:" + c.name
+		// A fence below the reading: the first grant's token is the
+		// reading.
+		srv.MustDo(t, "SET", fenceKey(key), "16")
+		first.SetClockReading(serverNow() + c.ahead.Microseconds())
+		last, ok, err := first.Acquire(ctx, key, "a", time.Minute)
+		if !ok || err != nil {
+			t.Fatalf("%s: first grant: ok=%v err=%v", c.name, ok, err)
+		}
+		if _, err := first.Release(ctx, key, "a"); err != nil {
+			t.Fatal(err)
+		}
+		srv.MustDo(t, "DEL", fenceKey(key))
+		next.SetClockReading(serverNow() - c.behind.Microseconds())
+		tok, ok, err := next.Acquire(ctx, key, "b", time.Minute)
+		if !ok || err != nil {
+			t.Fatalf("%s: next grant: ok=%v err=%v", c.name, ok, err)
+		}
+		if tok <= last {
+			t.Fatalf("%s: token %d after %d, its fence gone", c.name, tok, last)
+		}
+		if _, err := next.Release(ctx, key, "b"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A Redlock's reading is the token of a new key on every node, as
+	// given: no margin, no TIME.
+	tok, ok, err := next.AcquireAt(ctx, "lost-fence:given", "o", time.Minute, 5_000_000_000_000_000)
+	if !ok || err != nil || tok != 5_000_000_000_000_000 {
+		t.Fatalf("AcquireAt a reading: token %d ok=%v err=%v", tok, ok, err)
 	}
 }

@@ -32,11 +32,27 @@ local function next_token(now, fence_key, lock_key)
   return token
 end
 
+-- fresh_start is where the token of a key whose fence key is gone starts
+-- when the grant's time now (µs) is a client's reading of the server
+-- clock: margin µs above the greater of now and the server's TIME. The
+-- fence outlives the key's last grant by the lock TTL and a grace by the
+-- server's clock, far more than two clients' readings differ (margin),
+-- unless the server's clock jumped forward meanwhile (a clock stepped
+-- back and set right, an NTP step): the fence then ends at once, and a
+-- reading that erred low, or was taken while the clock stood back, would
+-- start below the last token. TIME has jumped with the clock.
+local function fresh_start(now, margin)
+  local t = redis.call('TIME')
+  return room_up(math.max(now, tonumber(t[1]) * 1000000 + tonumber(t[2])) + margin)
+end
+
 -- issue_token is next_token for a grant at now (µs) that also stores the
 -- token in the fence key with a life of fence_ttl ms. On Redis 7.0 and
 -- later it reads the last token with the same write (SET … GET): one
--- command, and a second one only when the last token is not below now.
-local function issue_token(now, fence_key, lock_key, fence_ttl)
+-- command, and a second one only when the last token is not below now,
+-- or when margin (µs) is above 0 and the fence key was gone (fresh_start:
+-- TIME and the write again).
+local function issue_token(now, fence_key, lock_key, fence_ttl, margin)
   now = room_up(now)
   if now >= 9007199254740992 then
     return nil, redis.error_reply('turnstile: fencing token of ' .. lock_key .. ' out of range')
@@ -45,12 +61,30 @@ local function issue_token(now, fence_key, lock_key, fence_ttl)
   local s = string.format('%.0f', now)
   local last
   if (redis.REDIS_VERSION_NUM or 0) >= 0x070000 then
-    last = tonumber(redis.call('SET', fence_key, s, 'PX', fence_ttl, 'GET') or '0') or 0
+    local got = redis.call('SET', fence_key, s, 'PX', fence_ttl, 'GET')
+    if not got and margin > 0 then
+      now = fresh_start(now, margin)
+      if now >= 9007199254740992 then
+        redis.call('DEL', fence_key)
+        return nil, redis.error_reply('turnstile: fencing token of ' .. lock_key .. ' out of range')
+      end
+      redis.call('SET', fence_key, string.format('%.0f', now), 'PX', fence_ttl)
+      return now
+    end
+    last = tonumber(got or '0') or 0
     if last < now then
       return now
     end
   else
-    last = tonumber(redis.call('GET', fence_key) or '0') or 0
+    local got = redis.call('GET', fence_key)
+    if not got and margin > 0 then
+      now = fresh_start(now, margin)
+      if now >= 9007199254740992 then
+        return nil, redis.error_reply('turnstile: fencing token of ' .. lock_key .. ' out of range')
+      end
+      s = string.format('%.0f', now)
+    end
+    last = tonumber(got or '0') or 0
     if last < now then
       redis.call('SET', fence_key, s, 'PX', fence_ttl)
       return now
