@@ -1,7 +1,6 @@
 package etcd_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -44,22 +43,7 @@ func TestInspect(t *testing.T) {
 		}
 
 		// Two waiters in key's queue.
-		wctx, cancel := context.WithCancel(ctx)
-		errs := make(chan error, 2)
-		for _, o := range []string{"bob", "carol"} {
-			go func() { _, err := b.AcquireWait(wctx, k, o, 10*time.Second); errs <- err }()
-		}
-		waitQueued(t, raw, k, 2)
-		st, err = b.Inspect(ctx, k)
-		if err != nil || st.Waiters != 2 || st.Holders[0].Owner != "alice" {
-			t.Fatalf("Inspect with two queued = %+v, %v; want alice holding, 2 waiters", st, err)
-		}
-		cancel()
-		for range 2 {
-			if err := <-errs; !errors.Is(err, context.Canceled) {
-				t.Fatalf("cancelled waiter: %v", err)
-			}
-		}
+		inspecttest.TwoWaiting(t, ctx, b, k, "alice", func() inspecttest.Waiter { return b }, func() { waitQueued(t, raw, k, 2) })
 		if ok, err := b.Release(ctx, k, "alice"); !ok || err != nil {
 			t.Fatalf("Release = %v, %v", ok, err)
 		}

@@ -1,7 +1,6 @@
 package zookeeper_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -49,23 +48,7 @@ func TestInspect(t *testing.T) {
 			t.Fatalf("Inspect of a held key = %+v; want alice@host/1 with token %d, TTL -1, 0 waiters", st, tok)
 		}
 
-		wctx, cancel := context.WithCancel(ctx)
-		errs := make(chan error, 2)
-		for _, o := range []string{"bob", "carol"} {
-			w := dial(t)
-			go func() { _, err := w.AcquireWait(wctx, k, o, 10*time.Second); errs <- err }()
-		}
-		waitQueue(t, b.Dir(k), 3)
-		st, err = b.Inspect(ctx, k)
-		if err != nil || st.Waiters != 2 || st.Holders[0].Owner != "alice@host/1" {
-			t.Fatalf("Inspect with two queued = %+v, %v; want alice holding, 2 waiters", st, err)
-		}
-		cancel()
-		for range 2 {
-			if err := <-errs; !errors.Is(err, context.Canceled) {
-				t.Fatalf("cancelled waiter: %v", err)
-			}
-		}
+		inspecttest.TwoWaiting(t, ctx, b, k, "alice@host/1", func() inspecttest.Waiter { return dial(t) }, func() { waitQueue(t, b.Dir(k), 3) })
 		if ok, err := b.Release(ctx, k, "alice@host/1"); !ok || err != nil {
 			t.Fatalf("Release = %v, %v", ok, err)
 		}

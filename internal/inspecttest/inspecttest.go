@@ -84,6 +84,33 @@ func FirstPage(t *testing.T, ctx context.Context, b driver.Inspector) {
 	}
 }
 
+// TwoWaiting checks Inspect through b of key, held by holder, while bob
+// and carol wait for it through backends from waiter: it reports the
+// holder and 2 waiters. Then the waits are cancelled, and each ends with
+// an error matching context.Canceled. queued returns once both stand in
+// key's queue.
+func TwoWaiting(t *testing.T, ctx context.Context, b driver.Inspector, key, holder string, waiter func() Waiter, queued func()) {
+	t.Helper()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 2)
+	for _, o := range []string{"bob", "carol"} {
+		w := waiter()
+		go func() { _, err := w.AcquireWait(wctx, key, o, 10*time.Second); errs <- err }()
+	}
+	queued()
+	st, err := b.Inspect(ctx, key)
+	if err != nil || st.Waiters != 2 || st.Holders[0].Owner != holder {
+		t.Fatalf("Inspect with two queued = %+v, %v; want alice holding, 2 waiters", st, err)
+	}
+	cancel()
+	for range 2 {
+		if err := <-errs; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled waiter: %v", err)
+		}
+	}
+}
+
 // WakesWaiter checks a forced release of key, held through holder for a
 // minute, while waiter waits for it: op reports the holder with its
 // token and one waiter, the waiter is woken with a token above the
