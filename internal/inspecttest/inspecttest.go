@@ -1,9 +1,9 @@
 // Package inspecttest holds the tests of the operator's calls (Inspect,
-// List and ForceRelease) that several store modules run alike, each
-// against its own server. The cases every store must pass are in
-// locktest; these check what stores of one family have in common: the
-// SQL stores, which keep a key's row with its last token and have no
-// queue, and the stores with a queue of waiters.
+// List and ForceRelease) and of the lock kinds that several store
+// modules run alike, each against its own server. The cases every store
+// must pass are in locktest; these check what stores of one family have
+// in common: the SQL stores, which keep a key's row with its last token
+// and have no queue, and the stores with a queue of waiters.
 package inspecttest
 
 import (
