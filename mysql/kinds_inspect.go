@@ -11,6 +11,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/sqlkinds"
 )
 
 var (
@@ -148,14 +149,8 @@ func readHolders(rows *sql.Rows, err error) ([]driver.LockState, error) {
 		if err := rows.Scan(&name, &owner, &token, &left, &last); err != nil {
 			return nil, err
 		}
-		if len(states) == 0 || states[len(states)-1].Key != name {
-			states = append(states, driver.LockState{Key: name, Token: last, Waiters: -1})
-		}
-		st := &states[len(states)-1]
-		if owner.Valid && token.Valid && left.Valid && left.Int64 > 0 {
-			st.Held = true
-			st.Holders = append(st.Holders, driver.Holder{Owner: owner.String, Token: token.V, TTL: time.Duration(left.Int64) * time.Microsecond})
-		}
+		h := driver.Holder{Owner: owner.String, Token: token.V, TTL: time.Duration(left.Int64) * time.Microsecond}
+		states = sqlkinds.AddRow(states, name, last, h, owner.Valid && token.Valid && left.Valid && left.Int64 > 0)
 	}
 	return states, rows.Err()
 }

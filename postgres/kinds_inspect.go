@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/sqlkinds"
 )
 
 var (
@@ -116,21 +118,15 @@ func readHolders(ctx context.Context, conn *pgx.Conn, q string, args ...any) ([]
 	for rows.Next() {
 		var (
 			key         string
-			owner       *string
-			token, left *int64
+			owner       sql.NullString
+			token, left sql.NullInt64
 			last        int64
 		)
 		if err := rows.Scan(&key, &owner, &token, &left, &last); err != nil {
 			return nil, err
 		}
-		if len(states) == 0 || states[len(states)-1].Key != key {
-			states = append(states, driver.LockState{Key: key, Token: uint64(last), Waiters: -1})
-		}
-		st := &states[len(states)-1]
-		if owner != nil && token != nil && left != nil && *left > 0 {
-			st.Held = true
-			st.Holders = append(st.Holders, driver.Holder{Owner: *owner, Token: uint64(*token), TTL: time.Duration(*left) * time.Microsecond})
-		}
+		h := driver.Holder{Owner: owner.String, Token: uint64(token.Int64), TTL: time.Duration(left.Int64) * time.Microsecond}
+		states = sqlkinds.AddRow(states, key, uint64(last), h, owner.Valid && token.Valid && left.Valid && left.Int64 > 0)
 	}
 	return states, rows.Err()
 }

@@ -29,16 +29,24 @@ func (downNode) ForceRelease(context.Context, string) (driver.LockState, error) 
 	return driver.LockState{}, errNodeDown
 }
 
-// TestInspectQuorum: a Redlock reports a lock held only where a quorum
-// of nodes holds it for one owner, and needs a quorum of answers.
-func TestInspectQuorum(t *testing.T) {
-	ctx := context.Background()
+// overMemory returns a Redlock over three in-process stores, and the
+// stores; the Redlock is closed when the test ends.
+func overMemory(t *testing.T) ([]*memory.Backend, *redlock.Backend) {
+	t.Helper()
 	nodes := []*memory.Backend{memory.New(), memory.New(), memory.New()}
 	b, err := redlock.New([]driver.Backend{nodes[0], nodes[1], nodes[2]})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	t.Cleanup(func() { _ = b.Close() })
+	return nodes, b
+}
+
+// TestInspectQuorum: a Redlock reports a lock held only where a quorum
+// of nodes holds it for one owner, and needs a quorum of answers.
+func TestInspectQuorum(t *testing.T) {
+	ctx := context.Background()
+	nodes, b := overMemory(t)
 	// Held on one node only: a minority holds no Redlock.
 	if _, ok, _ := nodes[0].Acquire(ctx, "k", "minority", time.Minute); !ok {
 		t.Fatal("node acquire")
@@ -146,12 +154,7 @@ func TestInspectUnsupportedNode(t *testing.T) {
 // and the two smaller grants must not outvote it once all three hold.
 func TestInspectReportsTheLeaseToken(t *testing.T) {
 	ctx := context.Background()
-	nodes := []*memory.Backend{memory.New(), memory.New(), memory.New()}
-	b, err := redlock.New([]driver.Backend{nodes[0], nodes[1], nodes[2]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	nodes, b := overMemory(t)
 	for i := range 60 {
 		// Node 2's counter runs ahead of the others'.
 		for range 3 {

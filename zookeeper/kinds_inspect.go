@@ -197,53 +197,25 @@ func (b *Backend) forceReleaseKind(ctx context.Context, key, kind string, by mem
 	}
 }
 
-// Inspect implements driver.Inspector: the holder of key's reentrant
-// lock, with the token of its first acquisition, and its waiters.
-func (r *Reentrant) Inspect(ctx context.Context, key string) (driver.LockState, error) {
-	return r.b.inspectKindRetry(ctx, key, r.kind, seqMembers)
+// Inspect implements driver.Inspector for the reentrant lock and both
+// sides of the read-write lock: the holders of key's lock in the kind —
+// the reentrant holder, with the token of its first acquisition, or the
+// readers or the writer — and the waiters, of both sides of a read-write
+// lock.
+func (k *seqKind) Inspect(ctx context.Context, key string) (driver.LockState, error) {
+	return k.b.inspectKindRetry(ctx, key, k.kind, seqMembers)
 }
 
-// List implements driver.Inspector over the reentrant locks.
-func (r *Reentrant) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
-	return r.b.listKind(ctx, r.kind, prefix, limit, seqMembers)
-}
-
-// ForceRelease implements driver.ForceReleaser: it ends the whole hold,
-// whatever its count.
-func (r *Reentrant) ForceRelease(ctx context.Context, key string) (driver.LockState, error) {
-	return r.b.forceReleaseKind(ctx, key, r.kind, seqMembers)
-}
-
-// Inspect implements driver.Inspector: the holders of key's read-write
-// lock — its readers or its writer — and the waiters of both sides.
-func (r *ReadLock) Inspect(ctx context.Context, key string) (driver.LockState, error) {
-	return r.b.inspectKindRetry(ctx, key, r.kind, seqMembers)
-}
-
-// List implements driver.Inspector over the read-write locks.
-func (r *ReadLock) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
-	return r.b.listKind(ctx, r.kind, prefix, limit, seqMembers)
+// List implements driver.Inspector over the locks of the kind.
+func (k *seqKind) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
+	return k.b.listKind(ctx, k.kind, prefix, limit, seqMembers)
 }
 
 // ForceRelease implements driver.ForceReleaser: it ends every hold of
-// key's read-write lock, readers' and writer's alike.
-func (r *ReadLock) ForceRelease(ctx context.Context, key string) (driver.LockState, error) {
-	return r.b.forceReleaseKind(ctx, key, r.kind, seqMembers)
-}
-
-// Inspect implements driver.Inspector, as ReadLock's.
-func (w *WriteLock) Inspect(ctx context.Context, key string) (driver.LockState, error) {
-	return w.b.inspectKindRetry(ctx, key, w.kind, seqMembers)
-}
-
-// List implements driver.Inspector, as ReadLock's.
-func (w *WriteLock) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
-	return w.b.listKind(ctx, w.kind, prefix, limit, seqMembers)
-}
-
-// ForceRelease implements driver.ForceReleaser, as ReadLock's.
-func (w *WriteLock) ForceRelease(ctx context.Context, key string) (driver.LockState, error) {
-	return w.b.forceReleaseKind(ctx, key, w.kind, seqMembers)
+// key's lock in the kind, a reentrant hold whatever its count, readers'
+// and writer's alike.
+func (k *seqKind) ForceRelease(ctx context.Context, key string) (driver.LockState, error) {
+	return k.b.forceReleaseKind(ctx, key, k.kind, seqMembers)
 }
 
 // Inspect implements driver.Inspector: the holders of key's permits, each

@@ -23,16 +23,7 @@ func TestKindClientsMemory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	store := memory.New()
-	c, err := turnstile.New(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ks, err := openKinds(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ks.close()
+	_, ks := kindClientsOf(t, store)
 	if names := kindNamesOf(ks); names != "plain,read-write,semaphore,reentrant" {
 		t.Fatalf("kinds looked at: %s", names)
 	}
@@ -111,6 +102,24 @@ func TestKindClientsMemory(t *testing.T) {
 	}
 }
 
+// kindClientsOf returns a Client over b and the kind clients the
+// operator commands open on it without --kind; both are closed when the
+// test ends.
+func kindClientsOf(t *testing.T, b driver.Backend) (*turnstile.Client, *kindClients) {
+	t.Helper()
+	c, err := turnstile.New(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ks, err := openKinds(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ks.close)
+	return c, ks
+}
+
 // kindNamesOf lists the names of the kinds ks looks at.
 func kindNamesOf(ks *kindClients) string {
 	var names []string
@@ -133,16 +142,7 @@ type plainOnly struct {
 // the kind names run's flags use name the kinds.
 func TestKindClientsPlainStore(t *testing.T) {
 	m := memory.New()
-	c, err := turnstile.New(plainOnly{m, m, m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ks, err := openKinds(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ks.close()
+	c, ks := kindClientsOf(t, plainOnly{m, m, m})
 	st, err := ks.inspect(context.Background(), "k")
 	if err != nil || kindNamesOf(ks) != "plain" || len(st) != 1 || waiters(st) != -1 {
 		t.Fatalf("kinds %s, inspect = %+v, %v; want the plain lock alone, no queue", kindNamesOf(ks), st, err)

@@ -110,3 +110,19 @@ func (v Views) ReadWriteView(cfg driver.KindConfig) (read, write driver.Backend,
 	r, w := ReadWrite(cfg)
 	return v(r), v(w), nil
 }
+
+// AddRow adds a row of a query over the kinds' holders, whose rows come
+// in key order, to states: a state for key, with the key's last token
+// and no queue (Waiters -1), when the last state is another key's; and
+// h as a holder of it when live (a holder's row that had time left).
+func AddRow(states []driver.LockState, key string, last uint64, h driver.Holder, live bool) []driver.LockState {
+	if len(states) == 0 || states[len(states)-1].Key != key {
+		states = append(states, driver.LockState{Key: key, Token: last, Waiters: -1})
+	}
+	if live {
+		st := &states[len(states)-1]
+		st.Held = true
+		st.Holders = append(st.Holders, h)
+	}
+	return states
+}
