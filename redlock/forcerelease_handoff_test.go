@@ -1,7 +1,6 @@
 package redlock_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/fence"
+	"github.com/turnstilelock/turnstile/internal/handofftest"
 	"github.com/turnstilelock/turnstile/redis"
 	"github.com/turnstilelock/turnstile/redlock"
 )
@@ -82,8 +82,8 @@ func checkForcedRun(t *testing.T, rl *redlock.Backend, guard *fence.Redis, key s
 		t.Fatalf("TokenRoom = %d: no handoffs without the nodes", room)
 	}
 	data := fence.DataKey(key, "report")
-	c, waiting := waitingClient(t, rl)
-	run := handedRun(t, ctx, c, waiting, key, 3, func(l *turnstile.Lease) {
+	c, waiting := handofftest.WaitingClient(t, rl)
+	run := handofftest.HandedRun(t, ctx, c, waiting, key, 3, func(l *turnstile.Lease) {
 		if err := guard.Set(ctx, key, l.Token(), data, fmt.Sprint("section ", l.Token())); err != nil {
 			t.Fatalf("fenced write of the lease with token %d: %v", l.Token(), err)
 		}
@@ -124,73 +124,6 @@ func checkForcedRun(t *testing.T, rl *redlock.Backend, guard *fence.Redis, key s
 	if err := guard.Set(ctx, key, held.Token(), data, "late write"); !errors.Is(err, fence.ErrStaleToken) {
 		t.Errorf("late fenced write with token %d after the next holder's = %v, want ErrStaleToken", held.Token(), err)
 	}
-}
-
-// waitingClient is a Client over rl whose acquisitions report, on the
-// channel, that they wait.
-func waitingClient(t testing.TB, rl *redlock.Backend) (*turnstile.Client, <-chan struct{}) {
-	t.Helper()
-	waiting := make(chan struct{}, 16)
-	c, err := turnstile.New(rl, turnstile.WithTTL(20*time.Second), turnstile.WithObserver(turnstile.ObserverFunc(func(e turnstile.Event) {
-		if e.Type == turnstile.EventWaiting {
-			waiting <- struct{}{}
-		}
-	})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c, waiting
-}
-
-// handedRun acquires key through c and releases each lease to a waiter of
-// c until it holds a run of n leases that were handed over without the
-// nodes (tokens T, T+1, …, T+n−1); section runs in each lease of the run
-// but the last, which is returned held. The head of c's line takes a
-// handoff without the nodes once it waits on its signals, which it does
-// right after it reports that it waits; a release that comes before goes
-// through the nodes and starts the run again.
-func handedRun(t *testing.T, ctx context.Context, c *turnstile.Client, waiting <-chan struct{}, key string, n int, section func(*turnstile.Lease)) []*turnstile.Lease {
-	t.Helper()
-	cur, err := c.Acquire(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := []*turnstile.Lease{cur}
-	for attempt := 0; len(run) < n; attempt++ {
-		if attempt == 50 {
-			t.Fatalf("no run of %d leases handed over without the nodes in %d releases", n, attempt)
-		}
-		section(cur)
-		got := make(chan *turnstile.Lease, 1)
-		go func() {
-			l, err := c.Acquire(ctx, key)
-			if err != nil {
-				t.Error(err)
-			}
-			got <- l
-		}()
-		select {
-		case <-waiting:
-		case <-ctx.Done():
-			t.Fatal("the waiter never reported waiting")
-		}
-		time.Sleep(20 * time.Millisecond)
-		if err := cur.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		next := <-got
-		if next == nil {
-			t.FailNow()
-		}
-		if next.Token() == cur.Token()+1 && next.Owner() == cur.Owner() {
-			run = append(run, next)
-		} else {
-			run = []*turnstile.Lease{next}
-		}
-		cur = next
-	}
-	return run
 }
 
 // TestForceReleaseRaisesGuardOnAFreeNode: a node that does not hold the
