@@ -10,8 +10,10 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/fence"
 	"github.com/turnstilelock/turnstile/internal/handofftest"
+	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/redis"
 	"github.com/turnstilelock/turnstile/redlock"
 )
@@ -27,13 +29,7 @@ import (
 // token far below the Redlock's, which never reached that node's fence,
 // so its own floor is below the run's tokens.
 func TestForceReleaseShutsOutHandedHolder(t *testing.T) {
-	srvs := startNodes(t, 3)
-	nodes := redisNodes(t, srvs, redis.WithRestartQuarantine(0))
-	rl, err := redlock.New(nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rl.Close()
+	srvs, nodes, rl := forcedRedlock(t)
 	ctx := ctxFor(t, time.Minute)
 	for _, mode := range []struct {
 		name string
@@ -56,19 +52,40 @@ func TestForceReleaseShutsOutHandedHolder(t *testing.T) {
 						t.Fatalf("node 3: Acquire = %v, %v", ok, err)
 					}
 				}
-				rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer rc.Close()
-				guard, err := fence.NewRedis(rc, mode.opts...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkForcedRun(t, rl, guard, key)
+				checkForcedRun(t, rl, guardOn(t, srv, mode.opts...), key)
 			})
 		}
 	}
+}
+
+// forcedRedlock starts three nodes and a Redlock over them that restarts
+// none of them in quarantine, closed when the test ends.
+func forcedRedlock(t *testing.T) ([]*testserver.Redis, []driver.Backend, *redlock.Backend) {
+	t.Helper()
+	srvs := startNodes(t, 3)
+	nodes := redisNodes(t, srvs, redis.WithRestartQuarantine(0))
+	rl, err := redlock.New(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rl.Close() })
+	return srvs, nodes, rl
+}
+
+// guardOn is fenced storage on srv, through a client of its own closed
+// when the test ends.
+func guardOn(t *testing.T, srv *testserver.Redis, opts ...fence.Option) *fence.Redis {
+	t.Helper()
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	guard, err := fence.NewRedis(rc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return guard
 }
 
 // checkForcedRun runs the forced release of a run of handoffs on key:
@@ -133,13 +150,7 @@ func checkForcedRun(t *testing.T, rl *redlock.Backend, guard *fence.Redis, key s
 // raise the guard that fenced storage keeps on that node, or the removed
 // holder's late write passes there.
 func TestForceReleaseRaisesGuardOnAFreeNode(t *testing.T) {
-	srvs := startNodes(t, 3)
-	nodes := redisNodes(t, srvs, redis.WithRestartQuarantine(0))
-	rl, err := redlock.New(nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rl.Close()
+	srvs, _, rl := forcedRedlock(t)
 	ctx := ctxFor(t, time.Minute)
 	c, err := turnstile.New(rl, turnstile.WithTTL(20*time.Second))
 	if err != nil {
@@ -151,15 +162,7 @@ func TestForceReleaseRaisesGuardOnAFreeNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srvs[0].Addr()}, DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	guard, err := fence.NewRedis(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	guard := guardOn(t, srvs[0])
 	data := fence.DataKey(key, "report")
 	if err := guard.Set(ctx, key, l.Token(), data, "section"); err != nil {
 		t.Fatal(err)
