@@ -1,5 +1,6 @@
-// Package kafkaopt checks and applies the options that the events
-// publisher and its consumer both take, with the same errors for both.
+// Package kafkaopt applies the options of the events publisher and of its
+// consumer, and checks the ones they both take, with the same errors for
+// both.
 package kafkaopt
 
 import (
@@ -37,5 +38,19 @@ func SetRegisterer(dst *prometheus.Registerer, reg prometheus.Registerer) error 
 		return fmt.Errorf("%w: nil prometheus registerer", turnstile.ErrInvalidOption)
 	}
 	*dst = reg
+	return nil
+}
+
+// Apply applies opts to cfg in order and returns the first error; a nil
+// option is an error.
+func Apply[C any, O ~func(*C) error](cfg *C, opts []O) error {
+	for _, o := range opts {
+		if o == nil {
+			return fmt.Errorf("%w: nil option", turnstile.ErrInvalidOption)
+		}
+		if err := o(cfg); err != nil {
+			return err
+		}
+	}
 	return nil
 }
