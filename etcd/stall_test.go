@@ -110,9 +110,16 @@ func closed(ch chan struct{}) bool {
 // delete under prefix s holds back.
 func stallingBackend(t *testing.T, srv *testserver.Etcd, s *staller) *etcd.Backend {
 	t.Helper()
+	return interceptedBackend(t, srv, s.intercept)
+}
+
+// interceptedBackend returns a backend over a client of its own whose
+// requests go through intercept.
+func interceptedBackend(t *testing.T, srv *testserver.Etcd, intercept grpc.UnaryClientInterceptor) *etcd.Backend {
+	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints: []string{srv.Endpoint()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(s.intercept)},
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(intercept)},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -6,13 +6,10 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/turnstilelock/turnstile/etcd"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
@@ -75,18 +72,7 @@ func TestOrphanBehindAnEarlierHold(t *testing.T) {
 		}
 		return true, true
 	})
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints: []string{srv.Endpoint()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(loss.intercept)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := etcd.New(cli)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close(); _ = cli.Close() })
+	b := interceptedBackend(t, srv, loss.intercept)
 	ctx := ctxFor(t, time.Minute)
 	if _, ok, err := b.Acquire(ctx, "busy", "busy", shortTTL); !ok || err != nil {
 		t.Fatalf("acquire busy = %v, %v", ok, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/events/internal/kafkaopt"
 )
 
 // A Publisher sends events and returns once the broker acknowledged every
@@ -65,13 +66,8 @@ const publishRoom = 10000
 // errors, never as a blocked lock.
 func NewKafka(seeds []string, opts ...Option) (*Kafka, error) {
 	cfg := defaults()
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: nil option", turnstile.ErrInvalidOption)
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
+	if err := kafkaopt.Apply(&cfg, opts); err != nil {
+		return nil, err
 	}
 	for _, s := range seeds {
 		if s == "" {

@@ -3,10 +3,8 @@ package events_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/events"
+	"github.com/turnstilelock/turnstile/events/internal/kafkatest"
 	"github.com/turnstilelock/turnstile/memory"
 )
 
@@ -43,25 +42,7 @@ func newClient(t testing.TB, obs turnstile.Observer) *turnstile.Client {
 // lockAll acquires and releases each of keys rounds times, every key in
 // its own goroutine, and returns the first error.
 func lockAll(ctx context.Context, c *turnstile.Client, keys, rounds int) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, keys)
-	for i := range keys {
-		wg.Go(func() {
-			for range rounds {
-				l, err := c.Acquire(ctx, fmt.Sprintf("lock:item:%d", i))
-				if err == nil {
-					err = l.Release(ctx)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	return kafkatest.LockAll(ctx, c, "lock:item", keys, rounds, nil)
 }
 
 // TestPerKeyOrder: a Client with the publisher as observer locks 1,000

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/events/internal/kafkaopt"
 	"github.com/turnstilelock/turnstile/internal/storeurl"
 )
 
@@ -55,13 +56,7 @@ func WithBuffer(n int) Option {
 // WithTopic sets the Kafka topic. Default Topic ("lock-events"). The
 // topic must exist, or the brokers must create topics on first use.
 func WithTopic(topic string) Option {
-	return func(c *config) error {
-		if topic == "" {
-			return fmt.Errorf("%w: empty topic", turnstile.ErrInvalidOption)
-		}
-		c.topic = topic
-		return nil
-	}
+	return func(c *config) error { return kafkaopt.SetTopic(&c.topic, topic) }
 }
 
 // WithClient makes the publisher produce through cl instead of a client
@@ -84,15 +79,7 @@ func WithClient(cl *kgo.Client) Option {
 // (idempotent producer, acks from all in-sync replicas, default topic), so
 // they can override them. Default: none.
 func WithClientOptions(opts ...kgo.Opt) Option {
-	return func(c *config) error {
-		for i, o := range opts {
-			if o == nil {
-				return fmt.Errorf("%w: nil kafka client option %d", turnstile.ErrInvalidOption, i)
-			}
-		}
-		c.kgoOpts = append(c.kgoOpts, opts...)
-		return nil
-	}
+	return func(c *config) error { return kafkaopt.AddClientOptions(&c.kgoOpts, opts) }
 }
 
 // WithRegisterer registers two counters with reg:
@@ -100,13 +87,7 @@ func WithClientOptions(opts ...kgo.Opt) Option {
 // or Publish) and turnstile_events_dropped_total (observed events that
 // never reached Kafka). Default: no metrics.
 func WithRegisterer(reg prometheus.Registerer) Option {
-	return func(c *config) error {
-		if reg == nil {
-			return fmt.Errorf("%w: nil prometheus registerer", turnstile.ErrInvalidOption)
-		}
-		c.reg = reg
-		return nil
-	}
+	return func(c *config) error { return kafkaopt.SetRegisterer(&c.reg, reg) }
 }
 
 // WithCloseTimeout sets how long Close waits for buffered events to be

@@ -105,51 +105,27 @@ func New(reg prometheus.Registerer, opts ...Option) (*Collector, error) {
 		return nil, err
 	}
 	ns, cl := cfg.namespace, cfg.constant
+	counter := func(name string, labels []string, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: name, ConstLabels: cl, Help: help}, labels)
+	}
+	gauge := func(name string, labels []string, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: name, ConstLabels: cl, Help: help}, labels)
+	}
+	histogram := func(name string, buckets []float64, labels []string, help string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: name, ConstLabels: cl, Buckets: buckets, Help: help}, labels)
+	}
 	c := &Collector{
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: ns, Name: "acquire_duration_seconds", ConstLabels: cl, Buckets: cfg.buckets,
-			Help: "Time from an Acquire or TryAcquire call to its outcome, waiting included.",
-		}, []string{"backend", "outcome"}),
-		acquisitions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "acquisitions_total", ConstLabels: cl,
-			Help: "Acquire and TryAcquire calls by outcome: acquired, not_acquired (the lock stayed held), error (store or context error).",
-		}, []string{"backend", "outcome"}),
-		retries: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: ns, Name: "acquire_retries", ConstLabels: cl, Buckets: retryBuckets,
-			Help: "Attempts an acquisition made after its first; sum/count is the average retries per acquisition.",
-		}, []string{"backend"}),
-		quorum: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "redlock_quorum_rounds_total", ConstLabels: cl,
-			Help: "Redlock rounds by op (acquire, extend, release) and outcome: reached (the answers decided it: a quorum granted, or refusals settled it) or no_quorum (failed or timed-out nodes kept a quorum out of reach).",
-		}, []string{"op", "outcome"}),
-		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "renewals_total", ConstLabels: cl,
-			Help: "Watchdog renewals by outcome: ok, refused (the store no longer held the lease), error (store error or timeout).",
-		}, []string{"backend", "outcome"}),
-		expiries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "forced_expiries_total", ConstLabels: cl,
-			Help: "Leases lost while held, without Release: a renewal was refused or the lease's deadline passed without one.",
-		}, []string{"backend"}),
-		releases: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "releases_total", ConstLabels: cl,
-			Help: "Lease.Release calls by outcome: released, not_held (the store no longer held the lease), error (store error).",
-		}, []string{"backend", "outcome"}),
-		forced: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "force_releases_total", ConstLabels: cl,
-			Help: "Locks an operator removed whoever held them (Client.ForceRelease, turnstile unlock --force), one per removed holder.",
-		}, []string{"backend"}),
-		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: ns, Name: "leases_held", ConstLabels: cl,
-			Help: "Leases held now: acquired and neither released nor lost.",
-		}, []string{"backend"}),
-		waiters: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: ns, Name: "waiters", ConstLabels: cl,
-			Help: "Acquire calls waiting now for a lock another owner holds.",
-		}, []string{"backend"}),
-		breaker: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: ns, Name: "breaker_state", ConstLabels: cl,
-			Help: "State of a fallback circuit breaker: 0 closed (primary store), 1 half-open (probing the primary), 2 open (secondary store), -1 unknown.",
-		}, []string{"name"}),
+		latency:      histogram("acquire_duration_seconds", cfg.buckets, []string{"backend", "outcome"}, "Time from an Acquire or TryAcquire call to its outcome, waiting included."),
+		acquisitions: counter("acquisitions_total", []string{"backend", "outcome"}, "Acquire and TryAcquire calls by outcome: acquired, not_acquired (the lock stayed held), error (store or context error)."),
+		retries:      histogram("acquire_retries", retryBuckets, []string{"backend"}, "Attempts an acquisition made after its first; sum/count is the average retries per acquisition."),
+		quorum:       counter("redlock_quorum_rounds_total", []string{"op", "outcome"}, "Redlock rounds by op (acquire, extend, release) and outcome: reached (the answers decided it: a quorum granted, or refusals settled it) or no_quorum (failed or timed-out nodes kept a quorum out of reach)."),
+		renewals:     counter("renewals_total", []string{"backend", "outcome"}, "Watchdog renewals by outcome: ok, refused (the store no longer held the lease), error (store error or timeout)."),
+		expiries:     counter("forced_expiries_total", []string{"backend"}, "Leases lost while held, without Release: a renewal was refused or the lease's deadline passed without one."),
+		releases:     counter("releases_total", []string{"backend", "outcome"}, "Lease.Release calls by outcome: released, not_held (the store no longer held the lease), error (store error)."),
+		forced:       counter("force_releases_total", []string{"backend"}, "Locks an operator removed whoever held them (Client.ForceRelease, turnstile unlock --force), one per removed holder."),
+		held:         gauge("leases_held", []string{"backend"}, "Leases held now: acquired and neither released nor lost."),
+		waiters:      gauge("waiters", []string{"backend"}, "Acquire calls waiting now for a lock another owner holds."),
+		breaker:      gauge("breaker_state", []string{"name"}, "State of a fallback circuit breaker: 0 closed (primary store), 1 half-open (probing the primary), 2 open (secondary store), -1 unknown."),
 	}
 	all := []prometheus.Collector{c.latency, c.acquisitions, c.retries, c.quorum, c.renewals,
 		c.expiries, c.releases, c.forced, c.held, c.waiters, c.breaker}

@@ -20,10 +20,13 @@ import (
 // from then on hear nothing, ever — not even after the heal, as when a
 // network fault lost a new connection's packets and the client's kernel
 // still waits for an answer. Connections accepted after the heal are
-// forwarded again.
+// forwarded again. A proxy made by newResetProxy instead resets the
+// connections it accepts while cut, at once, and counts them.
 type cutProxy struct {
 	ln       net.Listener
 	upstream string
+	reset    bool         // while cut, reset accepted connections rather than hold them silent
+	accepted atomic.Int64 // the connections reset at once while cut
 
 	mu    sync.Mutex
 	cut   bool
@@ -33,11 +36,26 @@ type cutProxy struct {
 
 func newCutProxy(t *testing.T, upstream string) *cutProxy {
 	t.Helper()
+	return startProxy(t, &cutProxy{upstream: upstream})
+}
+
+// newResetProxy returns a proxy that, while cut, resets every connection
+// it carries and every one it accepts, at once, as a server that refuses
+// connections does, and counts those it accepts.
+func newResetProxy(t *testing.T, upstream string) *cutProxy {
+	t.Helper()
+	return startProxy(t, &cutProxy{upstream: upstream, reset: true})
+}
+
+// startProxy has p listen on a loopback port and forward, until the test
+// ends.
+func startProxy(t *testing.T, p *cutProxy) *cutProxy {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &cutProxy{ln: ln, upstream: upstream, conns: map[net.Conn]bool{}}
+	p.ln, p.conns = ln, map[net.Conn]bool{}
 	p.wg.Go(p.accept)
 	t.Cleanup(p.close)
 	return p
@@ -50,6 +68,15 @@ func (p *cutProxy) accept() {
 			return
 		}
 		p.mu.Lock()
+		if p.cut && p.reset {
+			p.mu.Unlock()
+			p.accepted.Add(1)
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
+			c.Close()
+			continue
+		}
 		if p.cut {
 			p.conns[c] = false
 			p.mu.Unlock()
@@ -99,6 +126,25 @@ func (p *cutProxy) close() {
 	p.wg.Wait()
 }
 
+// heldThrough dials a Backend whose connections go through p, and has it
+// take a lock on a key of its own named after prefix, which it returns.
+func heldThrough(t *testing.T, p *cutProxy, prefix string, opts ...postgres.Option) (*postgres.Backend, string) {
+	t.Helper()
+	cfg := connConfig(t, srv)
+	host, port, err := net.SplitHostPort(p.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(port)
+	cfg.Host, cfg.Port = host, uint16(n)
+	b := dialConfig(t, cfg, opts...)
+	key := prefix + ":" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if _, ok, err := b.Acquire(ctxFor(t, time.Minute), key, "a", time.Minute); err != nil || !ok {
+		t.Fatalf("Acquire before the fault = %v, %v", ok, err)
+	}
+	return b, key
+}
+
 // TestSessionAfterReset: after a fault that reset a Backend's connection
 // and swallowed the dial that followed, the first operation after the
 // heal gets a session within a dial's hedge, not once the swallowed
@@ -114,19 +160,8 @@ func (p *cutProxy) close() {
 func TestSessionAfterReset(t *testing.T) {
 	const opTimeout = 10 * time.Second
 	p := newCutProxy(t, srv.Addr())
-	cfg := connConfig(t, srv)
-	host, port, err := net.SplitHostPort(p.ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, _ := strconv.Atoi(port)
-	cfg.Host, cfg.Port = host, uint16(n)
-	b := dialConfig(t, cfg, postgres.WithConns(1), postgres.WithOpTimeout(opTimeout))
+	b, key := heldThrough(t, p, "reset", postgres.WithConns(1), postgres.WithOpTimeout(opTimeout))
 	ctx := ctxFor(t, time.Minute)
-	key := "reset:" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	if _, ok, err := b.Acquire(ctx, key, "a", time.Minute); err != nil || !ok {
-		t.Fatalf("Acquire before the fault = %v, %v", ok, err)
-	}
 
 	p.setCut(true)
 	var during sync.WaitGroup
@@ -162,57 +197,6 @@ func TestSessionAfterReset(t *testing.T) {
 	t.Logf("granted %v after the heal", took.Round(time.Millisecond))
 }
 
-// resetProxy forwards TCP connections to a server; while reset is on it
-// resets every connection it carries and every one it accepts, at once,
-// as a server that refuses connections does, and counts those it
-// accepts.
-type resetProxy struct {
-	*cutProxy
-	accepted atomic.Int64
-}
-
-func newResetProxy(t *testing.T, upstream string) *resetProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &resetProxy{cutProxy: &cutProxy{ln: ln, upstream: upstream, conns: map[net.Conn]bool{}}}
-	p.wg.Go(p.accept)
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *resetProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		cut := p.cut
-		p.mu.Unlock()
-		if cut {
-			p.accepted.Add(1)
-			if tc, ok := c.(*net.TCPConn); ok {
-				_ = tc.SetLinger(0)
-			}
-			c.Close()
-			continue
-		}
-		up, err := net.Dial("tcp", p.upstream)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns[c], p.conns[up] = true, true
-		p.mu.Unlock()
-		p.wg.Go(func() { _, _ = io.Copy(up, c); up.Close() })
-		p.wg.Go(func() { _, _ = io.Copy(c, up); c.Close() })
-	}
-}
-
 // TestResetDialsAtABoundedRate: while the server resets every
 // connection, a Backend's operations do not each open one. Eight
 // callers acquire in a loop on one lock connection for a second of
@@ -224,19 +208,8 @@ func (p *resetProxy) accept() {
 // the longest pause plus a dial.
 func TestResetDialsAtABoundedRate(t *testing.T) {
 	p := newResetProxy(t, srv.Addr())
-	cfg := connConfig(t, srv)
-	host, port, err := net.SplitHostPort(p.ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, _ := strconv.Atoi(port)
-	cfg.Host, cfg.Port = host, uint16(n)
-	b := dialConfig(t, cfg, postgres.WithConns(1), postgres.WithOpTimeout(5*time.Second))
+	b, key := heldThrough(t, p, "resetrate", postgres.WithConns(1), postgres.WithOpTimeout(5*time.Second))
 	ctx := ctxFor(t, time.Minute)
-	key := "resetrate:" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	if _, ok, err := b.Acquire(ctx, key, "a", time.Minute); err != nil || !ok {
-		t.Fatalf("Acquire before the fault = %v, %v", ok, err)
-	}
 
 	p.setCut(true)
 	const fault = time.Second

@@ -1,7 +1,6 @@
 package redlock_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,7 +10,10 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/fence"
+	"github.com/turnstilelock/turnstile/internal/handofftest"
+	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/redis"
 	"github.com/turnstilelock/turnstile/redlock"
 )
@@ -27,13 +29,7 @@ import (
 // token far below the Redlock's, which never reached that node's fence,
 // so its own floor is below the run's tokens.
 func TestForceReleaseShutsOutHandedHolder(t *testing.T) {
-	srvs := startNodes(t, 3)
-	nodes := redisNodes(t, srvs, redis.WithRestartQuarantine(0))
-	rl, err := redlock.New(nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rl.Close()
+	srvs, nodes, rl := forcedRedlock(t)
 	ctx := ctxFor(t, time.Minute)
 	for _, mode := range []struct {
 		name string
@@ -56,19 +52,40 @@ func TestForceReleaseShutsOutHandedHolder(t *testing.T) {
 						t.Fatalf("node 3: Acquire = %v, %v", ok, err)
 					}
 				}
-				rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer rc.Close()
-				guard, err := fence.NewRedis(rc, mode.opts...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkForcedRun(t, rl, guard, key)
+				checkForcedRun(t, rl, guardOn(t, srv, mode.opts...), key)
 			})
 		}
 	}
+}
+
+// forcedRedlock starts three nodes and a Redlock over them that restarts
+// none of them in quarantine, closed when the test ends.
+func forcedRedlock(t *testing.T) ([]*testserver.Redis, []driver.Backend, *redlock.Backend) {
+	t.Helper()
+	srvs := startNodes(t, 3)
+	nodes := redisNodes(t, srvs, redis.WithRestartQuarantine(0))
+	rl, err := redlock.New(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rl.Close() })
+	return srvs, nodes, rl
+}
+
+// guardOn is fenced storage on srv, through a client of its own closed
+// when the test ends.
+func guardOn(t *testing.T, srv *testserver.Redis, opts ...fence.Option) *fence.Redis {
+	t.Helper()
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	guard, err := fence.NewRedis(rc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return guard
 }
 
 // checkForcedRun runs the forced release of a run of handoffs on key:
@@ -82,8 +99,8 @@ func checkForcedRun(t *testing.T, rl *redlock.Backend, guard *fence.Redis, key s
 		t.Fatalf("TokenRoom = %d: no handoffs without the nodes", room)
 	}
 	data := fence.DataKey(key, "report")
-	c, waiting := waitingClient(t, rl)
-	run := handedRun(t, ctx, c, waiting, key, 3, func(l *turnstile.Lease) {
+	c, waiting := handofftest.WaitingClient(t, rl)
+	run := handofftest.HandedRun(t, ctx, c, waiting, key, 3, func(l *turnstile.Lease) {
 		if err := guard.Set(ctx, key, l.Token(), data, fmt.Sprint("section ", l.Token())); err != nil {
 			t.Fatalf("fenced write of the lease with token %d: %v", l.Token(), err)
 		}
@@ -126,73 +143,6 @@ func checkForcedRun(t *testing.T, rl *redlock.Backend, guard *fence.Redis, key s
 	}
 }
 
-// waitingClient is a Client over rl whose acquisitions report, on the
-// channel, that they wait.
-func waitingClient(t testing.TB, rl *redlock.Backend) (*turnstile.Client, <-chan struct{}) {
-	t.Helper()
-	waiting := make(chan struct{}, 16)
-	c, err := turnstile.New(rl, turnstile.WithTTL(20*time.Second), turnstile.WithObserver(turnstile.ObserverFunc(func(e turnstile.Event) {
-		if e.Type == turnstile.EventWaiting {
-			waiting <- struct{}{}
-		}
-	})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c, waiting
-}
-
-// handedRun acquires key through c and releases each lease to a waiter of
-// c until it holds a run of n leases that were handed over without the
-// nodes (tokens T, T+1, …, T+n−1); section runs in each lease of the run
-// but the last, which is returned held. The head of c's line takes a
-// handoff without the nodes once it waits on its signals, which it does
-// right after it reports that it waits; a release that comes before goes
-// through the nodes and starts the run again.
-func handedRun(t *testing.T, ctx context.Context, c *turnstile.Client, waiting <-chan struct{}, key string, n int, section func(*turnstile.Lease)) []*turnstile.Lease {
-	t.Helper()
-	cur, err := c.Acquire(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := []*turnstile.Lease{cur}
-	for attempt := 0; len(run) < n; attempt++ {
-		if attempt == 50 {
-			t.Fatalf("no run of %d leases handed over without the nodes in %d releases", n, attempt)
-		}
-		section(cur)
-		got := make(chan *turnstile.Lease, 1)
-		go func() {
-			l, err := c.Acquire(ctx, key)
-			if err != nil {
-				t.Error(err)
-			}
-			got <- l
-		}()
-		select {
-		case <-waiting:
-		case <-ctx.Done():
-			t.Fatal("the waiter never reported waiting")
-		}
-		time.Sleep(20 * time.Millisecond)
-		if err := cur.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		next := <-got
-		if next == nil {
-			t.FailNow()
-		}
-		if next.Token() == cur.Token()+1 && next.Owner() == cur.Owner() {
-			run = append(run, next)
-		} else {
-			run = []*turnstile.Lease{next}
-		}
-		cur = next
-	}
-	return run
-}
-
 // TestForceReleaseRaisesGuardOnAFreeNode: a node that does not hold the
 // lock when it is removed by force (its grant came late and was undone)
 // but whose fence stands above the Redlock's floor (a later token of its
@@ -200,13 +150,7 @@ func handedRun(t *testing.T, ctx context.Context, c *turnstile.Client, waiting <
 // raise the guard that fenced storage keeps on that node, or the removed
 // holder's late write passes there.
 func TestForceReleaseRaisesGuardOnAFreeNode(t *testing.T) {
-	srvs := startNodes(t, 3)
-	nodes := redisNodes(t, srvs, redis.WithRestartQuarantine(0))
-	rl, err := redlock.New(nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rl.Close()
+	srvs, _, rl := forcedRedlock(t)
 	ctx := ctxFor(t, time.Minute)
 	c, err := turnstile.New(rl, turnstile.WithTTL(20*time.Second))
 	if err != nil {
@@ -218,15 +162,7 @@ func TestForceReleaseRaisesGuardOnAFreeNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srvs[0].Addr()}, DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	guard, err := fence.NewRedis(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	guard := guardOn(t, srvs[0])
 	data := fence.DataKey(key, "report")
 	if err := guard.Set(ctx, key, l.Token(), data, "section"); err != nil {
 		t.Fatal(err)

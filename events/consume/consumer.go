@@ -13,6 +13,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/events"
+	"github.com/turnstilelock/turnstile/events/internal/kafkaopt"
 )
 
 // ErrClosed: the consumer was closed.
@@ -96,13 +97,8 @@ type Consumer struct {
 // rebalance while it handles what a poll returned. Close closes it.
 func New(seeds []string, group string, last LastApplied, opts ...Option) (*Consumer, error) {
 	cfg := defaults()
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: nil option", turnstile.ErrInvalidOption)
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
+	if err := kafkaopt.Apply(&cfg, opts); err != nil {
+		return nil, err
 	}
 	switch {
 	case len(seeds) == 0:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/events"
+	"github.com/turnstilelock/turnstile/events/internal/kafkaopt"
 )
 
 // DefaultMaxKeys is how many lock keys a Consumer keeps the position of
@@ -43,13 +44,7 @@ func defaults() config {
 // WithTopic sets the topic the consumer reads. Default events.Topic
 // ("lock-events").
 func WithTopic(topic string) Option {
-	return func(c *config) error {
-		if topic == "" {
-			return fmt.Errorf("%w: empty topic", turnstile.ErrInvalidOption)
-		}
-		c.topic = topic
-		return nil
-	}
+	return func(c *config) error { return kafkaopt.SetTopic(&c.topic, topic) }
 }
 
 // WithClientOptions adds franz-go options to the client New creates:
@@ -62,15 +57,7 @@ func WithTopic(topic string) Option {
 // or how it commits (kgo.ConsumeTopics, kgo.ConsumerGroup, the
 // autocommit options; use WithTopic and New's group). Default: none.
 func WithClientOptions(opts ...kgo.Opt) Option {
-	return func(c *config) error {
-		for i, o := range opts {
-			if o == nil {
-				return fmt.Errorf("%w: nil kafka client option %d", turnstile.ErrInvalidOption, i)
-			}
-		}
-		c.kgoOpts = append(c.kgoOpts, opts...)
-		return nil
-	}
+	return func(c *config) error { return kafkaopt.AddClientOptions(&c.kgoOpts, opts) }
 }
 
 // WithMaxKeys sets how many lock keys the consumer keeps the position of
@@ -126,11 +113,5 @@ func WithErrorHandler(f func(error)) Option {
 // turnstile_events_consumed_total, with the label result: "applied",
 // "duplicate", "stale" or "poison" (see Stats). Default: no metrics.
 func WithRegisterer(reg prometheus.Registerer) Option {
-	return func(c *config) error {
-		if reg == nil {
-			return fmt.Errorf("%w: nil prometheus registerer", turnstile.ErrInvalidOption)
-		}
-		c.reg = reg
-		return nil
-	}
+	return func(c *config) error { return kafkaopt.SetRegisterer(&c.reg, reg) }
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/events"
 	"github.com/turnstilelock/turnstile/events/consume"
+	"github.com/turnstilelock/turnstile/events/internal/kafkatest"
 	"github.com/turnstilelock/turnstile/memory"
 )
 
@@ -47,28 +48,8 @@ func lockActivity(t *testing.T, cluster *kfake.Cluster, keys, rounds int, prefix
 	}
 	defer c.Close()
 	ctx := ctxFor(t, 30*time.Second)
-	var wg sync.WaitGroup
-	errs := make(chan error, keys)
-	for i := range keys {
-		wg.Go(func() {
-			for range rounds {
-				l, err := c.Acquire(ctx, fmt.Sprintf("%s:%d", prefix, i))
-				if err == nil {
-					err = l.Extend(ctx, 30*time.Second)
-				}
-				if err == nil {
-					err = l.Release(ctx)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	extend := func(ctx context.Context, l *turnstile.Lease) error { return l.Extend(ctx, 30*time.Second) }
+	if err := kafkatest.LockAll(ctx, c, prefix, keys, rounds, extend); err != nil {
 		t.Fatal(err)
 	}
 	if err := k.Flush(ctx); err != nil {

@@ -174,6 +174,8 @@ func fakeCheckout(t *testing.T, dir string) string {
 	return dir
 }
 
+// writeFiles writes files (name: content, names slash-separated) under
+// dir, making the folders they need.
 func writeFiles(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	for name, content := range files {

@@ -1,15 +1,19 @@
 // Package kafkatest is what the events module's tests share about Kafka:
-// an in-process cluster with the events topic, and a reader of the topic.
+// an in-process cluster with the events topic, a reader of the topic, and
+// lock activity to publish.
 package kafkatest
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/events"
 )
 
@@ -48,4 +52,32 @@ func Consume(t testing.TB, seeds []string, n int, each func(*kgo.Record), opts .
 			each(r)
 		})
 	}
+}
+
+// LockAll acquires and releases the keys prefix:0 … prefix:keys−1 rounds
+// times each, every key in its own goroutine, and returns the first
+// error. hold, if not nil, runs in each lease before its release.
+func LockAll(ctx context.Context, c *turnstile.Client, prefix string, keys, rounds int, hold func(context.Context, *turnstile.Lease) error) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, keys)
+	for i := range keys {
+		wg.Go(func() {
+			for range rounds {
+				l, err := c.Acquire(ctx, fmt.Sprintf("%s:%d", prefix, i))
+				if err == nil && hold != nil {
+					err = hold(ctx, l)
+				}
+				if err == nil {
+					err = l.Release(ctx)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
