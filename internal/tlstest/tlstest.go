@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/internal/testcerts"
 )
 
 // Secrets are the passwords of a test, and any marker they share, which
@@ -88,13 +89,37 @@ func WantIn(t testing.TB, err error, want ...string) {
 	}
 }
 
-// ConnectionRefused fails t if err is turnstile.ErrInvalidURL or
+// Refused opens raw as OpenFails does, and checks that the error says
+// each of want and is neither turnstile.ErrInvalidURL nor
 // turnstile.ErrPermission: a server that refused the connection, its
-// certificate or its credentials, is neither.
-func ConnectionRefused(t testing.TB, err error) {
+// certificate or its credentials.
+func (s Secrets) Refused(t testing.TB, raw string, want ...string) {
 	t.Helper()
+	err := s.OpenFails(t, 20*time.Second, raw)
+	WantIn(t, err, want...)
 	if errors.Is(err, turnstile.ErrInvalidURL) || errors.Is(err, turnstile.ErrPermission) {
 		t.Errorf("Open: %v; want a connection error", err)
+	}
+}
+
+// InvalidFileParams runs InvalidURL as a subtest of t, named by the
+// query, for base (a URL that ends in '?' or '&') with each query of a
+// missing, empty or non-PEM ca_file, a cert_file or key_file alone, a
+// cert_file and key_file that do not match, and a server_name that is no
+// host name, with the files of c; each error must say what is wrong.
+func (s Secrets) InvalidFileParams(t *testing.T, base string, c *testcerts.Set) {
+	t.Helper()
+	q := url.QueryEscape
+	for _, tc := range []struct{ q, want string }{
+		{"ca_file=" + q(c.Missing), "ca_file"},
+		{"ca_file=" + q(c.NotPEM), "no PEM certificate"},
+		{"ca_file=", "ca_file"},
+		{"cert_file=" + q(c.ClientCert), "cert_file without key_file"},
+		{"key_file=" + q(c.ClientKey), "key_file without cert_file"},
+		{"cert_file=" + q(c.ClientCert) + "&key_file=" + q(c.ServerKey), "cert_file"},
+		{"server_name=a%20b", "server_name"},
+	} {
+		t.Run(tc.q, func(t *testing.T) { s.InvalidURL(t, base+tc.q, tc.want) })
 	}
 }
 
@@ -122,17 +147,8 @@ func Query(pairs ...string) string {
 // token is not 0, releases it and closes the client.
 func LockOnce(t testing.TB, raw, key string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := turnstile.Open(ctx, raw)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	defer c.Close()
-	l, err := c.TryAcquire(ctx, key)
-	if err != nil {
-		t.Fatalf("TryAcquire: %v", err)
-	}
+	ctx, _, l, done := openAndLock(t, 20*time.Second, raw, key)
+	defer done()
 	if l.Token() == 0 {
 		t.Fatal("lease with token 0")
 	}
@@ -148,18 +164,10 @@ func LockOnce(t testing.TB, raw, key string) {
 // than the first's, which must not be 0; then releases it again.
 func LockAndFence(t testing.TB, raw string, held func(key string), keys ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c, err := turnstile.Open(ctx, raw)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	defer c.Close()
-	other, err := turnstile.Open(ctx, raw)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	defer other.Close()
+	ctx, c, done := open(t, time.Minute, raw)
+	defer done()
+	_, other, doneOther := open(t, time.Minute, raw)
+	defer doneOther()
 	for _, k := range keys {
 		l, err := c.TryAcquire(ctx, k)
 		if err != nil {
@@ -188,4 +196,57 @@ func LockAndFence(t testing.TB, raw string, held func(key string), keys ...strin
 			t.Fatalf("Release(%s): %v", k, err)
 		}
 	}
+}
+
+// EveryCall opens raw and, through it, takes the lock of key, extends
+// it, inspects it, lists the locks, force-releases key and lets the
+// lease go, then closes the client: the calls a least-privilege account
+// must be allowed, operator calls included. Only the release's error is
+// not checked, as the force release ended the lease.
+func EveryCall(t testing.TB, raw, key string) {
+	t.Helper()
+	ctx, c, l, done := openAndLock(t, 30*time.Second, raw, key)
+	defer done()
+	if err := l.Extend(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Inspect(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.List(ctx, "", 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ForceRelease(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Release(ctx)
+}
+
+// open opens raw with a context of timeout and returns the context, the
+// client, and a function that closes the client and cancels the context.
+func open(t testing.TB, timeout time.Duration, raw string) (context.Context, *turnstile.Client, func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	c, err := turnstile.Open(ctx, raw)
+	if err != nil {
+		cancel()
+		t.Fatalf("Open: %v", err)
+	}
+	return ctx, c, func() {
+		_ = c.Close()
+		cancel()
+	}
+}
+
+// openAndLock opens raw as open does and takes the lock of key through
+// the client.
+func openAndLock(t testing.TB, timeout time.Duration, raw, key string) (context.Context, *turnstile.Client, *turnstile.Lease, func()) {
+	t.Helper()
+	ctx, c, done := open(t, timeout, raw)
+	l, err := c.TryAcquire(ctx, key)
+	if err != nil {
+		done()
+		t.Fatalf("TryAcquire: %v", err)
+	}
+	return ctx, c, l, done
 }
