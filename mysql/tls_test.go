@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,11 +12,14 @@ import (
 	"github.com/turnstilelock/turnstile/internal/mysqlproc"
 	"github.com/turnstilelock/turnstile/internal/testcerts"
 	"github.com/turnstilelock/turnstile/internal/testserver"
+	"github.com/turnstilelock/turnstile/internal/tlstest"
 )
 
 // tlsPassword is the password of the TLS tests' accounts: no error may
 // show it.
 const tlsPassword = "tls-Secret-4c2e81"
+
+var secrets = tlstest.Secrets{tlsPassword}
 
 // startTLS starts mariadbd with --ssl-cert, --ssl-key and --ssl-ca of a
 // fresh certificate set, and these accounts, all with tlsPassword:
@@ -49,46 +50,6 @@ func tlsURL(s *testserver.MySQL, user, q string) string {
 	return "mysql://" + user + ":" + tlsPassword + "@" + s.Addr() + "/" + mysqlproc.Database + "?" + q
 }
 
-// lockOnce opens u, takes a lock and checks its token, and closes.
-func lockOnce(t *testing.T, u, key string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := turnstile.Open(ctx, u)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	defer c.Close()
-	l, err := c.TryAcquire(ctx, key)
-	if err != nil {
-		t.Fatalf("TryAcquire: %v", err)
-	}
-	if l.Token() == 0 {
-		t.Fatal("lease with token 0")
-	}
-	if err := l.Release(ctx); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
-}
-
-// openErr opens u, which must fail, and returns the error, checked not to
-// show the password.
-func openErr(t *testing.T, u string) error {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := turnstile.Open(ctx, u)
-	if err == nil {
-		_ = c.Close()
-		t.Fatalf("Open succeeded")
-	}
-	t.Log(err)
-	if strings.Contains(err.Error(), tlsPassword) {
-		t.Fatalf("the error shows the password: %v", err)
-	}
-	return err
-}
-
 // TestTLS: against a server with TLS on, the server verified against
 // ca_file (under its address or server_name), a client certificate for
 // a REQUIRE X509 account, the password from password_file; refused: a
@@ -99,10 +60,7 @@ func TestTLS(t *testing.T) {
 	s := startTLS(t)
 	c := s.Certs()
 	ca := "ca_file=" + qfile(c.CA)
-	pw := filepath.Join(t.TempDir(), "pw")
-	if err := os.WriteFile(pw, []byte(tlsPassword+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	pw := tlstest.PasswordFile(t, tlsPassword)
 	for name, u := range map[string]string{
 		"ca_file":            tlsURL(s, "tls_user", ca),
 		"tls=true":           tlsURL(s, "tls_user", ca+"&tls=true"),
@@ -110,7 +68,7 @@ func TestTLS(t *testing.T) {
 		"client certificate": tlsURL(s, "x509_user", ca+"&cert_file="+qfile(c.ClientCert)+"&key_file="+qfile(c.ClientKey)),
 		"password_file":      "mysql://tls_user@" + s.Addr() + "/" + mysqlproc.Database + "?" + ca + "&password_file=" + qfile(pw),
 	} {
-		t.Run("ok/"+name, func(t *testing.T) { lockOnce(t, u, "tls-"+name) })
+		t.Run("ok/"+name, func(t *testing.T) { tlstest.LockOnce(t, u, "tls-"+name) })
 	}
 	for _, tc := range []struct{ name, url, want string }{
 		{"other CA", tlsURL(s, "tls_user", "ca_file="+qfile(c.OtherCA)), "certificate signed by unknown authority"},
@@ -120,15 +78,7 @@ func TestTLS(t *testing.T) {
 		{"no client certificate, REQUIRE X509", tlsURL(s, "x509_user", ca), "if the account requires a client certificate, give cert_file and key_file"},
 		{"wrong password", "mysql://tls_user:not-" + tlsPassword + "@" + s.Addr() + "/" + mysqlproc.Database + "?" + ca, "Access denied"},
 	} {
-		t.Run("refused/"+tc.name, func(t *testing.T) {
-			err := openErr(t, tc.url)
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Open: %v; want an error saying %q", err, tc.want)
-			}
-			if errors.Is(err, turnstile.ErrInvalidURL) || errors.Is(err, turnstile.ErrPermission) {
-				t.Fatalf("Open: %v; want a connection error", err)
-			}
-		})
+		t.Run("refused/"+tc.name, func(t *testing.T) { secrets.Refused(t, tc.url, tc.want) })
 	}
 }
 
@@ -138,7 +88,7 @@ func TestTLSToPlainServer(t *testing.T) {
 	s := testserver.StartMySQL(t)
 	c := testcerts.New(t)
 	u := "mysql://" + mysqlproc.User + ":" + mysqlproc.Password + "@" + s.Addr() + "/" + mysqlproc.Database + "?ca_file=" + qfile(c.CA)
-	err := openErr(t, u)
+	err := secrets.OpenFails(t, 20*time.Second, u)
 	if !strings.Contains(err.Error(), "server does not support TLS") {
 		t.Fatalf("Open: %v; want \"server does not support TLS\"", err)
 	}
@@ -155,37 +105,10 @@ func TestLeastPrivilege(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	c, err := turnstile.Open(ctx, tlsURL(s, "app", ca))
-	if err != nil {
-		t.Fatalf("Open as app: %v", err)
-	}
-	l, err := c.TryAcquire(ctx, "lp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Extend(ctx, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Inspect(ctx, "lp"); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := c.List(ctx, "", 10); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.ForceRelease(ctx, "lp"); err != nil {
-		t.Fatal(err)
-	}
-	_ = l.Release(ctx)
-	l, err = c.TryAcquire(ctx, "lp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Close()
+	tlstest.EveryCall(t, tlsURL(s, "app", ca), "lp")
+	tlstest.LockOnce(t, tlsURL(s, "app", ca), "lp")
 
-	c, err = turnstile.Open(ctx, tlsURL(s, "noinsert", ca))
+	c, err := turnstile.Open(ctx, tlsURL(s, "noinsert", ca))
 	if err != nil {
 		t.Fatalf("Open as noinsert: %v", err)
 	}
@@ -199,11 +122,11 @@ func TestLeastPrivilege(t *testing.T) {
 	mustExec(t, s, "CREATE USER 'nocreate'@'%' IDENTIFIED BY '"+tlsPassword+"' REQUIRE SSL; GRANT SELECT, INSERT, UPDATE ON "+mysqlproc.Database+".turnstile_locks TO 'nocreate'@'%';")
 	// Dial creates the table if it is missing: CREATE is needed even once
 	// the table exists.
-	err = openErr(t, tlsURL(s, "nocreate", ca))
+	err = secrets.OpenFails(t, 20*time.Second, tlsURL(s, "nocreate", ca))
 	if !errors.Is(err, turnstile.ErrPermission) || !strings.Contains(err.Error(), "CREATE command denied") {
 		t.Fatalf("Open without CREATE: %v; want ErrPermission naming CREATE", err)
 	}
-	err = openErr(t, tlsURL(s, "nogrant", ""))
+	err = secrets.OpenFails(t, 20*time.Second, tlsURL(s, "nogrant", ""))
 	if !errors.Is(err, turnstile.ErrPermission) || !strings.Contains(err.Error(), "Access denied") || !strings.Contains(err.Error(), mysqlproc.Database) {
 		t.Fatalf("Open with no privilege: %v; want ErrPermission naming the database", err)
 	}
@@ -214,37 +137,16 @@ func TestLeastPrivilege(t *testing.T) {
 // error shows no password.
 func TestTLSParamsInvalid(t *testing.T) {
 	c := testcerts.New(t)
-	dir := t.TempDir()
-	notPEM := filepath.Join(dir, "not.pem")
-	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	missing := filepath.Join(dir, "missing.pem")
 	base := "mysql://u:" + tlsPassword + "@db.invalid:3306/db?"
+	secrets.InvalidFileParams(t, base, c)
 	for _, tc := range []struct{ q, want string }{
-		{"ca_file=" + qfile(missing), "ca_file"},
-		{"ca_file=" + qfile(notPEM), "no PEM certificate"},
-		{"ca_file=", "ca_file"},
-		{"cert_file=" + qfile(c.ClientCert), "cert_file without key_file"},
-		{"key_file=" + qfile(c.ClientKey), "key_file without cert_file"},
-		{"cert_file=" + qfile(c.ClientCert) + "&key_file=" + qfile(c.ServerKey), "cert_file"},
-		{"server_name=a%20b", "server_name"},
 		{"ca_file=" + qfile(c.CA) + "&tls=false", "tls=false contradicts"},
 		{"ca_file=" + qfile(c.CA) + "&tls=skip-verify", "use tls=true or leave tls out"},
 		{"server_name=localhost&tls=preferred", "use tls=true or leave tls out"},
 		{"ca_file=" + qfile(c.CA) + "&tls=bogus", "tls"},
 		{"ca_file=" + qfile(c.CA) + "&ca_file=" + qfile(c.CA), "given 2 times"},
-		{"password_file=" + qfile(notPEM), "a password both in the URL and in password_file"},
+		{"password_file=" + qfile(c.NotPEM), "a password both in the URL and in password_file"},
 	} {
-		t.Run(tc.q, func(t *testing.T) {
-			_, err := turnstile.Open(context.Background(), base+tc.q)
-			t.Log(err)
-			if !errors.Is(err, turnstile.ErrInvalidURL) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Open(…?%s) = %v; want ErrInvalidURL saying %q", tc.q, err, tc.want)
-			}
-			if strings.Contains(err.Error(), tlsPassword) {
-				t.Fatalf("the error shows the password: %v", err)
-			}
-		})
+		t.Run(tc.q, func(t *testing.T) { secrets.InvalidURL(t, base+tc.q, tc.want) })
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,11 +14,14 @@ import (
 	"github.com/turnstilelock/turnstile/internal/pgproc"
 	"github.com/turnstilelock/turnstile/internal/testcerts"
 	"github.com/turnstilelock/turnstile/internal/testserver"
+	"github.com/turnstilelock/turnstile/internal/tlstest"
 )
 
 // appPassword is the password of role app on the TLS server: no error may
 // show it.
 const appPassword = "app-Secret-7f3a91"
+
+var secrets = tlstest.Secrets{appPassword}
 
 // startTLS starts a server that takes TCP connections over TLS only
 // (ssl=on with ssl_cert_file, ssl_key_file and ssl_ca_file of a fresh
@@ -70,27 +71,6 @@ func tlsURL(s *testserver.Postgres, user, q string) string {
 // qfile is a file path as a query value.
 func qfile(p string) string { return url.QueryEscape(p) }
 
-// lockOnce opens u, takes a lock and checks its token, and closes.
-func lockOnce(t *testing.T, u, key string) {
-	t.Helper()
-	ctx := ctxFor(t, 20*time.Second)
-	c, err := turnstile.Open(ctx, u)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	defer c.Close()
-	l, err := c.TryAcquire(ctx, key)
-	if err != nil {
-		t.Fatalf("TryAcquire: %v", err)
-	}
-	if l.Token() == 0 {
-		t.Fatal("lease with token 0")
-	}
-	if err := l.Release(ctx); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
-}
-
 // TestTLSVerifyFull: over TLS with the server's certificate verified —
 // by ca_file (sslmode verify-full by default), under server_name, by
 // libpq's own sslmode=verify-full&sslrootcert, with a client certificate
@@ -99,10 +79,7 @@ func lockOnce(t *testing.T, u, key string) {
 func TestTLSVerifyFull(t *testing.T) {
 	s := startTLS(t)
 	c := s.Certs()
-	pwFile := filepath.Join(t.TempDir(), "pw")
-	if err := os.WriteFile(pwFile, []byte(appPassword+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	pwFile := tlstest.PasswordFile(t, appPassword)
 	for name, u := range map[string]string{
 		"ca_file":              tlsURL(s, "postgres", "ca_file="+qfile(c.CA)),
 		"server_name":          tlsURL(s, "postgres", "ca_file="+qfile(c.CA)+"&server_name=localhost"),
@@ -111,7 +88,7 @@ func TestTLSVerifyFull(t *testing.T) {
 		"client certificate":   tlsURL(s, "client", "ca_file="+qfile(c.CA)+"&cert_file="+qfile(c.ClientCert)+"&key_file="+qfile(c.ClientKey)),
 		"password_file":        tlsURL(s, "app", "ca_file="+qfile(c.CA)+"&password_file="+qfile(pwFile)),
 	} {
-		t.Run(name, func(t *testing.T) { lockOnce(t, u, "tls-"+name) })
+		t.Run(name, func(t *testing.T) { tlstest.LockOnce(t, u, "tls-"+name) })
 	}
 }
 
@@ -129,22 +106,7 @@ func TestTLSRefused(t *testing.T) {
 		{"plain text to a TLS-only server", tlsURL(s, "postgres", "sslmode=disable"), "no encryption"},
 		{"wrong password", "postgres://app:not-" + appPassword + "@" + s.Addr() + "/postgres?ca_file=" + qfile(c.CA), "password authentication failed"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := turnstile.Open(ctxFor(t, 20*time.Second), tc.url)
-			if err == nil {
-				t.Fatal("Open succeeded")
-			}
-			t.Log(err)
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Open: %v; want an error saying %q", err, tc.want)
-			}
-			if strings.Contains(err.Error(), appPassword) {
-				t.Fatalf("the error shows the password: %v", err)
-			}
-			if errors.Is(err, turnstile.ErrInvalidURL) || errors.Is(err, turnstile.ErrPermission) {
-				t.Fatalf("Open: %v; want a connection error", err)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { secrets.Refused(t, tc.url, tc.want) })
 	}
 }
 
@@ -165,22 +127,11 @@ func TestTLSToPlainServer(t *testing.T) {
 // error shows no password.
 func TestTLSParamsInvalid(t *testing.T) {
 	c := testcerts.New(t)
-	dir := t.TempDir()
-	notPEM := filepath.Join(dir, "not.pem")
-	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	missing := filepath.Join(dir, "missing.pem")
 	const secret = "hunter2-Secret-Pw"
+	secrets := tlstest.Secrets{secret}
 	base := "postgres://u:" + secret + "@db.invalid:5432/db?"
+	secrets.InvalidFileParams(t, base, c)
 	for _, tc := range []struct{ q, want string }{
-		{"ca_file=" + qfile(missing), "ca_file"},
-		{"ca_file=" + qfile(notPEM), "no PEM certificate"},
-		{"ca_file=", "ca_file"},
-		{"cert_file=" + qfile(c.ClientCert), "cert_file without key_file"},
-		{"key_file=" + qfile(c.ClientKey), "key_file without cert_file"},
-		{"cert_file=" + qfile(c.ClientCert) + "&key_file=" + qfile(c.ServerKey), "cert_file"},
-		{"server_name=a%20b", "server_name"},
 		{"ca_file=" + qfile(c.CA) + "&sslmode=disable", "sslmode=disable contradicts"},
 		{"ca_file=" + qfile(c.CA) + "&sslmode=prefer", "sslmode=prefer contradicts"},
 		{"ca_file=" + qfile(c.CA) + "&sslmode=allow", "sslmode=allow contradicts"},
@@ -190,31 +141,13 @@ func TestTLSParamsInvalid(t *testing.T) {
 		{"server_name=localhost&sslcert=" + qfile(c.ClientCert), "not both"},
 		{"ca_file=" + qfile(c.CA) + "&ca_file=" + qfile(c.CA), "given 2 times"},
 	} {
-		t.Run(tc.q, func(t *testing.T) {
-			_, err := turnstile.Open(ctxFor(t, 10*time.Second), base+tc.q)
-			t.Log(err)
-			if !errors.Is(err, turnstile.ErrInvalidURL) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Open(…?%s) = %v; want ErrInvalidURL saying %q", tc.q, err, tc.want)
-			}
-			if strings.Contains(err.Error(), secret) {
-				t.Fatalf("the error shows the password: %v", err)
-			}
-		})
+		t.Run(tc.q, func(t *testing.T) { secrets.InvalidURL(t, base+tc.q, tc.want) })
 	}
 	// A password both in the URL and in password_file, or a file that is
 	// not there.
-	pw := filepath.Join(dir, "pw")
-	if err := os.WriteFile(pw, []byte(secret+"-from-file\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range []string{base + "password_file=" + qfile(pw), "postgres://u@db.invalid/db?password_file=" + qfile(missing)} {
-		_, err := turnstile.Open(ctxFor(t, 10*time.Second), u)
-		if !errors.Is(err, turnstile.ErrInvalidURL) || !strings.Contains(err.Error(), "password_file") {
-			t.Fatalf("Open = %v; want ErrInvalidURL naming password_file", err)
-		}
-		if strings.Contains(err.Error(), secret) {
-			t.Fatalf("the error shows the password: %v", err)
-		}
+	pw := tlstest.PasswordFile(t, secret+"-from-file")
+	for _, u := range []string{base + "password_file=" + qfile(pw), "postgres://u@db.invalid/db?password_file=" + qfile(c.Missing)} {
+		secrets.InvalidURL(t, u, "password_file")
 	}
 }
 
@@ -230,38 +163,17 @@ func TestLeastPrivilege(t *testing.T) {
 
 	// The recipe: everything turnstile does, operator calls included.
 	app := "postgres://app:" + appPassword + "@" + s.Addr() + "/postgres?ca_file=" + ca
-	c, err := turnstile.Open(ctx, app)
-	if err != nil {
-		t.Fatalf("Open as app: %v", err)
-	}
-	l, err := c.TryAcquire(ctx, "lp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Extend(ctx, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Inspect(ctx, "lp"); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := c.List(ctx, "", 10); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.ForceRelease(ctx, "lp"); err != nil {
-		t.Fatal(err)
-	}
-	_ = l.Release(ctx)
-	_ = c.Close()
+	tlstest.EveryCall(t, app, "lp")
 
 	// No schema to create turnstile's objects in.
-	_, err = turnstile.Open(ctx, "postgres://stranger:stranger-pw@"+s.Addr()+"/postgres?ca_file="+ca)
+	_, err := turnstile.Open(ctx, "postgres://stranger:stranger-pw@"+s.Addr()+"/postgres?ca_file="+ca)
 	if !errors.Is(err, turnstile.ErrPermission) || !strings.Contains(err.Error(), "permission denied for schema public") {
 		t.Fatalf("Open as a role without a schema: %v; want ErrPermission naming schema public", err)
 	}
 
 	// The table without UPDATE.
 	admin(t, s, "REVOKE UPDATE ON app.turnstile_locks FROM app")
-	c, err = turnstile.Open(ctx, app)
+	c, err := turnstile.Open(ctx, app)
 	if err != nil {
 		t.Fatalf("Open as app: %v", err)
 	}
@@ -271,7 +183,5 @@ func TestLeastPrivilege(t *testing.T) {
 	if !errors.Is(err, turnstile.ErrPermission) || !strings.Contains(err.Error(), "permission denied for table turnstile_locks") {
 		t.Fatalf("TryAcquire without UPDATE: %v; want ErrPermission naming table turnstile_locks", err)
 	}
-	if strings.Contains(err.Error(), appPassword) {
-		t.Fatalf("the error shows the password: %v", err)
-	}
+	secrets.CheckHidden(t, err)
 }

@@ -1,10 +1,8 @@
 package redis_test
 
 import (
-	"context"
 	"crypto/x509"
 	"errors"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,6 +14,7 @@ import (
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/testcerts"
 	"github.com/turnstilelock/turnstile/internal/testserver"
+	"github.com/turnstilelock/turnstile/internal/tlstest"
 )
 
 // The ACL user of the TLS tests. No error may show its password.
@@ -23,6 +22,8 @@ const (
 	tlsUser = "locker"
 	tlsPass = "QJZVWKtlsPasswordKWVZJQ"
 )
+
+var secrets = tlstest.Secrets{tlsPass, "QJZVWK"}
 
 // startTLS starts redis-server speaking TLS only, with the certificates
 // of certs, and the ACL user tlsUser.
@@ -48,93 +49,7 @@ func tlsURL(scheme, hosts, query string) string {
 }
 
 // q is a query of name=value pairs, the values escaped.
-func q(pairs ...string) string {
-	v := make([]string, 0, len(pairs)/2)
-	for i := 0; i+1 < len(pairs); i += 2 {
-		v = append(v, pairs[i]+"="+url.QueryEscape(pairs[i+1]))
-	}
-	return strings.Join(v, "&")
-}
-
-// passwordFile writes tlsPass into a file of its own and returns the
-// path.
-func passwordFile(t *testing.T) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "redis-password")
-	if err := os.WriteFile(p, []byte(tlsPass+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// openErr opens u, which must fail, and returns the error, having
-// checked that it does not show the password.
-func openErr(t *testing.T, u string) error {
-	t.Helper()
-	c, err := turnstile.Open(ctxFor(t, 30*time.Second), u)
-	if err == nil {
-		_ = c.Close()
-		t.Fatalf("Open(%s) succeeded", u)
-	}
-	if strings.Contains(err.Error(), tlsPass) || strings.Contains(err.Error(), "QJZVWK") {
-		t.Errorf("error shows the password: %v", err)
-	}
-	t.Logf("%v", err)
-	return err
-}
-
-// wantIn fails t unless err's message contains every one of want.
-func wantIn(t *testing.T, err error, want ...string) {
-	t.Helper()
-	for _, w := range want {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("error does not say %q: %v", w, err)
-		}
-	}
-}
-
-// lockAndFence takes and releases locks on keys through c, checks that a
-// second client cannot take a held one, and that the fencing token of
-// the next holder is greater.
-func lockAndFence(t *testing.T, u string, keys ...string) {
-	t.Helper()
-	ctx := ctxFor(t, time.Minute)
-	c, err := turnstile.Open(ctx, u)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	defer c.Close()
-	other, err := turnstile.Open(ctx, u)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	defer other.Close()
-	for _, k := range keys {
-		l, err := c.TryAcquire(ctx, k)
-		if err != nil {
-			t.Fatalf("TryAcquire(%s): %v", k, err)
-		}
-		if l2, err := other.TryAcquire(ctx, k); !errors.Is(err, turnstile.ErrNotAcquired) {
-			if l2 != nil {
-				_ = l2.Release(ctx)
-			}
-			t.Fatalf("a second client's TryAcquire(%s) of a held lock = %v, want ErrNotAcquired", k, err)
-		}
-		if err := l.Release(ctx); err != nil {
-			t.Fatalf("Release(%s): %v", k, err)
-		}
-		l2, err := other.TryAcquire(ctx, k)
-		if err != nil {
-			t.Fatalf("TryAcquire(%s) after release: %v", k, err)
-		}
-		if l2.Token() <= l.Token() {
-			t.Errorf("%s: fencing token %d after %d: want it greater", k, l2.Token(), l.Token())
-		}
-		if err := l2.Release(ctx); err != nil {
-			t.Fatalf("Release(%s): %v", k, err)
-		}
-	}
-}
+var q = tlstest.Query
 
 // TestTLSLockAndFence: over rediss:// to a server that requires client
 // certificates, an ACL user (password in the URL or in password_file)
@@ -146,31 +61,31 @@ func TestTLSLockAndFence(t *testing.T) {
 	srv := startTLS(t, certs, true)
 	files := q("ca_file", certs.CA, "cert_file", certs.ClientCert, "key_file", certs.ClientKey)
 	t.Run("Password", func(t *testing.T) {
-		lockAndFence(t, tlsURL("rediss", srv.Addr(), files), "tls:a", "tls:b")
+		tlstest.LockAndFence(t, tlsURL("rediss", srv.Addr(), files), nil, "tls:a", "tls:b")
 	})
 	t.Run("PasswordFile", func(t *testing.T) {
-		u := "rediss://" + tlsUser + "@" + srv.Addr() + "?" + files + "&" + q("password_file", passwordFile(t))
-		lockAndFence(t, u, "tls:c")
+		u := "rediss://" + tlsUser + "@" + srv.Addr() + "?" + files + "&" + q("password_file", tlstest.PasswordFile(t, tlsPass))
+		tlstest.LockAndFence(t, u, nil, "tls:c")
 	})
 	t.Run("RedisSchemeWithTLSParams", func(t *testing.T) {
-		lockAndFence(t, tlsURL("redis", srv.Addr(), files+"&protocol=2"), "tls:d")
+		tlstest.LockAndFence(t, tlsURL("redis", srv.Addr(), files+"&protocol=2"), nil, "tls:d")
 	})
 	t.Run("ServerName", func(t *testing.T) {
-		lockAndFence(t, tlsURL("rediss", srv.Addr(), files+"&server_name=localhost"), "tls:e")
-		err := openErr(t, tlsURL("rediss", srv.Addr(), files+"&server_name=redis.example.com"))
-		wantIn(t, err, "redis.example.com", "x509")
+		tlstest.LockAndFence(t, tlsURL("rediss", srv.Addr(), files+"&server_name=localhost"), nil, "tls:e")
+		err := secrets.OpenFails(t, 30*time.Second, tlsURL("rediss", srv.Addr(), files+"&server_name=redis.example.com"))
+		tlstest.WantIn(t, err, "redis.example.com", "x509")
 	})
 	t.Run("NoClientAuth", func(t *testing.T) {
 		open := startTLS(t, certs, false)
-		lockAndFence(t, tlsURL("rediss", open.Addr(), q("ca_file", certs.CA)), "tls:f")
+		tlstest.LockAndFence(t, tlsURL("rediss", open.Addr(), q("ca_file", certs.CA)), nil, "tls:f")
 	})
 	t.Run("WrongPassword", func(t *testing.T) {
 		u := "rediss://" + tlsUser + ":QJZVWKwrongKWVZJQ@" + srv.Addr() + "?" + files
-		err := openErr(t, u)
+		err := secrets.OpenFails(t, 30*time.Second, u)
 		if strings.Contains(err.Error(), "wrongKWV") {
 			t.Errorf("error shows the password: %v", err)
 		}
-		wantIn(t, err, "WRONGPASS")
+		tlstest.WantIn(t, err, "WRONGPASS")
 	})
 }
 
@@ -195,7 +110,7 @@ func TestTLSCluster(t *testing.T) {
 		"ServerName": tlsURL("rediss", strings.Join(cl.Addrs(), ","), files+"&server_name=localhost"),
 	} {
 		t.Run(name, func(t *testing.T) {
-			lockAndFence(t, u, keys...)
+			tlstest.LockAndFence(t, u, nil, keys...)
 			c, err := turnstile.Open(ctxFor(t, time.Minute), u)
 			if err != nil {
 				t.Fatal(err)
@@ -212,8 +127,8 @@ func TestTLSCluster(t *testing.T) {
 		})
 	}
 	t.Run("WrongCA", func(t *testing.T) {
-		err := openErr(t, tlsURL("rediss", strings.Join(cl.Addrs(), ","), q("ca_file", certs.OtherCA, "cert_file", certs.ClientCert, "key_file", certs.ClientKey)))
-		wantIn(t, err, "certificate signed by unknown authority")
+		err := secrets.OpenFails(t, 30*time.Second, tlsURL("rediss", strings.Join(cl.Addrs(), ","), q("ca_file", certs.OtherCA, "cert_file", certs.ClientCert, "key_file", certs.ClientKey)))
+		tlstest.WantIn(t, err, "certificate signed by unknown authority")
 	})
 }
 
@@ -238,8 +153,8 @@ func TestTLSRefusals(t *testing.T) {
 	srv := startTLS(t, certs, true)
 	client := q("cert_file", certs.ClientCert, "key_file", certs.ClientKey)
 	t.Run("WrongCA", func(t *testing.T) {
-		err := openErr(t, tlsURL("rediss", srv.Addr(), q("ca_file", certs.OtherCA)+"&"+client))
-		wantIn(t, err, srv.Addr(), "certificate signed by unknown authority")
+		err := secrets.OpenFails(t, 30*time.Second, tlsURL("rediss", srv.Addr(), q("ca_file", certs.OtherCA)+"&"+client))
+		tlstest.WantIn(t, err, srv.Addr(), "certificate signed by unknown authority")
 		if ua := (x509.UnknownAuthorityError{}); !errors.As(err, &ua) {
 			t.Errorf("error is no x509.UnknownAuthorityError: %v", err)
 		}
@@ -250,17 +165,17 @@ func TestTLSRefusals(t *testing.T) {
 	t.Run("SystemRoots", func(t *testing.T) {
 		// rediss:// alone trusts the system's authorities, which did not
 		// sign the test server's certificate.
-		err := openErr(t, tlsURL("rediss", srv.Addr(), client))
-		wantIn(t, err, "x509")
+		err := secrets.OpenFails(t, 30*time.Second, tlsURL("rediss", srv.Addr(), client))
+		tlstest.WantIn(t, err, "x509")
 	})
 	t.Run("NoClientCert", func(t *testing.T) {
-		err := openErr(t, tlsURL("rediss", srv.Addr(), q("ca_file", certs.CA)))
-		wantIn(t, err, srv.Addr(), "client certificate", "cert_file")
+		err := secrets.OpenFails(t, 30*time.Second, tlsURL("rediss", srv.Addr(), q("ca_file", certs.CA)))
+		tlstest.WantIn(t, err, srv.Addr(), "client certificate", "cert_file")
 	})
 	t.Run("PlainToTLSPort", func(t *testing.T) {
 		start := time.Now()
-		err := openErr(t, tlsURL("redis", srv.Addr(), "dial_timeout=2s"))
-		wantIn(t, err, srv.Addr(), "rediss://", "ca_file")
+		err := secrets.OpenFails(t, 30*time.Second, tlsURL("redis", srv.Addr(), "dial_timeout=2s"))
+		tlstest.WantIn(t, err, srv.Addr(), "rediss://", "ca_file")
 		if took := time.Since(start); took > 10*time.Second {
 			t.Errorf("took %v", took)
 		}
@@ -268,8 +183,8 @@ func TestTLSRefusals(t *testing.T) {
 	t.Run("TLSToPlainPort", func(t *testing.T) {
 		plain := testserver.StartRedis(t)
 		addUser(t, plain.Do)
-		err := openErr(t, tlsURL("rediss", plain.Addr(), q("ca_file", certs.CA)+"&"+client+"&dial_timeout=1s"))
-		wantIn(t, err, plain.Addr(), "TLS handshake", "plain text", "redis://")
+		err := secrets.OpenFails(t, 30*time.Second, tlsURL("rediss", plain.Addr(), q("ca_file", certs.CA)+"&"+client+"&dial_timeout=1s"))
+		tlstest.WantIn(t, err, plain.Addr(), "TLS handshake", "plain text", "redis://")
 	})
 }
 
@@ -279,30 +194,25 @@ func TestTLSRefusals(t *testing.T) {
 func TestTLSBadParams(t *testing.T) {
 	certs := testcerts.New(t)
 	dir := t.TempDir()
-	junk := filepath.Join(dir, "junk.pem")
-	if err := os.WriteFile(junk, []byte("not a certificate\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	unreadable := filepath.Join(dir, "unreadable.pem")
 	if err := os.WriteFile(unreadable, []byte("x"), 0o000); err != nil {
 		t.Fatal(err)
 	}
-	missing := filepath.Join(dir, "missing.pem")
 	emptyPW := filepath.Join(dir, "empty-password")
 	if err := os.WriteFile(emptyPW, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ query, want string }{
-		{q("ca_file", missing), "ca_file"},
-		{q("ca_file", junk), "ca_file"},
+		{q("ca_file", certs.Missing), "ca_file"},
+		{q("ca_file", certs.NotPEM), "ca_file"},
 		{q("ca_file", certs.ClientKey), "ca_file"},
 		{"ca_file=", "ca_file"},
 		{q("ca_file", certs.CA, "ca_file", certs.CA), "ca_file"},
 		{q("cert_file", certs.ClientCert), "key_file"},
 		{q("key_file", certs.ClientKey), "cert_file"},
-		{q("cert_file", missing, "key_file", certs.ClientKey), "cert_file"},
-		{q("cert_file", certs.ClientCert, "key_file", missing), "key_file"},
-		{q("cert_file", junk, "key_file", certs.ClientKey), "cert_file"},
+		{q("cert_file", certs.Missing, "key_file", certs.ClientKey), "cert_file"},
+		{q("cert_file", certs.ClientCert, "key_file", certs.Missing), "key_file"},
+		{q("cert_file", certs.NotPEM, "key_file", certs.ClientKey), "cert_file"},
 		{q("cert_file", certs.ClientCert, "key_file", certs.ServerKey), "cert_file"},
 		{q("server_name", "bad name"), "server_name"},
 		{q("server_name", "h:1"), "server_name"},
@@ -318,38 +228,22 @@ func TestTLSBadParams(t *testing.T) {
 		badURL(t, tlsURL("rediss", "127.0.0.1:1", q("ca_file", unreadable)), "ca_file")
 	}
 	for _, u := range []string{
-		"rediss://" + tlsUser + "@127.0.0.1:1?" + q("password_file", missing),
+		"rediss://" + tlsUser + "@127.0.0.1:1?" + q("password_file", certs.Missing),
 		"rediss://" + tlsUser + "@127.0.0.1:1?" + q("password_file", emptyPW),
-		tlsURL("rediss", "127.0.0.1:1", q("password_file", passwordFile(t))),
+		tlsURL("rediss", "127.0.0.1:1", q("password_file", tlstest.PasswordFile(t, tlsPass))),
 	} {
 		badURL(t, u, "password_file")
 	}
 }
 
-// badURL opens u, which must fail as a bad URL at once, saying want.
+// badURL opens u, which must fail as a bad URL at once, saying want,
+// without dialling.
 func badURL(t *testing.T, u, want string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	start := time.Now()
-	c, err := turnstile.Open(ctx, u)
-	if err == nil {
-		_ = c.Close()
-		t.Fatalf("Open(%s) succeeded", u)
-	}
-	if !errors.Is(err, turnstile.ErrInvalidURL) {
-		t.Errorf("Open(%s) = %v, want ErrInvalidURL", u, err)
-	}
+	err := secrets.InvalidURL(t, u, want)
 	// A dial of 127.0.0.1:1 would say "connect" or "refused".
 	if msg := err.Error(); strings.Contains(msg, "refused") || strings.Contains(msg, "connect to") {
 		t.Errorf("Open(%s) dialled: %v", u, err)
-	}
-	if took := time.Since(start); took > 2*time.Second {
-		t.Errorf("Open(%s) took %v: a bad URL must fail before any connection", u, took)
-	}
-	wantIn(t, err, want)
-	if strings.Contains(err.Error(), tlsPass) || strings.Contains(err.Error(), "QJZVWK") {
-		t.Errorf("error shows the password: %v", err)
 	}
 }
 

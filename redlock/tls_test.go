@@ -1,11 +1,7 @@
 package redlock_test
 
 import (
-	"context"
 	"errors"
-	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +9,7 @@ import (
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/testcerts"
 	"github.com/turnstilelock/turnstile/internal/testserver"
+	"github.com/turnstilelock/turnstile/internal/tlstest"
 	"github.com/turnstilelock/turnstile/redlock"
 )
 
@@ -22,6 +19,8 @@ const (
 	tlsUser = "locker"
 	tlsPass = "QJZVWKredlockPassKWVZJQ"
 )
+
+var secrets = tlstest.Secrets{"QJZVWK"}
 
 // startTLSNodes starts n redis-server processes speaking TLS only, with
 // the certificates of certs and client certificates required, each with
@@ -44,39 +43,7 @@ func tlsRedlockURL(srvs []*testserver.Redis, query string) string {
 }
 
 // tlsQuery is a query of name=value pairs, the values escaped.
-func tlsQuery(pairs ...string) string {
-	v := make([]string, 0, len(pairs)/2)
-	for i := 0; i+1 < len(pairs); i += 2 {
-		v = append(v, pairs[i]+"="+url.QueryEscape(pairs[i+1]))
-	}
-	return strings.Join(v, "&")
-}
-
-// openErr opens u, which must fail, and returns the error, having
-// checked that it does not show the password.
-func openErr(t *testing.T, u string) error {
-	t.Helper()
-	c, err := turnstile.Open(ctxFor(t, 30*time.Second), u)
-	if err == nil {
-		_ = c.Close()
-		t.Fatalf("Open(%s) succeeded", u)
-	}
-	if strings.Contains(err.Error(), "QJZVWK") {
-		t.Errorf("error shows the password: %v", err)
-	}
-	t.Logf("%v", err)
-	return err
-}
-
-// wantIn fails t unless err's message contains every one of want.
-func wantIn(t *testing.T, err error, want ...string) {
-	t.Helper()
-	for _, w := range want {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("error does not say %q: %v", w, err)
-		}
-	}
-}
+var tlsQuery = tlstest.Query
 
 // TestTLSRedlock: a Redlock over three servers that speak TLS only and
 // require client certificates, as an ACL user (password in the URL or in
@@ -86,67 +53,32 @@ func TestTLSRedlock(t *testing.T) {
 	certs := testcerts.New(t)
 	srvs := startTLSNodes(t, certs, 3)
 	files := tlsQuery("ca_file", certs.CA, "cert_file", certs.ClientCert, "key_file", certs.ClientKey)
-	pwFile := filepath.Join(t.TempDir(), "pw")
-	if err := os.WriteFile(pwFile, []byte(tlsPass+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	pwFile := tlstest.PasswordFile(t, tlsPass)
 	for name, u := range map[string]string{
 		"Password":     tlsRedlockURL(srvs, files),
 		"PasswordFile": strings.Replace(tlsRedlockURL(srvs, files+"&"+tlsQuery("password_file", pwFile)), ":"+tlsPass+"@", "@", 1),
 		"ServerName":   tlsRedlockURL(srvs, files+"&tls=on&server_name=localhost"),
 	} {
 		t.Run(name, func(t *testing.T) {
-			ctx := ctxFor(t, time.Minute)
-			c, err := turnstile.Open(ctx, u)
-			if err != nil {
-				t.Fatalf("Open: %v", err)
-			}
-			defer c.Close()
-			other, err := turnstile.Open(ctx, u)
-			if err != nil {
-				t.Fatalf("Open: %v", err)
-			}
-			defer other.Close()
-			key := "tls-" + name
-			l, err := c.TryAcquire(ctx, key)
-			if err != nil {
-				t.Fatalf("TryAcquire: %v", err)
-			}
 			// Every node grants it over TLS; the acquisition returns at a
 			// quorum, so the last grant may land a moment later.
-			for i, s := range srvs {
-				deadline := time.Now().Add(10 * time.Second)
-				for s.MustDo(t, "EXISTS", "{"+key+"}") != "1" {
-					if time.Now().After(deadline) {
-						t.Fatalf("node %d: lock key {%s} still missing 10 s after the acquisition; want it on every node", i+1, key)
+			onEveryNode := func(key string) {
+				for i, s := range srvs {
+					deadline := time.Now().Add(10 * time.Second)
+					for s.MustDo(t, "EXISTS", "{"+key+"}") != "1" {
+						if time.Now().After(deadline) {
+							t.Fatalf("node %d: lock key {%s} still missing 10 s after the acquisition; want it on every node", i+1, key)
+						}
+						time.Sleep(5 * time.Millisecond)
 					}
-					time.Sleep(5 * time.Millisecond)
 				}
 			}
-			if l2, err := other.TryAcquire(ctx, key); !errors.Is(err, turnstile.ErrNotAcquired) {
-				if l2 != nil {
-					_ = l2.Release(ctx)
-				}
-				t.Fatalf("a second client's TryAcquire of a held lock = %v, want ErrNotAcquired", err)
-			}
-			if err := l.Release(ctx); err != nil {
-				t.Fatalf("Release: %v", err)
-			}
-			l2, err := other.TryAcquire(ctx, key)
-			if err != nil {
-				t.Fatalf("TryAcquire after release: %v", err)
-			}
-			if l2.Token() <= l.Token() {
-				t.Errorf("fencing token %d after %d: want it greater", l2.Token(), l.Token())
-			}
-			if err := l2.Release(ctx); err != nil {
-				t.Fatalf("Release: %v", err)
-			}
+			tlstest.LockAndFence(t, u, onEveryNode, "tls-"+name)
 		})
 	}
 	t.Run("WrongServerName", func(t *testing.T) {
-		err := openErr(t, tlsRedlockURL(srvs, files+"&server_name=redis.example.com"))
-		wantIn(t, err, "redis.example.com", "x509")
+		err := secrets.OpenFails(t, 30*time.Second, tlsRedlockURL(srvs, files+"&server_name=redis.example.com"))
+		tlstest.WantIn(t, err, "redis.example.com", "x509")
 	})
 }
 
@@ -159,28 +91,28 @@ func TestTLSRedlockRefusals(t *testing.T) {
 	srvs := startTLSNodes(t, certs, 3)
 	client := tlsQuery("cert_file", certs.ClientCert, "key_file", certs.ClientKey)
 	t.Run("WrongCA", func(t *testing.T) {
-		err := openErr(t, tlsRedlockURL(srvs, tlsQuery("ca_file", certs.OtherCA)+"&"+client))
-		wantIn(t, err, srvs[0].Addr(), "certificate signed by unknown authority")
+		err := secrets.OpenFails(t, 30*time.Second, tlsRedlockURL(srvs, tlsQuery("ca_file", certs.OtherCA)+"&"+client))
+		tlstest.WantIn(t, err, srvs[0].Addr(), "certificate signed by unknown authority")
 		if !errors.Is(err, redlock.ErrNoQuorum) || errors.Is(err, turnstile.ErrInvalidURL) {
 			t.Errorf("error is not ErrNoQuorum, or is ErrInvalidURL: %v", err)
 		}
 	})
 	t.Run("SystemRoots", func(t *testing.T) {
-		err := openErr(t, tlsRedlockURL(srvs, "tls=on&"+client))
-		wantIn(t, err, "x509")
+		err := secrets.OpenFails(t, 30*time.Second, tlsRedlockURL(srvs, "tls=on&"+client))
+		tlstest.WantIn(t, err, "x509")
 	})
 	t.Run("NoClientCert", func(t *testing.T) {
-		err := openErr(t, tlsRedlockURL(srvs, tlsQuery("ca_file", certs.CA)))
-		wantIn(t, err, "client certificate", "cert_file")
+		err := secrets.OpenFails(t, 30*time.Second, tlsRedlockURL(srvs, tlsQuery("ca_file", certs.CA)))
+		tlstest.WantIn(t, err, "client certificate", "cert_file")
 	})
 	t.Run("PlainToTLSPorts", func(t *testing.T) {
-		err := openErr(t, tlsRedlockURL(srvs, "tls=off"))
-		wantIn(t, err, srvs[0].Addr(), "tls=on", "ca_file")
+		err := secrets.OpenFails(t, 30*time.Second, tlsRedlockURL(srvs, "tls=off"))
+		tlstest.WantIn(t, err, srvs[0].Addr(), "tls=on", "ca_file")
 	})
 	t.Run("TLSToPlainPorts", func(t *testing.T) {
 		plain := []*testserver.Redis{testserver.StartRedis(t), testserver.StartRedis(t), testserver.StartRedis(t)}
-		err := openErr(t, strings.Replace(tlsRedlockURL(plain, tlsQuery("ca_file", certs.CA)+"&"+client), "dial_timeout=2s", "dial_timeout=1s", 1))
-		wantIn(t, err, plain[0].Addr(), "TLS handshake", "plain text")
+		err := secrets.OpenFails(t, 30*time.Second, strings.Replace(tlsRedlockURL(plain, tlsQuery("ca_file", certs.CA)+"&"+client), "dial_timeout=2s", "dial_timeout=1s", 1))
+		tlstest.WantIn(t, err, plain[0].Addr(), "TLS handshake", "plain text")
 	})
 }
 
@@ -188,10 +120,9 @@ func TestTLSRedlockRefusals(t *testing.T) {
 // URL before anything is dialled (nothing listens on the ports).
 func TestTLSRedlockBadParams(t *testing.T) {
 	certs := testcerts.New(t)
-	missing := filepath.Join(t.TempDir(), "missing.pem")
 	nodes := "redlock://" + tlsUser + ":" + tlsPass + "@127.0.0.1:1,127.0.0.1:2,127.0.0.1:3?"
 	for _, c := range []struct{ query, want string }{
-		{tlsQuery("ca_file", missing), "ca_file"},
+		{tlsQuery("ca_file", certs.Missing), "ca_file"},
 		{tlsQuery("ca_file", certs.ClientKey), "ca_file"},
 		{tlsQuery("cert_file", certs.ClientCert), "key_file"},
 		{tlsQuery("key_file", certs.ClientKey), "cert_file"},
@@ -199,26 +130,11 @@ func TestTLSRedlockBadParams(t *testing.T) {
 		{tlsQuery("server_name", "bad name"), "server_name"},
 		{tlsQuery("tls", "yes please"), "tls"},
 		{tlsQuery("tls", "off", "ca_file", certs.CA), "ca_file needs TLS"},
-		{tlsQuery("password_file", missing), "password_file"},
+		{tlsQuery("password_file", certs.Missing), "password_file"},
 	} {
 		u := nodes + c.query
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		start := time.Now()
-		cl, err := turnstile.Open(ctx, u)
-		cancel()
-		if err == nil {
-			_ = cl.Close()
-			t.Fatalf("Open(%s) succeeded", u)
-		}
-		if !errors.Is(err, turnstile.ErrInvalidURL) || strings.Contains(err.Error(), "connect") {
+		if err := secrets.InvalidURL(t, u, c.want); strings.Contains(err.Error(), "connect") {
 			t.Errorf("Open(%s) = %v, want ErrInvalidURL before any connection", u, err)
-		}
-		if took := time.Since(start); took > 2*time.Second {
-			t.Errorf("Open(%s) took %v", u, took)
-		}
-		wantIn(t, err, c.want)
-		if strings.Contains(err.Error(), "QJZVWK") {
-			t.Errorf("error shows the password: %v", err)
 		}
 	}
 }

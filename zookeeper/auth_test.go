@@ -3,9 +3,7 @@ package zookeeper_test
 import (
 	"errors"
 	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/turnstilelock/turnstile/zookeeper/internal/zk"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/internal/tlstest"
 	"github.com/turnstilelock/turnstile/zookeeper"
 )
 
@@ -39,14 +38,7 @@ func TestDigestAuth(t *testing.T) {
 		}
 		return turnstile.Open(ctx, raw, turnstile.WithTTL(3*time.Second))
 	}
-	noSecret := func(t *testing.T, err error) {
-		t.Helper()
-		for _, s := range []string{pw, wrongPW, "QJZVWK"} {
-			if err != nil && strings.Contains(err.Error(), s) {
-				t.Fatalf("error %q shows a password", err)
-			}
-		}
-	}
+	secrets := tlstest.Secrets{pw, wrongPW, "QJZVWK"}
 
 	holder, err := open(t, "alice:"+pw, "")
 	if err != nil {
@@ -115,7 +107,7 @@ func TestDigestAuth(t *testing.T) {
 				t.Fatalf("TryAcquire with wrong credentials = %v, want ErrPermission naming %s", err, dir)
 			}
 			t.Logf("error: %v", err)
-			noSecret(t, err)
+			secrets.CheckHidden(t, err)
 			if _, err := c.Acquire(ctx, "guarded"); !errors.Is(err, turnstile.ErrPermission) {
 				t.Fatalf("Acquire (queued) with wrong credentials = %v, want ErrPermission", err)
 			}
@@ -126,7 +118,7 @@ func TestDigestAuth(t *testing.T) {
 			if _, err := c.ForceRelease(ctx, "guarded"); !errors.Is(err, turnstile.ErrPermission) {
 				t.Fatalf("ForceRelease with wrong credentials = %v, want ErrPermission", err)
 			}
-			noSecret(t, err)
+			secrets.CheckHidden(t, err)
 			_ = c.Close()
 		}
 	})
@@ -142,11 +134,7 @@ func TestDigestAuth(t *testing.T) {
 	})
 
 	t.Run("PasswordFile", func(t *testing.T) {
-		pwFile := filepath.Join(t.TempDir(), "pw")
-		if err := os.WriteFile(pwFile, []byte(pw+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		c, err := open(t, "alice", "password_file="+url.QueryEscape(pwFile))
+		c, err := open(t, "alice", "password_file="+url.QueryEscape(tlstest.PasswordFile(t, pw)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,15 +3,13 @@ package zookeeper_test
 import (
 	"errors"
 	"net/url"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/testcerts"
 	"github.com/turnstilelock/turnstile/internal/testserver"
+	"github.com/turnstilelock/turnstile/internal/tlstest"
 )
 
 // TestTLS runs a real ZooKeeper with a TLS-only client port (Netty,
@@ -39,16 +37,7 @@ func TestTLS(t *testing.T) {
 		}
 		return "zookeeper://" + userinfo + srv.TLSAddr() + "/tls?" + v.Encode()
 	}
-	openErr := func(t *testing.T, raw string, wait time.Duration) error {
-		t.Helper()
-		ctx := ctxFor(t, wait)
-		c, err := turnstile.Open(ctx, raw)
-		if err == nil {
-			_ = c.Close()
-		}
-		t.Logf("error: %v", err)
-		return err
-	}
+	secrets := tlstest.Secrets{"QJZVWK"}
 
 	t.Run("LockAndToken", func(t *testing.T) {
 		for _, q := range []url.Values{nil, {"server_name": {"localhost"}}} {
@@ -87,41 +76,31 @@ func TestTLS(t *testing.T) {
 
 	t.Run("WrongCA", func(t *testing.T) {
 		start := time.Now()
-		err := openErr(t, tlsURL("", url.Values{"ca_file": {certs.OtherCA}}), time.Minute)
-		if err == nil || !strings.Contains(err.Error(), "x509: certificate signed by unknown authority") {
-			t.Fatalf("Open with a CA that did not sign the server's certificate = %v, want the certificate problem named", err)
-		}
+		err := secrets.OpenFails(t, time.Minute, tlsURL("", url.Values{"ca_file": {certs.OtherCA}}))
+		tlstest.WantIn(t, err, "x509: certificate signed by unknown authority")
 		if d := time.Since(start); d > 30*time.Second {
 			t.Fatalf("a certificate that does not verify took %v to refuse: Dial should give up", d)
 		}
 	})
 
 	t.Run("WrongServerName", func(t *testing.T) {
-		err := openErr(t, tlsURL("", url.Values{"server_name": {"zk.example.com"}}), time.Minute)
-		if err == nil || !strings.Contains(err.Error(), "x509: certificate is valid for") {
-			t.Fatalf("Open with a server_name the certificate lacks = %v, want the certificate problem named", err)
-		}
+		err := secrets.OpenFails(t, time.Minute, tlsURL("", url.Values{"server_name": {"zk.example.com"}}))
+		tlstest.WantIn(t, err, "x509: certificate is valid for")
 	})
 
 	t.Run("NoClientCertificate", func(t *testing.T) {
-		err := openErr(t, tlsURL("", url.Values{"cert_file": {""}, "key_file": {""}}), time.Minute)
-		if err == nil || !strings.Contains(err.Error(), "client certificate") {
-			t.Fatalf("Open without the client certificate the server wants = %v, want a hint at cert_file", err)
-		}
+		err := secrets.OpenFails(t, time.Minute, tlsURL("", url.Values{"cert_file": {""}, "key_file": {""}}))
+		tlstest.WantIn(t, err, "client certificate")
 	})
 
 	t.Run("PlainToTLSPort", func(t *testing.T) {
-		err := openErr(t, "zookeeper://"+srv.TLSAddr()+"/tls", 5*time.Second)
-		if err == nil || !strings.Contains(err.Error(), "expecting TLS") {
-			t.Fatalf("plain Open of the TLS port = %v, want a hint at TLS", err)
-		}
+		err := secrets.OpenFails(t, 5*time.Second, "zookeeper://"+srv.TLSAddr()+"/tls")
+		tlstest.WantIn(t, err, "expecting TLS")
 	})
 
 	t.Run("TLSToPlainPort", func(t *testing.T) {
-		err := openErr(t, "zookeeper://"+srv.Addr()+"/tls?"+clientQuery.Encode(), 5*time.Second)
-		if err == nil || !strings.Contains(err.Error(), "secureClientPort") {
-			t.Fatalf("TLS Open of the plain port = %v, want a hint at the TLS port", err)
-		}
+		err := secrets.OpenFails(t, 5*time.Second, "zookeeper://"+srv.Addr()+"/tls?"+clientQuery.Encode())
+		tlstest.WantIn(t, err, "secureClientPort")
 	})
 }
 
@@ -130,43 +109,23 @@ func TestTLS(t *testing.T) {
 // password.
 func TestBadSecurityParams(t *testing.T) {
 	certs := testcerts.New(t)
-	dir := t.TempDir()
-	notPEM := filepath.Join(dir, "not.pem")
-	if err := os.WriteFile(notPEM, []byte("hello\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	const secret = "QJZVWKsecretQJZVWK"
 	for _, raw := range []string{
-		"zookeeper://127.0.0.1:1?ca_file=" + filepath.Join(dir, "missing.pem"),
-		"zookeeper://127.0.0.1:1?ca_file=" + notPEM,
+		"zookeeper://127.0.0.1:1?ca_file=" + certs.Missing,
+		"zookeeper://127.0.0.1:1?ca_file=" + certs.NotPEM,
 		"zookeeper://127.0.0.1:1?cert_file=" + certs.ClientCert,
 		"zookeeper://127.0.0.1:1?key_file=" + certs.ClientKey,
 		"zookeeper://127.0.0.1:1?cert_file=" + certs.ClientCert + "&key_file=" + certs.ServerCert,
 		"zookeeper://127.0.0.1:1?server_name=a%20b",
 		"zookeeper://127.0.0.1:1?tls=off&ca_file=" + certs.CA,
 		"zookeeper://127.0.0.1:1?tls=maybe",
-		"zookeeper://user:" + secret + "@127.0.0.1:1?ca_file=" + notPEM,
-		"zookeeper://user:" + secret + "@127.0.0.1:1?password_file=" + notPEM,
+		"zookeeper://user:" + secret + "@127.0.0.1:1?ca_file=" + certs.NotPEM,
+		"zookeeper://user:" + secret + "@127.0.0.1:1?password_file=" + certs.NotPEM,
 		"zookeeper://:" + secret + "@127.0.0.1:1",
 		"zookeeper://a%3Ab:" + secret + "@127.0.0.1:1",
 		"zookeeper://user@127.0.0.1:1",
-		"zookeeper://user@127.0.0.1:1?password_file=" + filepath.Join(dir, "missing"),
+		"zookeeper://user@127.0.0.1:1?password_file=" + certs.Missing,
 	} {
-		start := time.Now()
-		ctx := ctxFor(t, 20*time.Second)
-		c, err := turnstile.Open(ctx, raw)
-		if err == nil {
-			_ = c.Close()
-		}
-		if !errors.Is(err, turnstile.ErrInvalidURL) {
-			t.Errorf("Open(%q) = %v, want ErrInvalidURL", raw, err)
-			continue
-		}
-		if strings.Contains(err.Error(), "QJZVWK") {
-			t.Errorf("Open(%q): error %q shows the password", raw, err)
-		}
-		if d := time.Since(start); d > 2*time.Second {
-			t.Errorf("Open(%q) took %v: it must fail before dialling", raw, d)
-		}
+		tlstest.Secrets{"QJZVWK"}.InvalidURL(t, raw)
 	}
 }

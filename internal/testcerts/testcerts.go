@@ -1,8 +1,8 @@
 // Package testcerts makes the certificates of TLS tests at test time: a
 // certificate authority, a server certificate for the loopback addresses
-// signed by it, a client certificate signed by it, and a second authority
-// that signed neither, for the tests of a wrong CA. Nothing of it is
-// committed; every call makes new keys.
+// signed by it, a client certificate signed by it, a second authority
+// that signed neither, for the tests of a wrong CA, and a file that is
+// not PEM. Nothing of it is committed; every call makes new keys.
 package testcerts
 
 import (
@@ -35,6 +35,9 @@ type Set struct {
 	ClientCert, ClientKey string
 	// OtherCA is an authority that signed nothing here.
 	OtherCA string
+	// NotPEM is a file that holds no PEM block, and Missing a path in
+	// Dir where no file is, for the tests of bad file parameters.
+	NotPEM, Missing string
 }
 
 // New writes a fresh Set into a temporary directory of t.
@@ -58,6 +61,8 @@ func Write(dir string) (*Set, error) {
 		ClientCert: filepath.Join(dir, "client.pem"),
 		ClientKey:  filepath.Join(dir, "client-key.pem"),
 		OtherCA:    filepath.Join(dir, "other-ca.pem"),
+		NotPEM:     filepath.Join(dir, "not.pem"),
+		Missing:    filepath.Join(dir, "missing.pem"),
 	}
 	ca, caKey, err := authority("turnstile test CA")
 	if err != nil {
@@ -73,6 +78,9 @@ func Write(dir string) (*Set, error) {
 	}
 	client, clientKey, err := leaf(ca, caKey, "client", x509.ExtKeyUsageClientAuth)
 	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(s.NotPEM, []byte("not a certificate\n"), 0o600); err != nil {
 		return nil, err
 	}
 	for _, f := range []struct {
