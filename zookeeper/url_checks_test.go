@@ -43,12 +43,10 @@ var passwordFile = redacttest.PasswordFile{
 	Extras: []string{"session_timeout=0s", "x=1", "session_timeout=1s&session_timeout=2s", "password_file=/x", "ca_file=/nonexistent", "tls=on"},
 	Password: func(u *url.URL) (string, error) {
 		_, opts, err := parseURL(u)
-		var cfg config
-		for _, o := range opts {
-			if err == nil {
-				err = o(&cfg)
-			}
+		if err != nil {
+			return "", err
 		}
+		cfg, err := applyOptions(opts)
 		return cfg.password, err
 	},
 }
