@@ -119,15 +119,7 @@ func FuzzInnerURLRedacts(f *testing.F) {
 						continue // Open refuses it before any backend sees it
 					}
 					_, err = parseURL(u)
-					if err == nil {
-						continue
-					}
-					if leak := redacttest.ErrorLeak(err, never); leak != "" {
-						t.Fatalf("parseURL(%q): error %q shows %q", raw, err, leak)
-					}
-					if !errors.Is(err, turnstile.ErrInvalidURL) {
-						t.Fatalf("parseURL(%q) = %v; want ErrInvalidURL", raw, err)
-					}
+					redacttest.CheckParseError(t, raw, err, never, turnstile.ErrInvalidURL)
 				}
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/rueidis"
+
 	"github.com/turnstilelock/turnstile/internal/testcerts"
 
 	"github.com/turnstilelock/turnstile/internal/redact/redacttest"
@@ -101,9 +103,7 @@ func TestURLPasswordFile(t *testing.T) {
 // FuzzPasswordFileRedacts: a password read from password_file reaches
 // the client, and no error of the parser shows it, whatever else the URL
 // gets wrong.
-func FuzzPasswordFileRedacts(f *testing.F) {
-	redactChecks.FuzzPasswordFile(f, passwordFile)
-}
+func FuzzPasswordFileRedacts(f *testing.F) { redactChecks.FuzzPasswordFile(f, passwordFile) }
 
 // TestPasswordFileOpenRedacts: nor does any error of Open.
 func TestPasswordFileOpenRedacts(t *testing.T) { redactChecks.CheckPasswordFileOpen(t, passwordFile) }
@@ -112,10 +112,7 @@ var passwordFile = redacttest.PasswordFile{
 	URL: "rediss://locker@127.0.0.1:1/0",
 	Extras: []string{"ca_file=/nonexistent", "cert_file=x", "server_name=a%20b", "x=1", "prefix=%7B",
 		"password_file=/etc/hostname", "dial_timeout=1s&protocol=4", "protocol=2"},
-	Password: func(u *url.URL) (string, error) {
-		opt, _, err := parseURL(u)
-		return opt.Password, err
-	},
+	Password: redacttest.PasswordOf(parseURL, func(opt rueidis.ClientOption) string { return opt.Password }),
 }
 
 // TestAmbiguousUserinfo: a URL whose password holds an '@' and then a

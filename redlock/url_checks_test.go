@@ -104,9 +104,7 @@ func TestURLPasswordFile(t *testing.T) {
 // FuzzPasswordFileRedacts: a password read from password_file reaches
 // every node's client, and no error of the parser shows it, whatever
 // else the URL gets wrong.
-func FuzzPasswordFileRedacts(f *testing.F) {
-	redactChecks.FuzzPasswordFile(f, passwordFile)
-}
+func FuzzPasswordFileRedacts(f *testing.F) { redactChecks.FuzzPasswordFile(f, passwordFile) }
 
 // TestPasswordFileOpenRedacts: nor does any error of Open.
 func TestPasswordFileOpenRedacts(t *testing.T) { redactChecks.CheckPasswordFileOpen(t, passwordFile) }

@@ -31,9 +31,7 @@ func urlAddrs(u *url.URL) ([]string, error) {
 // FuzzPasswordFileRedacts: a password read from password_file becomes
 // the digest password, and no error of the parser shows it, whatever
 // else the URL gets wrong.
-func FuzzPasswordFileRedacts(f *testing.F) {
-	redactChecks.FuzzPasswordFile(f, passwordFile)
-}
+func FuzzPasswordFileRedacts(f *testing.F) { redactChecks.FuzzPasswordFile(f, passwordFile) }
 
 // TestPasswordFileOpenRedacts: nor does any error of Open.
 func TestPasswordFileOpenRedacts(t *testing.T) { redactChecks.CheckPasswordFileOpen(t, passwordFile) }
