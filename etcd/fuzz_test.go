@@ -2,15 +2,14 @@ package etcd
 
 import (
 	"crypto/tls"
-	"errors"
-	"net"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/turnstilelock/turnstile"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/turnstilelock/turnstile/internal/urlcheck"
 )
 
 // FuzzParseURL: the etcd:// URL parser never panics and refuses what it
@@ -19,33 +18,21 @@ import (
 // verifies the server), and the URL written back from the settings it
 // read parses to the same settings.
 func FuzzParseURL(f *testing.F) {
-	for _, s := range []string{
+	urlParser.Fuzz(f,
 		"etcd://127.0.0.1:2379", "etcd://u:p@h1,h2:2?prefix=/app/&dial_timeout=1s", "etcd://[::1]:2379",
 		"etcd://", "etcd://h1,,h2", "etcd://h:", "etcd://h:0", "etcd://h/x", "etcd://h/", "etcd://h?prefix=",
 		"etcd://h?dial_timeout=0s", "etcd://h?x=1", "etcd:opaque", "etcd://h#f", "etcd://a]:1", "etcd://::1",
 		"etcd://h?tls=on", "etcd://h?tls=off", "etcd://h?tls=1&server_name=localhost", "etcd://h?tls=off&server_name=x",
 		"etcd://h?ca_file=/nonexistent", "etcd://h?cert_file=a", "etcd://h?key_file=b", "etcd://h?server_name=a%20b",
 		"etcd://u@h?password_file=/nonexistent", "etcd://u@h", "etcd://:p@h", "etcd://h?tls=",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		u, err := url.Parse(raw)
-		if err != nil {
-			return // Open refuses it before any backend sees it
-		}
-		cfg, opts, err := parseURL(u)
-		if err != nil {
-			if !errors.Is(err, turnstile.ErrInvalidURL) {
-				t.Fatalf("parseURL(%q) = %v; want ErrInvalidURL", raw, err)
-			}
-			return
-		}
-		c := defaultConfig()
-		if err := c.apply(opts); err != nil {
-			t.Fatalf("parseURL(%q) accepted options that fail: %v", raw, err)
-		}
-		var hosts []string
+	)
+}
+
+// urlParser reads etcd:// URLs for FuzzParseURL.
+var urlParser = urlcheck.Parser[clientv3.Config, []Option, config]{
+	Parse: parseURL,
+	Apply: func(opts []Option) (c config, err error) { c = defaultConfig(); err = c.apply(opts); return },
+	Check: func(t *testing.T, raw string, _ *url.URL, cfg clientv3.Config, _ config) {
 		scheme := "http://"
 		if cfg.TLS != nil {
 			scheme = "https://"
@@ -54,14 +41,16 @@ func FuzzParseURL(f *testing.F) {
 			}
 		}
 		for _, ep := range cfg.Endpoints {
-			hp, ok := strings.CutPrefix(ep, scheme)
-			host, port, err := net.SplitHostPort(hp)
-			if !ok || err != nil || host == "" || strings.ContainsAny(host, "[]") {
-				t.Fatalf("parseURL(%q): endpoint %q is not http://host:port (%v)", raw, ep, err)
+			if !strings.HasPrefix(ep, scheme) {
+				t.Fatalf("parseURL(%q): endpoint %q is not %shost:port", raw, ep, scheme)
 			}
-			if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-				t.Fatalf("parseURL(%q): endpoint %q has port %q", raw, ep, port)
-			}
+			urlcheck.CheckHostPorts(t, raw, "endpoint", strings.TrimPrefix(ep, scheme))
+		}
+	},
+	Format: func(_ *url.URL, cfg clientv3.Config, c config) string {
+		var hosts []string
+		for _, ep := range cfg.Endpoints {
+			_, hp, _ := strings.Cut(ep, "://")
 			hosts = append(hosts, hp)
 		}
 		back := url.URL{Scheme: "etcd", Host: strings.Join(hosts, ",")}
@@ -69,28 +58,15 @@ func FuzzParseURL(f *testing.F) {
 			back.User = url.UserPassword(cfg.Username, cfg.Password)
 		}
 		q := url.Values{"dial_timeout": {cfg.DialTimeout.String()}, "prefix": {c.prefix}}
-		if cfg.TLS != nil {
-			// The files were read; what they held is not written back.
-			q.Set("tls", "on")
-			if cfg.TLS.ServerName != "" {
-				q.Set("server_name", cfg.TLS.ServerName)
-			}
-		}
+		urlcheck.SetTLS(q, cfg.TLS)
 		back.RawQuery = q.Encode()
-		cfg2, opts2, err := parseURL(&back)
-		if err != nil {
-			t.Fatalf("parseURL(%q) read settings that %q writes back, which it refuses: %v", raw, back.String(), err)
-		}
-		c2 := defaultConfig()
-		if err := c2.apply(opts2); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(cfg.Endpoints, cfg2.Endpoints) || cfg.Username != cfg2.Username || cfg.Password != cfg2.Password ||
+		return back.String()
+	},
+	Differ: func(cfg clientv3.Config, c config, cfg2 clientv3.Config, c2 config) bool {
+		return !slices.Equal(cfg.Endpoints, cfg2.Endpoints) || cfg.Username != cfg2.Username || cfg.Password != cfg2.Password ||
 			cfg.DialTimeout != cfg2.DialTimeout || c.prefix != c2.prefix || (cfg.TLS == nil) != (cfg2.TLS == nil) ||
-			cfg.TLS != nil && cfg.TLS.ServerName != cfg2.TLS.ServerName {
-			t.Fatalf("%q and its settings written back as %q parse differently", raw, back.String())
-		}
-	})
+			cfg.TLS != nil && cfg.TLS.ServerName != cfg2.TLS.ServerName
+	},
 }
 
 // FuzzNames: under one prefix, two different keys never share a lock key

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/turnstilelock/turnstile/internal/etcdproc"
 	"github.com/turnstilelock/turnstile/internal/testcerts"
 
@@ -81,19 +83,14 @@ func TestTLSParams(t *testing.T) {
 // FuzzPasswordFileRedacts: a password read from password_file reaches
 // etcd's client, and no error of the parser shows it, whatever else the
 // URL gets wrong.
-func FuzzPasswordFileRedacts(f *testing.F) {
-	redactChecks.FuzzPasswordFile(f, passwordFile)
-}
+func FuzzPasswordFileRedacts(f *testing.F) { redactChecks.FuzzPasswordFile(f, passwordFile) }
 
 // TestPasswordFileOpenRedacts: nor does any error of Open.
 func TestPasswordFileOpenRedacts(t *testing.T) { redactChecks.CheckPasswordFileOpen(t, passwordFile) }
 
 var passwordFile = redacttest.PasswordFile{
-	Extras: []string{"ca_file=/nonexistent", "tls=off&server_name=localhost", "cert_file=x", "tls=maybe", "prefix=", "x=1", "dial_timeout=0s", "tls=on"},
-	Password: func(u *url.URL) (string, error) {
-		cfg, _, err := parseURL(u)
-		return cfg.Password, err
-	},
+	Extras:   []string{"ca_file=/nonexistent", "tls=off&server_name=localhost", "cert_file=x", "tls=maybe", "prefix=", "x=1", "dial_timeout=0s", "tls=on"},
+	Password: redacttest.PasswordOf(parseURL, func(cfg clientv3.Config) string { return cfg.Password }),
 }
 
 // TestAmbiguousUserinfo: a URL whose password holds an '@' and then a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/redact/redacttest"
+	"github.com/turnstilelock/turnstile/internal/urlcheck"
 )
 
 // FuzzParseURL: the fallback:// parser never panics, refuses what it
@@ -18,39 +19,24 @@ import (
 // URL or of its inner URLs, and what it accepts names two distinct inner
 // URLs with a scheme, neither of them a fallback URL.
 func FuzzParseURL(f *testing.F) {
-	for _, s := range []string{
+	urlParser.Fuzz(f,
 		"fallback://?primary=redis://h:1&secondary=postgres://u@h/db",
 		"fallback://?primary=redis%3A%2F%2F%3Apw%40h&secondary=mem%3A%2F%2F&grace=40s&trip_after=3&open_timeout=2s",
 		"fallback://?primary=redis://:pw@h&secondary=redis://:pw@h",
 		"fallback://h?primary=x", "fallback://?primary=fallback://?primary=a", "fallback://?primary=a&primary=b",
 		"fallback://?primary=redis://h:1&secondary=postgres://u@h/db&pair=orders-eu.1", "fallback://?primary=a:b&secondary=c:d&pair=bad/name",
 		"fallback://?primary=redis://:p%2540ss@h&secondary=nope", "fallback:?x", "fallback://?grace=1ns",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		u, err := url.Parse(raw)
-		if err != nil {
-			return // Open refuses it before any backend sees it
-		}
+	)
+}
+
+// urlParser reads fallback:// URLs for FuzzParseURL.
+var urlParser = urlcheck.Parser[urlConfig, []Option, config]{
+	Parse: func(u *url.URL) (urlConfig, []Option, error) {
 		c, err := parseURL(u)
-		if err != nil {
-			if !errors.Is(err, turnstile.ErrInvalidURL) {
-				t.Fatalf("parseURL(%q) = %v; want ErrInvalidURL", raw, err)
-			}
-			for _, v := range u.Query() {
-				for _, inner := range v {
-					iu, perr := url.Parse(inner)
-					if perr != nil || iu.User == nil {
-						continue
-					}
-					if pw, ok := iu.User.Password(); ok && len(pw) >= 6 && strings.Contains(err.Error(), pw) {
-						t.Fatalf("parseURL(%q): error %q shows the password %q", raw, err, pw)
-					}
-				}
-			}
-			return
-		}
+		return c, c.opts, err
+	},
+	Apply: func(opts []Option) (c config, err error) { c = defaultConfig(); err = c.apply(opts); return },
+	Check: func(t *testing.T, raw string, _ *url.URL, c urlConfig, _ config) {
 		if c.primary == "" || c.secondary == "" || c.primary == c.secondary {
 			t.Fatalf("parseURL(%q) accepted stores %q and %q", raw, c.primary, c.secondary)
 		}
@@ -60,11 +46,20 @@ func FuzzParseURL(f *testing.F) {
 				t.Fatalf("parseURL(%q) accepted the inner URL %q", raw, in)
 			}
 		}
-		cfg := defaultConfig()
-		if err := cfg.apply(c.opts); err != nil {
-			t.Fatalf("parseURL(%q) read options that New refuses: %v", raw, err)
+	},
+	Refused: func(t *testing.T, raw string, u *url.URL, err error) {
+		for _, v := range u.Query() {
+			for _, inner := range v {
+				iu, perr := url.Parse(inner)
+				if perr != nil || iu.User == nil {
+					continue
+				}
+				if pw, ok := iu.User.Password(); ok && len(pw) >= 6 && strings.Contains(err.Error(), pw) {
+					t.Fatalf("parseURL(%q): error %q shows the password %q", raw, err, pw)
+				}
+			}
 		}
-	})
+	},
 }
 
 // FuzzParseSwitch: reading a switch lock of the register never panics,
@@ -124,15 +119,7 @@ func FuzzInnerURLRedacts(f *testing.F) {
 						continue // Open refuses it before any backend sees it
 					}
 					_, err = parseURL(u)
-					if err == nil {
-						continue
-					}
-					if leak := redacttest.ErrorLeak(err, never); leak != "" {
-						t.Fatalf("parseURL(%q): error %q shows %q", raw, err, leak)
-					}
-					if !errors.Is(err, turnstile.ErrInvalidURL) {
-						t.Fatalf("parseURL(%q) = %v; want ErrInvalidURL", raw, err)
-					}
+					redacttest.CheckParseError(t, raw, err, never, turnstile.ErrInvalidURL)
 				}
 			}
 		}

@@ -1,16 +1,16 @@
 package mysql
 
 import (
-	"errors"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
-	"github.com/turnstilelock/turnstile"
+	gomysql "github.com/go-sql-driver/mysql"
+
 	"github.com/turnstilelock/turnstile/internal/testcerts"
+	"github.com/turnstilelock/turnstile/internal/urlcheck"
 )
 
 // FuzzParseURL: the mysql:// URL parser never panics and refuses what it
@@ -20,34 +20,22 @@ import (
 // accepts verifies the server over TLS, with no plain-text fallback.
 func FuzzParseURL(f *testing.F) {
 	c := testcerts.New(f)
-	for _, q := range []string{
-		"ca_file=" + c.CA, "ca_file=" + c.CA + "&server_name=db.example.com&tls=true", "ca_file=" + c.OtherCA + "&tls=false",
-		"cert_file=" + c.ClientCert + "&key_file=" + c.ClientKey, "cert_file=" + c.ClientCert, "key_file=" + c.ClientKey,
-		"ca_file=" + c.CA + "&tls=skip-verify", "server_name=h&tls=preferred", "ca_file=" + c.ClientKey, "server_name=a:b",
-		"password_file=" + c.CA, "ca_file=" + c.CA + "&conns=2",
-	} {
-		f.Add("mysql://u@h:3307/db?" + q)
-	}
-	for _, s := range []string{
+	seeds := urlcheck.TLSSeeds(c, []string{"mysql://u@h:3307/db?"},
+		"ca_file="+c.CA+"&server_name=db.example.com&tls=true", "ca_file="+c.OtherCA+"&tls=false",
+		"ca_file="+c.CA+"&tls=skip-verify", "server_name=h&tls=preferred", "ca_file="+c.CA+"&conns=2")
+	urlParser.Fuzz(f, append(seeds,
 		"mysql://u:p@127.0.0.1:3306/db", "mysql://u@h/db?conns=8&dial_timeout=1s&tls=skip-verify",
 		"mysql://u@[::1]:3306/db", "mysql://h/db", "mysql://u@h/", "mysql://u@h/a/b", "mysql://u@h:0/db",
 		"mysql://u@h/db?conns=0", "mysql://u@h/db?tls=maybe", "mysql://u@h/db?x=1", "mysql:opaque",
 		"mysql://u@h/db#f", "mysql://:p@h/db", "mysql://u@/db", "mysql://u@a]:1/db",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		u, err := url.Parse(raw)
-		if err != nil {
-			return // Open refuses it before any backend sees it
-		}
-		cfg, opts, err := parseURL(u)
-		if err != nil {
-			if !errors.Is(err, turnstile.ErrInvalidURL) {
-				t.Fatalf("parseURL(%q) = %v; want ErrInvalidURL", raw, err)
-			}
-			return
-		}
+	)...)
+}
+
+// urlParser reads mysql:// URLs for FuzzParseURL.
+var urlParser = urlcheck.Parser[*gomysql.Config, []Option, config]{
+	Parse: parseURL,
+	Apply: func(opts []Option) (c config, err error) { c = defaultConfig(); err = c.apply(opts); return },
+	Check: func(t *testing.T, raw string, u *url.URL, cfg *gomysql.Config, _ config) {
 		if q := u.Query(); q.Has("ca_file") || q.Has("cert_file") || q.Has("key_file") || q.Has("server_name") {
 			switch {
 			case cfg.TLS == nil || cfg.TLSConfig != "" || cfg.AllowFallbackToPlaintext:
@@ -58,39 +46,24 @@ func FuzzParseURL(f *testing.F) {
 				t.Fatalf("parseURL(%q): server name %q", raw, cfg.TLS.ServerName)
 			}
 		}
-		c := defaultConfig()
-		if err := c.apply(opts); err != nil {
-			t.Fatalf("parseURL(%q) accepted options that fail: %v", raw, err)
-		}
-		host, port, err := net.SplitHostPort(cfg.Addr)
-		if err != nil || host == "" || strings.ContainsAny(host, "[]") {
-			t.Fatalf("parseURL(%q): address %q is not host:port (%v)", raw, cfg.Addr, err)
-		}
-		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-			t.Fatalf("parseURL(%q): address %q has port %q", raw, cfg.Addr, port)
-		}
+		urlcheck.CheckHostPorts(t, raw, "address", cfg.Addr)
 		if cfg.User == "" || cfg.DBName == "" || strings.Contains(cfg.DBName, "/") {
 			t.Fatalf("parseURL(%q): user %q, database %q", raw, cfg.User, cfg.DBName)
 		}
+	},
+	Format: func(_ *url.URL, cfg *gomysql.Config, c config) string {
 		back := url.URL{Scheme: "mysql", Host: cfg.Addr, User: url.UserPassword(cfg.User, cfg.Passwd), Path: "/" + cfg.DBName}
 		q := url.Values{"conns": {strconv.Itoa(c.conns)}, "dial_timeout": {cfg.Timeout.String()}}
 		if cfg.TLSConfig != "" {
 			q.Set("tls", cfg.TLSConfig)
 		}
 		back.RawQuery = q.Encode()
-		cfg2, opts2, err := parseURL(&back)
-		if err != nil {
-			t.Fatalf("parseURL(%q) read settings that %q writes back, which it refuses: %v", raw, back.String(), err)
-		}
-		c2 := defaultConfig()
-		if err := c2.apply(opts2); err != nil {
-			t.Fatal(err)
-		}
-		if cfg.Addr != cfg2.Addr || cfg.User != cfg2.User || cfg.Passwd != cfg2.Passwd || cfg.DBName != cfg2.DBName ||
-			cfg.Timeout != cfg2.Timeout || cfg.TLSConfig != cfg2.TLSConfig || c.conns != c2.conns {
-			t.Fatalf("%q and its settings written back as %q parse differently", raw, back.String())
-		}
-	})
+		return back.String()
+	},
+	Differ: func(cfg *gomysql.Config, c config, cfg2 *gomysql.Config, c2 config) bool {
+		return cfg.Addr != cfg2.Addr || cfg.User != cfg2.User || cfg.Passwd != cfg2.Passwd || cfg.DBName != cfg2.DBName ||
+			cfg.Timeout != cfg2.Timeout || cfg.TLSConfig != cfg2.TLSConfig || c.conns != c2.conns
+	},
 }
 
 // FuzzLockName: a row's name fits 64 characters; a key that fits and

@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"testing"
 
+	gomysql "github.com/go-sql-driver/mysql"
+
 	"github.com/turnstilelock/turnstile/internal/redact/redacttest"
 	"github.com/turnstilelock/turnstile/internal/storeurl/storeurltest"
 )
@@ -31,9 +33,7 @@ func urlAddrs(u *url.URL) ([]string, error) {
 // FuzzPasswordFileRedacts: a password read from password_file reaches
 // the driver, and no error of the parser shows it, whatever else the
 // URL gets wrong.
-func FuzzPasswordFileRedacts(f *testing.F) {
-	redactChecks.FuzzPasswordFile(f, passwordFile)
-}
+func FuzzPasswordFileRedacts(f *testing.F) { redactChecks.FuzzPasswordFile(f, passwordFile) }
 
 // TestPasswordFileOpenRedacts: nor does any error of Open, the driver's
 // included.
@@ -43,10 +43,7 @@ var passwordFile = redacttest.PasswordFile{
 	URL: "mysql://u@127.0.0.1:1/db",
 	Extras: []string{"tls=false", "ca_file=/nonexistent", "cert_file=x", "server_name=bad%20name", "conns=0",
 		"password_file=/x", "tls=bogus", "ca_file=x&tls=skip-verify"},
-	Password: func(u *url.URL) (string, error) {
-		cfg, _, err := parseURL(u)
-		return cfg.Passwd, err
-	},
+	Password: redacttest.PasswordOf(parseURL, func(cfg *gomysql.Config) string { return cfg.Passwd }),
 }
 
 // TestAmbiguousUserinfo: a URL whose password holds an '@' and then a

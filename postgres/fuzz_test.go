@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"crypto/tls"
-	"errors"
 	"net/url"
 	"strconv"
 	"strings"
@@ -11,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/testcerts"
+	"github.com/turnstilelock/turnstile/internal/urlcheck"
 )
 
 // FuzzParseURL: the postgres:// URL parser never panics and refuses what
@@ -23,36 +22,24 @@ import (
 // verification.
 func FuzzParseURL(f *testing.F) {
 	c := testcerts.New(f)
-	for _, q := range []string{
-		"ca_file=" + c.CA, "ca_file=" + c.CA + "&server_name=db.example.com", "ca_file=" + c.OtherCA + "&sslmode=verify-full",
-		"cert_file=" + c.ClientCert + "&key_file=" + c.ClientKey, "cert_file=" + c.ClientCert, "key_file=" + c.ClientKey,
-		"ca_file=" + c.CA + "&sslmode=disable", "ca_file=" + c.CA + "&sslmode=prefer", "ca_file=" + c.CA + "&sslmode=require",
-		"ca_file=" + c.ClientKey, "server_name=a:b", "server_name=localhost&sslrootcert=" + c.CA, "ca_file=" + c.CA + "&ssl=true",
-		"sslmode=verify-full&sslrootcert=" + c.CA, "password_file=" + c.CA, "ca_file=" + c.CA + "&lock_conns=2",
-	} {
-		f.Add("postgres://u@h1,h2:5433/db?" + q)
-		f.Add("postgres://u@h/db?" + q)
-	}
-	for _, s := range []string{
+	seeds := urlcheck.TLSSeeds(c, []string{"postgres://u@h1,h2:5433/db?", "postgres://u@h/db?"},
+		"ca_file="+c.CA+"&server_name=db.example.com", "ca_file="+c.OtherCA+"&sslmode=verify-full",
+		"ca_file="+c.CA+"&sslmode=disable", "ca_file="+c.CA+"&sslmode=prefer", "ca_file="+c.CA+"&sslmode=require",
+		"server_name=localhost&sslrootcert="+c.CA, "ca_file="+c.CA+"&ssl=true",
+		"sslmode=verify-full&sslrootcert="+c.CA, "ca_file="+c.CA+"&lock_conns=2")
+	urlParser.Fuzz(f, append(seeds,
 		"postgres://u:p@127.0.0.1:5432/db", "postgresql://u@h/db?lock_conns=8&op_timeout=1s&sslmode=disable",
 		"postgres://u@[::1]:5432/db", "postgres://u@h/db?lock_conns=0", "postgres://u@h/db?lock_conns=2000",
 		"postgres://u@h/db?op_timeout=-1s", "postgres://u@h/db?lock_conns=1&lock_conns=2", "postgres:opaque",
 		"postgres://u@h/db#f", "postgres://u@h/db?sslmode=bogus", "postgres://u@h:0/db", "postgres://h1,h2/db",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		u, err := url.Parse(raw)
-		if err != nil {
-			return // Open refuses it before any backend sees it
-		}
-		connCfg, opts, err := parseURL(u)
-		if err != nil {
-			if !errors.Is(err, turnstile.ErrInvalidURL) {
-				t.Fatalf("parseURL(%q) = %v; want ErrInvalidURL", raw, err)
-			}
-			return
-		}
+	)...)
+}
+
+// urlParser reads postgres:// URLs for FuzzParseURL.
+var urlParser = urlcheck.Parser[*pgx.ConnConfig, []Option, config]{
+	Parse: parseURL,
+	Apply: func(opts []Option) (c config, err error) { c = defaultConfig(); err = c.apply(opts); return },
+	Check: func(t *testing.T, raw string, u *url.URL, connCfg *pgx.ConnConfig, c config) {
 		if connCfg == nil {
 			t.Fatalf("parseURL(%q): no connection config and no error", raw)
 		}
@@ -84,10 +71,6 @@ func FuzzParseURL(f *testing.F) {
 				}
 			}
 		}
-		c := defaultConfig()
-		if err := c.apply(opts); err != nil {
-			t.Fatalf("parseURL(%q) accepted options that fail: %v", raw, err)
-		}
 		q := u.Query()
 		if v := q.Get("lock_conns"); v != "" {
 			if n, _ := strconv.Atoi(v); n != c.conns {
@@ -99,7 +82,7 @@ func FuzzParseURL(f *testing.F) {
 				t.Fatalf("parseURL(%q): op timeout %v", raw, c.opTimeout)
 			}
 		}
-	})
+	},
 }
 
 type pgconnTLS struct {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/turnstilelock/turnstile/internal/redact/redacttest"
 	"github.com/turnstilelock/turnstile/internal/storeurl/storeurltest"
 )
@@ -45,9 +47,7 @@ func urlAddrs(u *url.URL) ([]string, error) {
 // FuzzPasswordFileRedacts: a password read from password_file reaches
 // pgx, and no error of the parser shows it, whatever else the URL gets
 // wrong.
-func FuzzPasswordFileRedacts(f *testing.F) {
-	redactChecks.FuzzPasswordFile(f, passwordFile)
-}
+func FuzzPasswordFileRedacts(f *testing.F) { redactChecks.FuzzPasswordFile(f, passwordFile) }
 
 // TestPasswordFileOpenRedacts: nor does any error of Open, the driver's
 // included.
@@ -57,13 +57,7 @@ var passwordFile = redacttest.PasswordFile{
 	URL: "postgres://u@127.0.0.1:1/db",
 	Extras: []string{"sslmode=disable", "ca_file=/nonexistent", "cert_file=x", "server_name=bad%20name", "lock_conns=0",
 		"password_file=/x", "sslmode=bogus", "ca_file=x&sslmode=prefer"},
-	Password: func(u *url.URL) (string, error) {
-		cfg, _, err := parseURL(u)
-		if err != nil {
-			return "", err
-		}
-		return cfg.Password, nil
-	},
+	Password: redacttest.PasswordOf(parseURL, func(cfg *pgx.ConnConfig) string { return cfg.Password }),
 }
 
 // TestURLHostParam: without a host in the URL, libpq's host parameter

@@ -2,8 +2,6 @@ package redis
 
 import (
 	"crypto/tls"
-	"errors"
-	"net"
 	"net/url"
 	"slices"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 	"github.com/turnstilelock/turnstile/internal/rediskeys"
 	"github.com/turnstilelock/turnstile/internal/storeurl"
 	"github.com/turnstilelock/turnstile/internal/testcerts"
+	"github.com/turnstilelock/turnstile/internal/urlcheck"
 )
 
 // FuzzParseURL: the URL parser (redis://, rediss://, redis+sentinel://,
@@ -24,18 +23,14 @@ import (
 // usable addresses, and the URL written back from the settings it read
 // parses to the same settings.
 func FuzzParseURL(f *testing.F) {
-	certs := testcerts.New(f)
-	tlsQuery := "ca_file=" + url.QueryEscape(certs.CA) + "&cert_file=" + url.QueryEscape(certs.ClientCert) + "&key_file=" + url.QueryEscape(certs.ClientKey)
-	for _, s := range []string{
-		"rediss://u:p@h:1?" + tlsQuery, "redis://h1:1,h2:2?" + tlsQuery + "&server_name=localhost",
-		"rediss://h?ca_file=" + url.QueryEscape(certs.CA) + "&server_name=10.0.0.1", "rediss://h?server_name=a",
-		"redis://h?cert_file=" + url.QueryEscape(certs.ClientCert), "rediss://h?ca_file=" + url.QueryEscape(certs.ClientKey),
+	ca, cert, key := urlcheck.QueryFiles(testcerts.New(f))
+	tlsQuery := "ca_file=" + ca + "&cert_file=" + cert + "&key_file=" + key
+	urlParser.Fuzz(f,
+		"rediss://u:p@h:1?"+tlsQuery, "redis://h1:1,h2:2?"+tlsQuery+"&server_name=localhost",
+		"rediss://h?ca_file="+ca+"&server_name=10.0.0.1", "rediss://h?server_name=a",
+		"redis://h?cert_file="+cert, "rediss://h?ca_file="+key,
 		"redis://h?server_name=a%20b", "rediss://h?ca_file=", "redis://u@h?password_file=/nonexistent",
-		"rediss://[::1]:6380?server_name=::1&ca_file=" + url.QueryEscape(certs.CA),
-	} {
-		f.Add(s)
-	}
-	for _, s := range []string{
+		"rediss://[::1]:6380?server_name=::1&ca_file="+ca,
 		"redis://127.0.0.1:6379", "rediss://u:p@host:1/2?prefix=app:&fence_grace=1s",
 		"redis://[::1]:6379", "redis://h1:1,h2:2,[::1]:3", "redis://", "redis:///3",
 		"redis://h?dial_timeout=1s&flush_delay=0&protocol=2", "redis://h?prefix=a{b",
@@ -48,21 +43,14 @@ func FuzzParseURL(f *testing.F) {
 		"rediss+sentinel://u:p@s1,s2/m?server_name=x", "redis+sentinel://s1", "redis+sentinel://s1/", "redis+sentinel://s1/m/x",
 		"redis+sentinel://s1/m%20n", "redis+sentinel://s1/m/1/2", "redis+sentinel://s1/m?sentinel_auth=other", "redis?sentinel://h",
 		"REDIS+SENTINEL://S/M", "redis+sentinel://s1/m?wait_replicas=1&wait_timeout=0s",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		u, err := url.Parse(raw)
-		if err != nil {
-			return // Open refuses it before any backend sees it
-		}
-		opt, opts, err := parseURL(u)
-		if err != nil {
-			if !errors.Is(err, turnstile.ErrInvalidURL) {
-				t.Fatalf("parseURL(%q) = %v; want ErrInvalidURL", raw, err)
-			}
-			return
-		}
+	)
+}
+
+// urlParser reads the URLs of FuzzParseURL.
+var urlParser = urlcheck.Parser[rueidis.ClientOption, []Option, config]{
+	Parse: parseURL,
+	Apply: func(opts []Option) (c config, err error) { c = defaultConfig(); err = c.apply(opts); return },
+	Check: func(t *testing.T, raw string, u *url.URL, opt rueidis.ClientOption, cfg config) {
 		scheme := strings.ToLower(u.Scheme)
 		if !slices.Contains([]string{"redis", "rediss", "redis+sentinel", "rediss+sentinel"}, scheme) {
 			t.Fatalf("parseURL(%q) accepted scheme %q", raw, u.Scheme)
@@ -71,44 +59,12 @@ func FuzzParseURL(f *testing.F) {
 		if sentinel != (opt.Sentinel.MasterSet != "") {
 			t.Fatalf("parseURL(%q): scheme %q, master set %q", raw, scheme, opt.Sentinel.MasterSet)
 		}
-		checkAddrs(t, raw, opt.InitAddress)
-		cfg := defaultConfig()
-		if err := cfg.apply(opts); err != nil {
-			t.Fatalf("parseURL(%q) accepted options that fail: %v", raw, err)
+		if len(opt.InitAddress) == 0 {
+			t.Fatalf("%q: no addresses", raw)
 		}
-		back := formatURL(scheme, opt, cfg, u.Query())
-		u2, err := url.Parse(back)
-		if err != nil {
-			t.Fatalf("parseURL(%q) read settings that %q writes back, which does not parse: %v", raw, back, err)
-		}
-		opt2, opts2, err := parseURL(u2)
-		if err != nil {
-			t.Fatalf("parseURL(%q) read settings that %q writes back, which it refuses: %v", raw, back, err)
-		}
-		cfg2 := defaultConfig()
-		if err := cfg2.apply(opts2); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(opt.InitAddress, opt2.InitAddress) || opt.Username != opt2.Username ||
-			opt.Password != opt2.Password || opt.SelectDB != opt2.SelectDB ||
-			opt.Dialer.Timeout != opt2.Dialer.Timeout || opt.MaxFlushDelay != opt2.MaxFlushDelay ||
-			opt.AlwaysRESP2 != opt2.AlwaysRESP2 || (opt.TLSConfig == nil) != (opt2.TLSConfig == nil) ||
-			cfg.prefix != cfg2.prefix || cfg.grace != cfg2.grace || cfg.wait != cfg2.wait ||
-			opt.Sentinel.MasterSet != opt2.Sentinel.MasterSet || opt.Sentinel.Username != opt2.Sentinel.Username ||
-			opt.Sentinel.Password != opt2.Sentinel.Password || (opt.Sentinel.TLSConfig == nil) != (opt2.Sentinel.TLSConfig == nil) {
-			t.Fatalf("%q and its settings written back as %q parse differently", raw, back)
-		}
-		if opt.TLSConfig != nil && opt.TLSConfig.ServerName != opt2.TLSConfig.ServerName {
-			t.Fatalf("%q: TLS server name %q, written back as %q: %q", raw, opt.TLSConfig.ServerName, back, opt2.TLSConfig.ServerName)
-		}
-		if tl := opt.TLSConfig; tl != nil {
-			if tl.InsecureSkipVerify || tl.MinVersion < tls.VersionTLS12 || opt.DialCtxFn == nil {
-				t.Fatalf("%q: TLS without verification, below 1.2, or dialled without hints", raw)
-			}
-			if (tl.RootCAs == nil) != (opt2.TLSConfig.RootCAs == nil) || tl.RootCAs != nil && !tl.RootCAs.Equal(opt2.TLSConfig.RootCAs) ||
-				len(tl.Certificates) != len(opt2.TLSConfig.Certificates) {
-				t.Fatalf("%q and its settings written back as %q trust or present different certificates", raw, back)
-			}
+		urlcheck.CheckHostPorts(t, raw, "address", opt.InitAddress...)
+		if tl := opt.TLSConfig; tl != nil && (tl.InsecureSkipVerify || tl.MinVersion < tls.VersionTLS12 || opt.DialCtxFn == nil) {
+			t.Fatalf("%q: TLS without verification, below 1.2, or dialled without hints", raw)
 		}
 		if cfg.wait.replicas > 0 && len(opt.InitAddress) > 1 && !sentinel {
 			t.Fatalf("%q: wait replicas accepted on a Redis Cluster", raw)
@@ -116,38 +72,27 @@ func FuzzParseURL(f *testing.F) {
 		if sentinel && (opt.TLSConfig == nil) != (opt.Sentinel.TLSConfig == nil) {
 			t.Fatalf("%q: TLS to the data nodes is %v, to the Sentinels %v", raw, opt.TLSConfig != nil, opt.Sentinel.TLSConfig != nil)
 		}
-		if strings.HasPrefix(scheme, "rediss") != (opt.TLSConfig != nil) && !tlsParamGiven(u.Query()) {
+		if strings.HasPrefix(scheme, "rediss") != (opt.TLSConfig != nil) && !urlcheck.TLSParamGiven(u.Query()) {
 			t.Fatalf("%q: TLS on is %v", raw, opt.TLSConfig != nil)
 		}
-	})
-}
-
-// checkAddrs fails t unless every address is host:port with a host and a
-// port in [1, 65535].
-func checkAddrs(t *testing.T, raw string, addrs []string) {
-	t.Helper()
-	if len(addrs) == 0 {
-		t.Fatalf("%q: no addresses", raw)
-	}
-	for _, a := range addrs {
-		host, port, err := net.SplitHostPort(a)
-		if err != nil || host == "" {
-			t.Fatalf("%q: address %q is not host:port (%v)", raw, a, err)
-		}
-		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-			t.Fatalf("%q: address %q has port %q", raw, a, port)
-		}
-	}
-}
-
-// tlsParamGiven reports whether q sets one of the TLS parameters.
-func tlsParamGiven(q url.Values) bool {
-	for _, p := range storeurl.TLSParamNames {
-		if q.Has(p) {
-			return true
-		}
-	}
-	return false
+	},
+	Format: func(u *url.URL, opt rueidis.ClientOption, cfg config) string {
+		return formatURL(strings.ToLower(u.Scheme), opt, cfg, u.Query())
+	},
+	// The TLS settings differ where one trusts or presents different
+	// certificates, or verifies the server under another name.
+	Differ: func(opt rueidis.ClientOption, cfg config, opt2 rueidis.ClientOption, cfg2 config) bool {
+		tl, tl2 := opt.TLSConfig, opt2.TLSConfig
+		return !slices.Equal(opt.InitAddress, opt2.InitAddress) || opt.Username != opt2.Username ||
+			opt.Password != opt2.Password || opt.SelectDB != opt2.SelectDB ||
+			opt.Dialer.Timeout != opt2.Dialer.Timeout || opt.MaxFlushDelay != opt2.MaxFlushDelay ||
+			opt.AlwaysRESP2 != opt2.AlwaysRESP2 || (tl == nil) != (tl2 == nil) ||
+			cfg.prefix != cfg2.prefix || cfg.grace != cfg2.grace || cfg.wait != cfg2.wait ||
+			opt.Sentinel.MasterSet != opt2.Sentinel.MasterSet || opt.Sentinel.Username != opt2.Sentinel.Username ||
+			opt.Sentinel.Password != opt2.Sentinel.Password || (opt.Sentinel.TLSConfig == nil) != (opt2.Sentinel.TLSConfig == nil) ||
+			tl != nil && (tl.ServerName != tl2.ServerName || (tl.RootCAs == nil) != (tl2.RootCAs == nil) ||
+				tl.RootCAs != nil && !tl.RootCAs.Equal(tl2.RootCAs) || len(tl.Certificates) != len(tl2.Certificates))
+	},
 }
 
 // formatURL writes the settings parseURL read as a URL, with the TLS

@@ -8,10 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/rueidis"
+
 	"github.com/turnstilelock/turnstile/internal/testcerts"
 
 	"github.com/turnstilelock/turnstile/internal/redact/redacttest"
 	"github.com/turnstilelock/turnstile/internal/storeurl/storeurltest"
+	"github.com/turnstilelock/turnstile/internal/urlcheck"
 )
 
 // redactChecks: no error of the parser (FuzzParseURLRedacts) or of Open,
@@ -46,57 +49,27 @@ func urlAddrs(u *url.URL) ([]string, error) {
 // or the system's roots, under server_name or the host; the client
 // certificate presented when cert_file and key_file name one.
 func TestURLTLS(t *testing.T) {
-	certs := testcerts.New(t)
-	ca, cert, key := url.QueryEscape(certs.CA), url.QueryEscape(certs.ClientCert), url.QueryEscape(certs.ClientKey)
-	for _, c := range []struct {
-		raw        string
-		tls        bool
-		serverName string
-		ownCA      bool
-		clientCert bool
-	}{
-		{raw: "redis://h:1"},
-		{raw: "redis://h1:1,h2:2/0?prefix=x"},
-		{raw: "rediss://h:1", tls: true, serverName: "h"},
-		{raw: "REDISS://h:1", tls: true, serverName: "h"},
-		{raw: "rediss://h1:1,h2:2", tls: true},
-		{raw: "redis://h:1?ca_file=" + ca, tls: true, serverName: "h", ownCA: true},
-		{raw: "redis://h:1?server_name=other.example", tls: true, serverName: "other.example"},
-		{raw: "rediss://h1:1,h2:2?server_name=10.1.2.3", tls: true, serverName: "10.1.2.3"},
-		{raw: "rediss://[::1]:1?ca_file=" + ca, tls: true, serverName: "::1", ownCA: true},
-		{raw: "redis://h1:1,h2:2?cert_file=" + cert + "&key_file=" + key, tls: true, clientCert: true},
-		{raw: "rediss://u:p@h:1/2?ca_file=" + ca + "&cert_file=" + cert + "&key_file=" + key + "&server_name=localhost", tls: true, serverName: "localhost", ownCA: true, clientCert: true},
-	} {
-		u, err := url.Parse(c.raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opt, _, err := parseURL(u)
-		if err != nil {
-			t.Errorf("parseURL(%s): %v", c.raw, err)
-			continue
-		}
-		cfg := opt.TLSConfig
-		if (cfg != nil) != c.tls || (opt.DialCtxFn != nil) != c.tls {
-			t.Errorf("parseURL(%s): TLS %v, dial hook %v; want TLS %v", c.raw, cfg != nil, opt.DialCtxFn != nil, c.tls)
-			continue
-		}
-		if cfg == nil {
-			continue
-		}
-		if cfg.InsecureSkipVerify || cfg.MinVersion != tls.VersionTLS12 {
-			t.Errorf("parseURL(%s): InsecureSkipVerify %v, MinVersion %x", c.raw, cfg.InsecureSkipVerify, cfg.MinVersion)
-		}
-		if cfg.ServerName != c.serverName {
-			t.Errorf("parseURL(%s): ServerName %q, want %q", c.raw, cfg.ServerName, c.serverName)
-		}
-		if (cfg.RootCAs != nil) != c.ownCA {
-			t.Errorf("parseURL(%s): own roots %v, want %v", c.raw, cfg.RootCAs != nil, c.ownCA)
-		}
-		if (len(cfg.Certificates) == 1) != c.clientCert {
-			t.Errorf("parseURL(%s): %d client certificates", c.raw, len(cfg.Certificates))
-		}
-	}
+	ca, cert, key := urlcheck.QueryFiles(testcerts.New(t))
+	urlcheck.CheckTLS(t, urlTLS, []urlcheck.TLSCase{
+		{Raw: "redis://h:1"},
+		{Raw: "redis://h1:1,h2:2/0?prefix=x"},
+		{Raw: "rediss://h:1", TLS: true, ServerName: "h"},
+		{Raw: "REDISS://h:1", TLS: true, ServerName: "h"},
+		{Raw: "rediss://h1:1,h2:2", TLS: true},
+		{Raw: "redis://h:1?ca_file=" + ca, TLS: true, ServerName: "h", OwnCA: true},
+		{Raw: "redis://h:1?server_name=other.example", TLS: true, ServerName: "other.example"},
+		{Raw: "rediss://h1:1,h2:2?server_name=10.1.2.3", TLS: true, ServerName: "10.1.2.3"},
+		{Raw: "rediss://[::1]:1?ca_file=" + ca, TLS: true, ServerName: "::1", OwnCA: true},
+		{Raw: "redis://h1:1,h2:2?cert_file=" + cert + "&key_file=" + key, TLS: true, ClientCert: true},
+		{Raw: "rediss://u:p@h:1/2?ca_file=" + ca + "&cert_file=" + cert + "&key_file=" + key + "&server_name=localhost", TLS: true, ServerName: "localhost", OwnCA: true, ClientCert: true},
+	})
+}
+
+// urlTLS is the TLS configuration that parseURL reads from u, and whether
+// the client dials through a hook of its own.
+func urlTLS(u *url.URL) (*tls.Config, bool, error) {
+	opt, _, err := parseURL(u)
+	return opt.TLSConfig, opt.DialCtxFn != nil, err
 }
 
 // TestURLPasswordFile: password_file gives the password, with the user
@@ -130,9 +103,7 @@ func TestURLPasswordFile(t *testing.T) {
 // FuzzPasswordFileRedacts: a password read from password_file reaches
 // the client, and no error of the parser shows it, whatever else the URL
 // gets wrong.
-func FuzzPasswordFileRedacts(f *testing.F) {
-	redactChecks.FuzzPasswordFile(f, passwordFile)
-}
+func FuzzPasswordFileRedacts(f *testing.F) { redactChecks.FuzzPasswordFile(f, passwordFile) }
 
 // TestPasswordFileOpenRedacts: nor does any error of Open.
 func TestPasswordFileOpenRedacts(t *testing.T) { redactChecks.CheckPasswordFileOpen(t, passwordFile) }
@@ -141,10 +112,7 @@ var passwordFile = redacttest.PasswordFile{
 	URL: "rediss://locker@127.0.0.1:1/0",
 	Extras: []string{"ca_file=/nonexistent", "cert_file=x", "server_name=a%20b", "x=1", "prefix=%7B",
 		"password_file=/etc/hostname", "dial_timeout=1s&protocol=4", "protocol=2"},
-	Password: func(u *url.URL) (string, error) {
-		opt, _, err := parseURL(u)
-		return opt.Password, err
-	},
+	Password: redacttest.PasswordOf(parseURL, func(opt rueidis.ClientOption) string { return opt.Password }),
 }
 
 // TestAmbiguousUserinfo: a URL whose password holds an '@' and then a

@@ -2,8 +2,6 @@ package redlock
 
 import (
 	"crypto/tls"
-	"errors"
-	"net"
 	"net/url"
 	"slices"
 	"strconv"
@@ -11,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/redis/rueidis"
-	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/internal/storeurl"
 	"github.com/turnstilelock/turnstile/internal/testcerts"
+	"github.com/turnstilelock/turnstile/internal/urlcheck"
 )
 
 // FuzzParseURL: the redlock:// URL parser never panics and refuses what it
@@ -21,96 +19,62 @@ import (
 // per node, and the URL written back from the settings it read parses to
 // the same settings.
 func FuzzParseURL(f *testing.F) {
-	certs := testcerts.New(f)
-	ca, cert, key := url.QueryEscape(certs.CA), url.QueryEscape(certs.ClientCert), url.QueryEscape(certs.ClientKey)
-	for _, s := range []string{
-		"redlock://u:p@h1,h2,h3?ca_file=" + ca + "&cert_file=" + cert + "&key_file=" + key,
+	ca, cert, key := urlcheck.QueryFiles(testcerts.New(f))
+	urlParser.Fuzz(f,
+		"redlock://u:p@h1,h2,h3?ca_file="+ca+"&cert_file="+cert+"&key_file="+key,
 		"redlock://h1,h2?tls=on", "redlock://h1,h2?tls=off", "redlock://h1?tls=TRUE&server_name=localhost",
-		"redlock://h1?tls=off&ca_file=" + ca, "redlock://h1?tls=maybe", "redlock://h1?key_file=" + key,
-		"redlock://h1?server_name=a%20b", "redlock://h1?ca_file=" + key, "redlock://u@h1?password_file=/nonexistent",
-	} {
-		f.Add(s)
-	}
-	for _, s := range []string{
+		"redlock://h1?tls=off&ca_file="+ca, "redlock://h1?tls=maybe", "redlock://h1?key_file="+key,
+		"redlock://h1?server_name=a%20b", "redlock://h1?ca_file="+key, "redlock://u@h1?password_file=/nonexistent",
 		"redlock://h1:1,h2:2,h3:3", "redlock://[::1]:6379", "redlock://[::1]", "redlock://[fe80::1%25eth0]:7",
 		"redlock://u:p@h1,h2/3?node_timeout=50ms&quarantine=0s&fencing=off&prefix=app:&fence_grace=1s&dial_timeout=1s&flush_delay=0",
 		"redlock://", "redlock://h1,,h2", "redlock://:1", "redlock://h:0", "redlock://h:x", "redlock://h/-1",
 		"redlock://h?fencing=maybe", "redlock://h?prefix=a{b", "redlock://h?node_timeout=1ns", "redlock://h#f",
 		"redlock:opaque", "redlock://h?x=1", "redlock://h1:1,[::1]:2", "redlock://a]:1", "redlock://h?fence_grace=x",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		u, err := url.Parse(raw)
-		if err != nil {
-			return // Open refuses it before any backend sees it
-		}
-		addrs, opt, opts, err := parseURL(u)
-		if err != nil {
-			if !errors.Is(err, turnstile.ErrInvalidURL) {
-				t.Fatalf("parseURL(%q) = %v; want ErrInvalidURL", raw, err)
-			}
-			return
-		}
-		if n := strings.Count(u.Host, ",") + 1; len(addrs) != n {
-			t.Fatalf("parseURL(%q) = %q: %d addresses for %d nodes", raw, addrs, len(addrs), n)
-		}
-		for _, a := range addrs {
-			host, port, err := net.SplitHostPort(a)
-			if err != nil || host == "" || strings.ContainsAny(host, "[]") {
-				t.Fatalf("parseURL(%q): node address %q is not host:port (%v)", raw, a, err)
-			}
-			if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-				t.Fatalf("parseURL(%q): node address %q has port %q", raw, a, port)
-			}
-		}
-		cfg := defaultConfig()
-		if err := cfg.apply(opts); err != nil {
-			t.Fatalf("parseURL(%q) accepted options that fail: %v", raw, err)
-		}
-		back := formatURL(addrs, opt, cfg, u.Query())
-		u2, err := url.Parse(back)
-		if err != nil {
-			t.Fatalf("parseURL(%q) read settings that %q writes back, which does not parse: %v", raw, back, err)
-		}
-		addrs2, opt2, opts2, err := parseURL(u2)
-		if err != nil {
-			t.Fatalf("parseURL(%q) read settings that %q writes back, which it refuses: %v", raw, back, err)
-		}
-		cfg2 := defaultConfig()
-		if err := cfg2.apply(opts2); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(addrs, addrs2) || opt.Username != opt2.Username || opt.Password != opt2.Password ||
-			opt.SelectDB != opt2.SelectDB || opt.Dialer.Timeout != opt2.Dialer.Timeout ||
-			opt.MaxFlushDelay != opt2.MaxFlushDelay || cfg.nodeTimeout != cfg2.nodeTimeout ||
-			cfg.quarantine != cfg2.quarantine || cfg.fencing != cfg2.fencing || len(cfg.nodeOpts) != len(cfg2.nodeOpts) {
-			t.Fatalf("%q and its settings written back as %q parse differently", raw, back)
-		}
-		q := u.Query()
-		// An accepted tls= is on or off.
-		wantTLS := tlsParamGiven(q) || q.Has("tls") && !isOff(q.Get("tls"))
-		if (opt.TLSConfig != nil) != wantTLS || (opt2.TLSConfig != nil) != wantTLS || (opt.DialCtxFn != nil) != wantTLS {
-			t.Fatalf("%q: TLS %v, written back as %q: %v; want %v", raw, opt.TLSConfig != nil, back, opt2.TLSConfig != nil, wantTLS)
-		}
-		if tl, tl2 := opt.TLSConfig, opt2.TLSConfig; tl != nil {
-			if tl.InsecureSkipVerify || tl.MinVersion < tls.VersionTLS12 || tl.ServerName != q.Get("server_name") ||
-				tl.ServerName != tl2.ServerName || (tl.RootCAs == nil) != (tl2.RootCAs == nil) ||
-				tl.RootCAs != nil && !tl.RootCAs.Equal(tl2.RootCAs) || len(tl.Certificates) != len(tl2.Certificates) {
-				t.Fatalf("%q and its settings written back as %q make different or unverified TLS", raw, back)
-			}
-		}
-	})
+	)
 }
 
-// tlsParamGiven reports whether q sets one of the TLS parameters.
-func tlsParamGiven(q url.Values) bool {
-	for _, p := range storeurl.TLSParamNames {
-		if q.Has(p) {
-			return true
+// nodes is what parseURL reads for the nodes' clients: their addresses
+// and the options they share.
+type nodes struct {
+	addrs []string
+	opt   rueidis.ClientOption
+}
+
+// urlParser reads redlock:// URLs for FuzzParseURL.
+var urlParser = urlcheck.Parser[nodes, []Option, config]{
+	Parse: func(u *url.URL) (nodes, []Option, error) {
+		addrs, opt, opts, err := parseURL(u)
+		return nodes{addrs, opt}, opts, err
+	},
+	Apply: func(opts []Option) (c config, err error) { c = defaultConfig(); err = c.apply(opts); return },
+	Check: func(t *testing.T, raw string, u *url.URL, n nodes, _ config) {
+		if want := strings.Count(u.Host, ",") + 1; len(n.addrs) != want {
+			t.Fatalf("parseURL(%q) = %q: %d addresses for %d nodes", raw, n.addrs, len(n.addrs), want)
 		}
-	}
-	return false
+		urlcheck.CheckHostPorts(t, raw, "node address", n.addrs...)
+		q := u.Query()
+		// An accepted tls= is on or off.
+		wantTLS := urlcheck.TLSParamGiven(q) || q.Has("tls") && !isOff(q.Get("tls"))
+		if (n.opt.TLSConfig != nil) != wantTLS || (n.opt.DialCtxFn != nil) != wantTLS {
+			t.Fatalf("%q: TLS %v, dial hook %v; want %v", raw, n.opt.TLSConfig != nil, n.opt.DialCtxFn != nil, wantTLS)
+		}
+		if tl := n.opt.TLSConfig; tl != nil && (tl.InsecureSkipVerify || tl.MinVersion < tls.VersionTLS12 || tl.ServerName != q.Get("server_name")) {
+			t.Fatalf("%q makes unverified TLS, or TLS under another server name", raw)
+		}
+	},
+	Format: func(u *url.URL, n nodes, cfg config) string { return formatURL(n.addrs, n.opt, cfg, u.Query()) },
+	// The TLS settings differ where one trusts or presents different
+	// certificates, or verifies the servers under another name.
+	Differ: func(n nodes, cfg config, n2 nodes, cfg2 config) bool {
+		opt, opt2 := n.opt, n2.opt
+		tl, tl2 := opt.TLSConfig, opt2.TLSConfig
+		return !slices.Equal(n.addrs, n2.addrs) || opt.Username != opt2.Username || opt.Password != opt2.Password ||
+			opt.SelectDB != opt2.SelectDB || opt.Dialer.Timeout != opt2.Dialer.Timeout ||
+			opt.MaxFlushDelay != opt2.MaxFlushDelay || cfg.nodeTimeout != cfg2.nodeTimeout ||
+			cfg.quarantine != cfg2.quarantine || cfg.fencing != cfg2.fencing || len(cfg.nodeOpts) != len(cfg2.nodeOpts) ||
+			(tl == nil) != (tl2 == nil) || tl != nil && (tl.ServerName != tl2.ServerName || (tl.RootCAs == nil) != (tl2.RootCAs == nil) ||
+			tl.RootCAs != nil && !tl.RootCAs.Equal(tl2.RootCAs) || len(tl.Certificates) != len(tl2.Certificates))
+	},
 }
 
 // isOff reports whether v says off.

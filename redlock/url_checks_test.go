@@ -14,6 +14,7 @@ import (
 
 	"github.com/turnstilelock/turnstile/internal/redact/redacttest"
 	"github.com/turnstilelock/turnstile/internal/storeurl/storeurltest"
+	"github.com/turnstilelock/turnstile/internal/urlcheck"
 )
 
 // redactChecks: no error of the parser (FuzzParseURLRedacts) or of Open,
@@ -45,46 +46,16 @@ func urlAddrs(u *url.URL) ([]string, error) {
 // certificate presented when cert_file and key_file name one; tls=off
 // with a TLS parameter refused, naming it.
 func TestURLTLS(t *testing.T) {
-	certs := testcerts.New(t)
-	ca, cert, key := url.QueryEscape(certs.CA), url.QueryEscape(certs.ClientCert), url.QueryEscape(certs.ClientKey)
-	for _, c := range []struct {
-		raw        string
-		tls        bool
-		serverName string
-		ownCA      bool
-		clientCert bool
-	}{
-		{raw: "redlock://h1,h2,h3"},
-		{raw: "redlock://h1,h2,h3?tls=off"},
-		{raw: "redlock://h1,h2,h3?tls=on", tls: true},
-		{raw: "redlock://h1,h2,h3?tls=1", tls: true},
-		{raw: "redlock://h1?ca_file=" + ca, tls: true, ownCA: true},
-		{raw: "redlock://h1,h2?tls=on&server_name=redis.example", tls: true, serverName: "redis.example"},
-		{raw: "redlock://u:p@h1,h2,h3/1?ca_file=" + ca + "&cert_file=" + cert + "&key_file=" + key + "&tls=on", tls: true, ownCA: true, clientCert: true},
-	} {
-		u, err := url.Parse(c.raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, opt, _, err := parseURL(u)
-		if err != nil {
-			t.Errorf("parseURL(%s): %v", c.raw, err)
-			continue
-		}
-		cfg := opt.TLSConfig
-		if (cfg != nil) != c.tls || (opt.DialCtxFn != nil) != c.tls {
-			t.Errorf("parseURL(%s): TLS %v, dial hook %v; want TLS %v", c.raw, cfg != nil, opt.DialCtxFn != nil, c.tls)
-			continue
-		}
-		if cfg == nil {
-			continue
-		}
-		if cfg.InsecureSkipVerify || cfg.MinVersion != tls.VersionTLS12 || cfg.ServerName != c.serverName ||
-			(cfg.RootCAs != nil) != c.ownCA || (len(cfg.Certificates) == 1) != c.clientCert {
-			t.Errorf("parseURL(%s): InsecureSkipVerify %v, MinVersion %x, ServerName %q, own roots %v, %d client certificates",
-				c.raw, cfg.InsecureSkipVerify, cfg.MinVersion, cfg.ServerName, cfg.RootCAs != nil, len(cfg.Certificates))
-		}
-	}
+	ca, cert, key := urlcheck.QueryFiles(testcerts.New(t))
+	urlcheck.CheckTLS(t, urlTLS, []urlcheck.TLSCase{
+		{Raw: "redlock://h1,h2,h3"},
+		{Raw: "redlock://h1,h2,h3?tls=off"},
+		{Raw: "redlock://h1,h2,h3?tls=on", TLS: true},
+		{Raw: "redlock://h1,h2,h3?tls=1", TLS: true},
+		{Raw: "redlock://h1?ca_file=" + ca, TLS: true, OwnCA: true},
+		{Raw: "redlock://h1,h2?tls=on&server_name=redis.example", TLS: true, ServerName: "redis.example"},
+		{Raw: "redlock://u:p@h1,h2,h3/1?ca_file=" + ca + "&cert_file=" + cert + "&key_file=" + key + "&tls=on", TLS: true, OwnCA: true, ClientCert: true},
+	})
 	for raw, want := range map[string]string{
 		"redlock://h1?tls=off&ca_file=" + ca:                  "ca_file needs TLS",
 		"redlock://h1?tls=0&server_name=x&cert_file=" + cert:  "cert_file, server_name need TLS",
@@ -107,6 +78,13 @@ func TestURLTLS(t *testing.T) {
 	}
 }
 
+// urlTLS is the TLS configuration that parseURL reads from u for every
+// node, and whether the clients dial through a hook of their own.
+func urlTLS(u *url.URL) (*tls.Config, bool, error) {
+	_, opt, _, err := parseURL(u)
+	return opt.TLSConfig, opt.DialCtxFn != nil, err
+}
+
 // TestURLPasswordFile: password_file gives the password of every node.
 func TestURLPasswordFile(t *testing.T) {
 	pw := filepath.Join(t.TempDir(), "pw")
@@ -126,9 +104,7 @@ func TestURLPasswordFile(t *testing.T) {
 // FuzzPasswordFileRedacts: a password read from password_file reaches
 // every node's client, and no error of the parser shows it, whatever
 // else the URL gets wrong.
-func FuzzPasswordFileRedacts(f *testing.F) {
-	redactChecks.FuzzPasswordFile(f, passwordFile)
-}
+func FuzzPasswordFileRedacts(f *testing.F) { redactChecks.FuzzPasswordFile(f, passwordFile) }
 
 // TestPasswordFileOpenRedacts: nor does any error of Open.
 func TestPasswordFileOpenRedacts(t *testing.T) { redactChecks.CheckPasswordFileOpen(t, passwordFile) }

@@ -2,15 +2,12 @@ package zookeeper
 
 import (
 	"crypto/tls"
-	"errors"
-	"net"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/internal/urlcheck"
 )
 
 // FuzzParseURL: the zookeeper:// URL parser never panics and refuses what
@@ -19,7 +16,7 @@ import (
 // with both a user and a password, or none), and the URL written back from
 // the settings it read parses to the same settings.
 func FuzzParseURL(f *testing.F) {
-	for _, s := range []string{
+	urlParser.Fuzz(f,
 		"zookeeper://127.0.0.1:2181", "zookeeper://h1,h2:2/app?session_timeout=10s", "zookeeper://[::1]:2181",
 		"zookeeper://", "zookeeper://h1,,h2", "zookeeper://:1", "zookeeper://h:0", "zookeeper://h/a/../b",
 		"zookeeper://h//", "zookeeper://h?session_timeout=1ns", "zookeeper://u:p@h", "zookeeper://h?x=1",
@@ -29,77 +26,54 @@ func FuzzParseURL(f *testing.F) {
 		"zookeeper://h?tls=on", "zookeeper://h?tls=off", "zookeeper://h?tls=1&server_name=localhost", "zookeeper://h?tls=off&server_name=x",
 		"zookeeper://h?ca_file=/nonexistent", "zookeeper://h?cert_file=a", "zookeeper://h?server_name=a%20b", "zookeeper://h?tls=",
 		"zookeeper://h?dial_timeout=2s", "zookeeper://h?dial_timeout=0s", "zookeeper://h?dial_timeout=-1s", "zookeeper://h?dial_timeout=x",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		u, err := url.Parse(raw)
-		if err != nil {
-			return // Open refuses it before any backend sees it
-		}
-		servers, opts, err := parseURL(u)
-		if err != nil {
-			if !errors.Is(err, turnstile.ErrInvalidURL) {
-				t.Fatalf("parseURL(%q) = %v; want ErrInvalidURL", raw, err)
-			}
-			return
-		}
-		cfg := config{timeout: DefaultSessionTimeout, dialTimeout: DefaultDialTimeout, root: DefaultRoot}
-		for _, o := range opts {
-			if err := o(&cfg); err != nil {
-				t.Fatalf("parseURL(%q) accepted an option that Dial refuses: %v", raw, err)
-			}
-		}
-		for _, s := range servers {
-			host, port, err := net.SplitHostPort(s)
-			if err != nil || host == "" || strings.ContainsAny(host, "[]") {
-				t.Fatalf("parseURL(%q): server %q is not host:port (%v)", raw, s, err)
-			}
-			if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-				t.Fatalf("parseURL(%q): server %q has port %q", raw, s, port)
-			}
-		}
+	)
+}
+
+// urlParser reads zookeeper:// URLs for FuzzParseURL.
+var urlParser = urlcheck.Parser[[]string, []Option, config]{
+	Parse: parseURL,
+	Apply: applyOptions,
+	Check: func(t *testing.T, raw string, _ *url.URL, servers []string, cfg config) {
+		urlcheck.CheckHostPorts(t, raw, "server", servers...)
 		if r, err := cleanRoot(cfg.root); err != nil || r != cfg.root || !strings.HasSuffix(r, DefaultRoot) {
 			t.Fatalf("parseURL(%q): root %q is not a clean path ending in %s (%v)", raw, cfg.root, DefaultRoot, err)
 		}
 		if (cfg.user == "") != (cfg.password == "") || strings.Contains(cfg.user, ":") {
 			t.Fatalf("parseURL(%q): digest user %q with a password of %d bytes", raw, cfg.user, len(cfg.password))
 		}
+		if cfg.dialTimeout <= 0 {
+			t.Fatalf("parseURL(%q): dial timeout %v", raw, cfg.dialTimeout)
+		}
+		if cfg.tls != nil && (cfg.tls.InsecureSkipVerify || cfg.tls.MinVersion < tls.VersionTLS12) {
+			t.Fatalf("parseURL(%q): TLS without verification or below 1.2", raw)
+		}
+	},
+	Format: func(_ *url.URL, servers []string, cfg config) string {
 		back := url.URL{Scheme: "zookeeper", Host: strings.Join(servers, ","), Path: strings.TrimSuffix(cfg.root, DefaultRoot)}
 		if cfg.user != "" {
 			back.User = url.UserPassword(cfg.user, cfg.password)
 		}
-		if cfg.dialTimeout <= 0 {
-			t.Fatalf("parseURL(%q): dial timeout %v", raw, cfg.dialTimeout)
-		}
 		q := url.Values{"session_timeout": {cfg.timeout.String()}, "dial_timeout": {cfg.dialTimeout.String()}}
-		if cfg.tls != nil {
-			if cfg.tls.InsecureSkipVerify || cfg.tls.MinVersion < tls.VersionTLS12 {
-				t.Fatalf("parseURL(%q): TLS without verification or below 1.2", raw)
-			}
-			// The files were read; what they held is not written back.
-			q.Set("tls", "on")
-			if cfg.tls.ServerName != "" {
-				q.Set("server_name", cfg.tls.ServerName)
-			}
-		}
+		urlcheck.SetTLS(q, cfg.tls)
 		back.RawQuery = q.Encode()
-		servers2, opts2, err := parseURL(&back)
-		if err != nil {
-			t.Fatalf("parseURL(%q) read settings that %q writes back, which it refuses: %v", raw, back.String(), err)
-		}
-		cfg2 := config{timeout: DefaultSessionTimeout, dialTimeout: DefaultDialTimeout, root: DefaultRoot}
-		for _, o := range opts2 {
-			if err := o(&cfg2); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if !slices.Equal(servers, servers2) || cfg.root != cfg2.root || cfg.timeout != cfg2.timeout || cfg.dialTimeout != cfg2.dialTimeout ||
+		return back.String()
+	},
+	Differ: func(servers []string, cfg config, servers2 []string, cfg2 config) bool {
+		return !slices.Equal(servers, servers2) || cfg.root != cfg2.root || cfg.timeout != cfg2.timeout || cfg.dialTimeout != cfg2.dialTimeout ||
 			cfg.user != cfg2.user || cfg.password != cfg2.password || (cfg.tls == nil) != (cfg2.tls == nil) ||
-			cfg.tls != nil && cfg.tls.ServerName != cfg2.tls.ServerName {
-			t.Fatalf("%q and its settings written back as %q parse differently", raw, back.String())
+			cfg.tls != nil && cfg.tls.ServerName != cfg2.tls.ServerName
+	},
+}
+
+// applyOptions applies opts to the configuration Dial starts from.
+func applyOptions(opts []Option) (config, error) {
+	cfg := config{timeout: DefaultSessionTimeout, dialTimeout: DefaultDialTimeout, root: DefaultRoot}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return cfg, err
 		}
-	})
+	}
+	return cfg, nil
 }
 
 // FuzzNames: a key's directory is one valid znode name under the root

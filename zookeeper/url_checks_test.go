@@ -31,9 +31,7 @@ func urlAddrs(u *url.URL) ([]string, error) {
 // FuzzPasswordFileRedacts: a password read from password_file becomes
 // the digest password, and no error of the parser shows it, whatever
 // else the URL gets wrong.
-func FuzzPasswordFileRedacts(f *testing.F) {
-	redactChecks.FuzzPasswordFile(f, passwordFile)
-}
+func FuzzPasswordFileRedacts(f *testing.F) { redactChecks.FuzzPasswordFile(f, passwordFile) }
 
 // TestPasswordFileOpenRedacts: nor does any error of Open.
 func TestPasswordFileOpenRedacts(t *testing.T) { redactChecks.CheckPasswordFileOpen(t, passwordFile) }
@@ -43,12 +41,10 @@ var passwordFile = redacttest.PasswordFile{
 	Extras: []string{"session_timeout=0s", "x=1", "session_timeout=1s&session_timeout=2s", "password_file=/x", "ca_file=/nonexistent", "tls=on"},
 	Password: func(u *url.URL) (string, error) {
 		_, opts, err := parseURL(u)
-		var cfg config
-		for _, o := range opts {
-			if err == nil {
-				err = o(&cfg)
-			}
+		if err != nil {
+			return "", err
 		}
+		cfg, err := applyOptions(opts)
 		return cfg.password, err
 	},
 }

@@ -178,6 +178,18 @@ func ParseErr[A, B any](parse func(*url.URL) (A, B, error)) func(*url.URL) error
 	}
 }
 
+// PasswordOf returns a PasswordFile.Password function that runs parse
+// and returns what get reads from its first result.
+func PasswordOf[A, B any](parse func(*url.URL) (A, B, error), get func(A) string) func(*url.URL) (string, error) {
+	return func(u *url.URL) (string, error) {
+		a, _, err := parse(u)
+		if err != nil {
+			return "", err
+		}
+		return get(a), nil
+	}
+}
+
 // withDefaults returns b with its unset fields set to their defaults.
 func (b Backend) withDefaults() Backend {
 	if b.Host == "" {
@@ -208,19 +220,26 @@ func (b Backend) Fuzz(f *testing.F) {
 				if err != nil {
 					continue // refused by turnstile.Open before it gets here
 				}
-				err = b.Parse(u)
-				if err == nil {
-					continue
-				}
-				if leak := ErrorLeak(err, never); leak != "" {
-					t.Fatalf("parseURL(%q): error %q shows the secret %q", raw, err, leak)
-				}
-				if !errors.Is(err, b.InvalidURL) {
-					t.Fatalf("parseURL(%q) = %v, want %v", raw, err, b.InvalidURL)
-				}
+				CheckParseError(t, raw, b.Parse(u), never, b.InvalidURL)
 			}
 		}
 	})
+}
+
+// CheckParseError fails t if err, an error of a parser reading raw or
+// nil, shows any of never, the secret of raw and its runs, or does not
+// wrap invalid.
+func CheckParseError(t *testing.T, raw string, err error, never []string, invalid error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if leak := ErrorLeak(err, never); leak != "" {
+		t.Fatalf("parseURL(%q): error %q shows the secret %q", raw, err, leak)
+	}
+	if !errors.Is(err, invalid) {
+		t.Fatalf("parseURL(%q) = %v, want %v", raw, err, invalid)
+	}
 }
 
 // addSeeds adds the seeds of a fuzz target that takes two inputs and
@@ -333,12 +352,7 @@ func (b Backend) FuzzPasswordFile(f *testing.F, p PasswordFile) {
 			got, err := p.Password(u)
 			switch {
 			case err != nil:
-				if leak := ErrorLeak(err, never); leak != "" {
-					t.Fatalf("parseURL(%q): error %q shows the password %q", raw, err, leak)
-				}
-				if !errors.Is(err, b.InvalidURL) {
-					t.Fatalf("parseURL(%q) = %v, want %v", raw, err, b.InvalidURL)
-				}
+				CheckParseError(t, raw, err, never, b.InvalidURL)
 			case lines > 1:
 				t.Fatalf("parseURL(%q) read a password file of two lines", raw)
 			case got != secret:

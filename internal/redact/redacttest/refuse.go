@@ -49,14 +49,7 @@ func (b Backend) CheckAmbiguous(t *testing.T) {
 	lookups := RecordLookups(t)
 	for _, scheme := range b.Schemes {
 		for _, raw := range AmbiguousURLs(scheme, b.Host, b.Path) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			c, err := b.Open(ctx, raw)
-			cancel()
-			if err == nil {
-				_ = c.Close()
-				t.Fatalf("Open(%q) succeeded", raw)
-			}
-			checkRefused(t, "Open", raw, err, b.InvalidURL)
+			checkRefused(t, "Open", raw, b.openRefused(t, raw), b.InvalidURL)
 			if u, perr := url.Parse(raw); perr == nil && strings.HasPrefix(raw, scheme+":") {
 				checkRefused(t, "the parser", raw, b.Parse(u), b.InvalidURL)
 			}
@@ -65,6 +58,20 @@ func (b Backend) CheckAmbiguous(t *testing.T) {
 			}
 		}
 	}
+}
+
+// openRefused opens raw, within 5 s, and returns the error, failing t if
+// it opens.
+func (b Backend) openRefused(t *testing.T, raw string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := b.Open(ctx, raw)
+	if err == nil {
+		_ = c.Close()
+		t.Fatalf("Open(%q) succeeded", raw)
+	}
+	return err
 }
 
 func checkRefused(t *testing.T, who, raw string, err, invalid error) {
@@ -128,13 +135,7 @@ func (b Backend) CheckUnknownParams(t *testing.T) {
 		for _, name := range names {
 			for _, value := range []string{unknownValue, url.QueryEscape(unknownValue + "@/?#%")} {
 				raw := scheme + "://" + user + b.Host + b.Path + "?" + name + "=" + value
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				c, err := b.Open(ctx, raw)
-				cancel()
-				if err == nil {
-					_ = c.Close()
-					t.Fatalf("Open(%q) succeeded", raw)
-				}
+				err := b.openRefused(t, raw)
 				if !errors.Is(err, b.InvalidURL) || !strings.Contains(err.Error(), `"`+name+`"`) {
 					t.Fatalf("Open(%q) = %v; want %v naming %q", raw, err, b.InvalidURL, name)
 				}
