@@ -189,3 +189,31 @@ func TestOnFreePortsAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// fakeServer is a server of a group for the group helpers' test.
+type fakeServer struct {
+	addr   string
+	killed bool
+}
+
+func (s *fakeServer) Addr() string { return s.addr }
+func (s *fakeServer) Kill()        { s.killed = true }
+
+func TestGroupHelpers(t *testing.T) {
+	servers := []*fakeServer{{addr: "127.0.0.1:1"}, {addr: "127.0.0.1:2"}}
+	if got := proc.Addrs(servers); len(got) != 2 || got[0] != "127.0.0.1:1" || got[1] != "127.0.0.1:2" {
+		t.Fatalf("Addrs = %v", got)
+	}
+	proc.KillAll(servers)
+	if !servers[0].killed || !servers[1].killed {
+		t.Fatal("KillAll left a server running")
+	}
+	if err := proc.WaitHealthy("test cluster", time.Second, time.Millisecond, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	sick := errors.New("member 1 is not healthy")
+	err := proc.WaitHealthy("test cluster", 0, time.Millisecond, func() error { return sick })
+	if !errors.Is(err, sick) || err.Error() != "test cluster not healthy within 0s: member 1 is not healthy" {
+		t.Fatalf("WaitHealthy = %v", err)
+	}
+}
