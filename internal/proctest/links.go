@@ -1,7 +1,8 @@
 // Package proctest holds what the tests of the test-server launchers
-// (etcdproc, zkproc, redisproc, mysqlproc, pgproc) share: TCP forwarders
-// a test puts between a cluster's members to cut some of them off, and a
-// poll that fails the test when a condition does not come to hold.
+// (etcdproc, zkproc, redisproc, mysqlproc, pgproc) and their users
+// share: TCP forwarders a test puts between a cluster's members to cut
+// some of them off, a poll that fails the test when a condition does not
+// come to hold, and a jump of a server's clock while a session is open.
 package proctest
 
 import (
