@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/textproto"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,14 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // dataDir is a temporary directory in memory where /dev/shm exists: etcd
 // fsyncs every write, which on a busy disk slows the test down.
-func dataDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("/dev/shm", "turnstile-etcd-cluster-")
-	if err != nil {
-		return t.TempDir()
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
-}
+func dataDir(t *testing.T) string { return proctest.MemDir(t, "turnstile-etcd-cluster-") }
 
 // put writes through any running, unpaused member other than skip.
 func put(c *Cluster, skip int, key, value string) error {

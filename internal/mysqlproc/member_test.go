@@ -2,7 +2,6 @@ package mysqlproc
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -18,14 +17,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // memDir is a temporary directory in memory where /dev/shm exists:
 // initialising a data directory on a busy disk takes seconds.
-func memDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("/dev/shm", "turnstile-mysqlproc-")
-	if err != nil {
-		return t.TempDir()
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
-}
+func memDir(t *testing.T) string { return proctest.MemDir(t, "turnstile-mysqlproc-") }
 
 func TestPauseResumeRestart(t *testing.T) {
 	if !Available() {
