@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/url"
-	"os"
 	"testing"
 	"time"
 
@@ -22,11 +21,7 @@ func TestMain(m *testing.M) {
 	locktest.RunChild()
 	runHoldChild()
 	testserver.Main(m,
-		testserver.Shared(func() (func(), error) {
-			dir, err := os.MkdirTemp("", "turnstile-service-test-")
-			binDir = dir
-			return func() { _ = os.RemoveAll(dir) }, err
-		}),
+		turnstileCmd.Shared(),
 		testserver.IgnoreGoroutines(testserver.IgnoreRueidisRefresh,
 			// The partition tests' proxy (toxiproxy) can leave a toxic's
 			// pipe blocked on a channel of a link it stopped: the proxy's,

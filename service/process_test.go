@@ -2,10 +2,8 @@ package service_test
 
 import (
 	"bufio"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,32 +12,12 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile/internal/proc"
+	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
-// The cases that need a real "turnstile serve" process build the
-// command once, into binDir, which TestMain removes at the end.
-var (
-	binDir   string
-	binOnce  sync.Once
-	binPath  string
-	binError error
-)
-
-// turnstileBinary builds cmd/turnstile once for the package's tests.
-func turnstileBinary(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		binPath = filepath.Join(binDir, "turnstile")
-		cmd := exec.Command("go", "build", "-o", binPath, "github.com/turnstilelock/turnstile/cmd/turnstile")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binError = fmt.Errorf("go build cmd/turnstile: %v\n%s", err, out)
-		}
-	})
-	if binError != nil {
-		t.Fatal(binError)
-	}
-	return binPath
-}
+// turnstileCmd is the command the cases that need a real "turnstile serve"
+// process run, built once for the package's tests.
+var turnstileCmd = testserver.NewBinary("github.com/turnstilelock/turnstile/cmd/turnstile")
 
 // serveProc is a "turnstile serve" process.
 type serveProc struct {
@@ -61,7 +39,7 @@ func startServe(t testing.TB, args ...string) *serveProc {
 		t.Fatal(err)
 	}
 	p := &serveProc{addr: "127.0.0.1:" + strconv.Itoa(port), exited: make(chan struct{})}
-	p.cmd = exec.Command(turnstileBinary(t), append([]string{"serve", "--listen", p.addr}, args...)...)
+	p.cmd = exec.Command(turnstileCmd.Path(t), append([]string{"serve", "--listen", p.addr}, args...)...)
 	p.cmd.Env = os.Environ()
 	proc.DieWithParent(p.cmd)
 	stderr, err := p.cmd.StderrPipe()
@@ -86,7 +64,7 @@ func startServe(t testing.TB, args ...string) *serveProc {
 		p.err = p.cmd.Wait()
 		close(p.exited)
 	}()
-	t.Cleanup(func() { p.stop(t) })
+	t.Cleanup(func() { testserver.StopCommand(t, p.cmd, p.exited, p.output) })
 	select {
 	case <-serving:
 	case <-p.exited:
@@ -120,21 +98,5 @@ func (p *serveProc) wait(t testing.TB, d time.Duration) error {
 	case <-time.After(d):
 		t.Fatalf("turnstile serve still runs %v later\n%s", d, p.output())
 		return nil
-	}
-}
-
-func (p *serveProc) stop(t testing.TB) {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		t.Errorf("turnstile serve did not drain within 20s of SIGTERM\n%s", p.output())
 	}
 }

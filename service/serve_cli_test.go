@@ -17,7 +17,7 @@ func TestRunThroughService(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	p := startServe(t, "--backend", srv.URL())
 	url := "turnstile://" + p.addr
-	bin := turnstileBinary(t)
+	bin := turnstileCmd.Path(t)
 	out, err := exec.Command(bin, "run", "--backend", url, "--key", "cli:job", "--", "sh", "-c", `echo "token $TURNSTILE_TOKEN"`).CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "token ") || strings.TrimSpace(string(out)) == "token" {
 		t.Fatalf("turnstile run through the service: %v\n%s", err, out)

@@ -23,7 +23,7 @@ import (
 // and the tokens file line it printed.
 func newTokenLine(t *testing.T, name string, args ...string) (bearer, line string) {
 	t.Helper()
-	out, err := exec.Command(turnstileBinary(t), append([]string{"serve", "token", name}, args...)...).Output()
+	out, err := exec.Command(turnstileCmd.Path(t), append([]string{"serve", "token", name}, args...)...).Output()
 	if err != nil {
 		t.Fatalf("turnstile serve token: %v", err)
 	}
@@ -100,7 +100,7 @@ func TestServeRefusesExposure(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := "0.0.0.0:" + strconv.Itoa(port)
-	out, err := exec.Command(turnstileBinary(t), "serve", "--listen", addr).CombinedOutput()
+	out, err := exec.Command(turnstileCmd.Path(t), "serve", "--listen", addr).CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 64 || !strings.Contains(string(out), "without TLS or tokens") {
 		t.Fatalf("serve --listen %s: %v\n%s; want exit 64 and the reason", addr, err, out)

@@ -173,13 +173,7 @@ func (c *Cluster) Members() []*Server { return c.members }
 func (c *Cluster) ID(i int) uint64 { return c.ids[i] }
 
 // Addrs are the members' client host:port addresses.
-func (c *Cluster) Addrs() []string {
-	addrs := make([]string, len(c.members))
-	for i, s := range c.members {
-		addrs[i] = s.Addr()
-	}
-	return addrs
-}
+func (c *Cluster) Addrs() []string { return proc.Addrs(c.members) }
 
 // Endpoints are the members' client URLs, http://host:port, as etcd
 // clients want them.
@@ -236,10 +230,7 @@ func (c *Cluster) Leader() (int, error) {
 // WaitHealthy waits until every running, unpaused member reports itself
 // healthy and they agree on a running leader, for at most timeout.
 func (c *Cluster) WaitHealthy(timeout time.Duration) error {
-	if err := proc.Poll(timeout, 50*time.Millisecond, c.healthy); err != nil {
-		return fmt.Errorf("etcd cluster not healthy within %v: %w", timeout, err)
-	}
-	return nil
+	return proc.WaitHealthy("etcd cluster", timeout, 50*time.Millisecond, c.healthy)
 }
 
 func (c *Cluster) healthy() error {
@@ -256,8 +247,4 @@ func (c *Cluster) healthy() error {
 }
 
 // Kill stops every member with SIGKILL.
-func (c *Cluster) Kill() {
-	for _, s := range c.members {
-		s.Kill()
-	}
-}
+func (c *Cluster) Kill() { proc.KillAll(c.members) }

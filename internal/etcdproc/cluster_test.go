@@ -8,44 +8,21 @@ import (
 	"io"
 	"net"
 	"net/textproto"
-	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/turnstilelock/turnstile/internal/proctest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // dataDir is a temporary directory in memory where /dev/shm exists: etcd
 // fsyncs every write, which on a busy disk slows the test down.
-func dataDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("/dev/shm", "turnstile-etcd-cluster-")
-	if err != nil {
-		return t.TempDir()
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
-}
-
-// eventually polls f until it returns nil, for at most timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %v", what, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+func dataDir(t *testing.T) string { return proctest.MemDir(t, "turnstile-etcd-cluster-") }
 
 // put writes through any running, unpaused member other than skip.
 func put(c *Cluster, skip int, key, value string) error {
@@ -91,7 +68,7 @@ func TestClusterSurvivesItsLeader(t *testing.T) {
 		t.Fatal("a killed member has a PID")
 	}
 	var leader int
-	eventually(t, 30*time.Second, "a new leader", func() error {
+	proctest.Eventually(t, 30*time.Second, "a new leader", func() error {
 		var err error
 		leader, err = c.Leader()
 		return err
@@ -99,7 +76,7 @@ func TestClusterSurvivesItsLeader(t *testing.T) {
 	if leader == old {
 		t.Fatalf("leader is still the killed member %d", old)
 	}
-	eventually(t, 30*time.Second, "a put without the old leader", func() error { return put(c, old, "during", "2") })
+	proctest.Eventually(t, 30*time.Second, "a put without the old leader", func() error { return put(c, old, "during", "2") })
 
 	// The old leader comes back with its data directory, rejoins, and
 	// catches up on the write it missed.
@@ -109,7 +86,7 @@ func TestClusterSurvivesItsLeader(t *testing.T) {
 	if err := c.WaitHealthy(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the restarted member catching up", func() error {
+	proctest.Eventually(t, 30*time.Second, "the restarted member catching up", func() error {
 		v, ok, err := c.Members()[old].LocalGet("during")
 		if err == nil && (!ok || v != "2") {
 			err = fmt.Errorf("during = %q, %v", v, ok)
@@ -136,7 +113,7 @@ func TestClusterSurvivesItsLeader(t *testing.T) {
 	if err := f.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the resumed follower catching up", func() error {
+	proctest.Eventually(t, 30*time.Second, "the resumed follower catching up", func() error {
 		_, ok, err := f.LocalGet("paused4")
 		if err == nil && !ok {
 			err = fmt.Errorf("paused4 missing")
@@ -162,42 +139,22 @@ func TestStartClusterRefusesBadInput(t *testing.T) {
 // headerLinks are TCP forwarders in front of members' peer ports that
 // know who dialed a connection by the X-Server-From header of its first
 // request, and can cut a member off: its connections, both ways, are
-// closed and new ones refused.
+// closed and new ones refused. A connection is tracked under its ends'
+// ids, sender and member dialed.
 type headerLinks struct {
-	mu    sync.Mutex
-	cut   string          // the id cut off, in hexadecimal, or ""
-	to    map[int]string  // the link's member's id, once known
-	seen  map[string]bool // senders seen
-	conns map[net.Conn][2]string
-	lns   []net.Listener
-	wg    sync.WaitGroup
+	proctest.Links[[2]string]
+	cut  string          // the id cut off, in hexadecimal, or ""
+	to   map[int]string  // the link's member's id, once known
+	seen map[string]bool // senders seen
 }
 
 func (l *headerLinks) link(member int, addr string) (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	l.mu.Lock()
-	l.lns = append(l.lns, ln)
-	l.mu.Unlock()
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			l.wg.Add(1)
-			go l.serve(c, member, addr)
-		}
-	}()
-	return ln.Addr().String(), nil
+	return l.Listen(func(c net.Conn) {
+		l.Go(func() { l.serve(c, member, addr) })
+	})
 }
 
 func (l *headerLinks) serve(c net.Conn, member int, addr string) {
-	defer l.wg.Done()
 	var head bytes.Buffer
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	r := textproto.NewReader(bufio.NewReader(io.TeeReader(c, &head)))
@@ -205,64 +162,23 @@ func (l *headerLinks) serve(c net.Conn, member int, addr string) {
 	h, _ := r.ReadMIMEHeader()
 	_ = c.SetReadDeadline(time.Time{})
 	from := h.Get("X-Server-From")
-	up, err := net.Dial("tcp", addr)
-	l.mu.Lock()
-	to := l.to[member]
-	if err != nil || (l.cut != "" && (from == l.cut || to == l.cut)) {
-		l.mu.Unlock()
-		c.Close()
-		if up != nil {
-			up.Close()
+	l.Forward(c, addr, head.Bytes(), func() ([2]string, bool, bool) {
+		to := l.to[member]
+		if l.cut != "" && (from == l.cut || to == l.cut) {
+			return [2]string{}, false, false
 		}
-		return
-	}
-	if from != "" {
-		l.seen[from] = true
-	}
-	l.conns[c], l.conns[up] = [2]string{from, to}, [2]string{from, to}
-	l.mu.Unlock()
-	if _, err := up.Write(head.Bytes()); err != nil {
-		c.Close()
-		up.Close()
-		return
-	}
-	l.wg.Add(2)
-	go l.pipe(c, up)
-	go l.pipe(up, c)
-}
-
-func (l *headerLinks) pipe(dst, src net.Conn) {
-	defer l.wg.Done()
-	_, _ = io.Copy(dst, src)
-	dst.Close()
-	src.Close()
-	l.mu.Lock()
-	delete(l.conns, dst)
-	delete(l.conns, src)
-	l.mu.Unlock()
+		if from != "" {
+			l.seen[from] = true
+		}
+		return [2]string{from, to}, true, true
+	})
 }
 
 func (l *headerLinks) isolate(id string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.Lock()
+	defer l.Unlock()
 	l.cut = id
-	for c, ends := range l.conns {
-		if ends[0] == id || ends[1] == id {
-			c.Close()
-		}
-	}
-}
-
-func (l *headerLinks) close() {
-	l.mu.Lock()
-	for _, ln := range l.lns {
-		ln.Close()
-	}
-	for c := range l.conns {
-		c.Close()
-	}
-	l.mu.Unlock()
-	l.wg.Wait()
+	l.Drop(func(ends [2]string) bool { return ends[0] == id || ends[1] == id })
 }
 
 // TestClusterThroughPeerLinks: the members of a cluster started
@@ -274,21 +190,21 @@ func TestClusterThroughPeerLinks(t *testing.T) {
 	if !Available() {
 		t.Fatal(ErrNotInstalled)
 	}
-	links := &headerLinks{to: map[int]string{}, seen: map[string]bool{}, conns: map[net.Conn][2]string{}}
-	t.Cleanup(links.close)
+	links := &headerLinks{to: map[int]string{}, seen: map[string]bool{}}
+	t.Cleanup(links.Close)
 	c, err := StartCluster(dataDir(t), 3, WithPeerLinks(links.link))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.Kill) // runs before links.close
-	links.mu.Lock()
+	t.Cleanup(c.Kill) // runs before links.Close
+	links.Lock()
 	for i := range c.Members() {
 		links.to[i] = strconv.FormatUint(c.ID(i), 16)
 	}
-	links.mu.Unlock()
-	eventually(t, 30*time.Second, "a raft connection from every member through the links", func() error {
-		links.mu.Lock()
-		defer links.mu.Unlock()
+	links.Unlock()
+	proctest.Eventually(t, 30*time.Second, "a raft connection from every member through the links", func() error {
+		links.Lock()
+		defer links.Unlock()
 		for i := range c.Members() {
 			if !links.seen[links.to[i]] {
 				return fmt.Errorf("none from member %d (%s); seen %v", i, links.to[i], links.seen)
@@ -301,7 +217,7 @@ func TestClusterThroughPeerLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	links.isolate(links.to[old])
-	eventually(t, 60*time.Second, "a leader among the two others", func() error {
+	proctest.Eventually(t, 60*time.Second, "a leader among the two others", func() error {
 		for i, s := range c.Members() {
 			if i == old {
 				continue

@@ -99,19 +99,10 @@ func start(dir string, certs *testcerts.Set) (*Server, error) {
 			return nil, fmt.Errorf("etcdproc: server certificate: %w", err)
 		}
 	}
-	var lastErr error
-	for range 5 {
-		if s.clientPort, lastErr = proc.FreePort(); lastErr != nil {
-			continue
-		}
-		if s.peerPort, lastErr = proc.FreePort(); lastErr != nil || s.peerPort == s.clientPort {
-			continue
-		}
-		if lastErr = s.start(); lastErr == nil {
-			return s, nil
-		}
+	if err := proc.OnFreePorts(5, s.start, &s.clientPort, &s.peerPort); err != nil {
+		return nil, fmt.Errorf("start etcd: %w", err)
 	}
-	return nil, fmt.Errorf("start etcd: %w", lastErr)
+	return s, nil
 }
 
 // Addr is the client host:port.

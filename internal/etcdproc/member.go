@@ -22,10 +22,7 @@ type process = proc.Process
 // leader again.
 func (s *Server) Restart() error {
 	s.Kill()
-	if err := proc.Retry(10, 100*time.Millisecond, s.start); err != nil {
-		return fmt.Errorf("restart etcd: %w", err)
-	}
-	return nil
+	return proc.Restart("etcd", 10, 100*time.Millisecond, s.start)
 }
 
 // Put writes key = value through the server (which a follower forwards to

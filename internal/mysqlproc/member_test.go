@@ -2,7 +2,6 @@ package mysqlproc
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -10,20 +9,15 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/turnstilelock/turnstile/internal/proctest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // memDir is a temporary directory in memory where /dev/shm exists:
 // initialising a data directory on a busy disk takes seconds.
-func memDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("/dev/shm", "turnstile-mysqlproc-")
-	if err != nil {
-		return t.TempDir()
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
-}
+func memDir(t *testing.T) string { return proctest.MemDir(t, "turnstile-mysqlproc-") }
 
 func TestPauseResumeRestart(t *testing.T) {
 	if !Available() {
@@ -143,37 +137,17 @@ BEGIN NOT ATOMIC
 	END WHILE;
 	SELECT CONCAT('moved ', TIMESTAMPDIFF(SECOND, t0, SYSDATE(6)));
 END //`
-	type result struct {
-		out string
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		out, err := s.Exec(wait)
-		done <- result{out, err}
-	}()
 	// Jump once the session runs the loop.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	out, err := proctest.JumpDuring(t, clock, time.Hour, func() (string, error) { return s.Exec(wait) }, func() bool {
 		out, err := s.Exec("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = 'DO SLEEP(0.05)'")
-		if err == nil && out == "1" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the waiting session never ran: %q, %v", out, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err := clock.Jump(time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	r := <-done
+		return err == nil && out == "1"
+	})
 	var moved int
-	if _, after, ok := strings.Cut(r.out, "moved "); ok {
+	if _, after, ok := strings.Cut(out, "moved "); ok {
 		moved, _ = strconv.Atoi(strings.TrimSpace(after))
 	}
-	if r.err != nil || moved < 3600-60 || moved > 3600+60 {
-		t.Fatalf("the open session's clock after a jump of 1h: %q, %v; want a move of about 3600 s", r.out, r.err)
+	if err != nil || moved < 3600-60 || moved > 3600+60 {
+		t.Fatalf("the open session's clock after a jump of 1h: %q, %v; want a move of about 3600 s", out, err)
 	}
 	near(t, "after a jump of 1h", s, time.Hour)
 

@@ -128,18 +128,9 @@ func StartWith(dir string, o Options) (*Server, error) {
 		s.Remove()
 		return nil, fmt.Errorf("mariadb-install-db: %v: %s", err, out)
 	}
-	var lastErr error
-	for range 5 {
-		if s.port, lastErr = proc.FreePort(); lastErr != nil {
-			continue
-		}
-		if lastErr = s.start(); lastErr == nil {
-			break
-		}
-	}
-	if lastErr != nil {
+	if err := proc.OnFreePorts(5, s.start, &s.port); err != nil {
 		s.Remove()
-		return nil, fmt.Errorf("start mariadbd: %w", lastErr)
+		return nil, fmt.Errorf("start mariadbd: %w", err)
 	}
 	setup := fmt.Sprintf("CREATE DATABASE %s; CREATE USER '%s'@'%%' IDENTIFIED BY '%s'; "+
 		"GRANT ALL ON %s.* TO '%s'@'%%'; GRANT PROCESS, CONNECTION ADMIN ON *.* TO '%s'@'%%';",
@@ -219,10 +210,7 @@ func (s *Server) Exec(sql string) (string, error) {
 // and their user locks do not.
 func (s *Server) Restart() error {
 	s.Kill()
-	if err := proc.Retry(50, 50*time.Millisecond, s.start); err != nil {
-		return fmt.Errorf("restart mariadbd: %w", err)
-	}
-	return nil
+	return proc.Restart("mariadbd", 50, 50*time.Millisecond, s.start)
 }
 
 // Kill stops the server with SIGKILL and waits for it to exit.

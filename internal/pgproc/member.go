@@ -1,7 +1,6 @@
 package pgproc
 
 import (
-	"fmt"
 	"path/filepath"
 	"time"
 
@@ -31,11 +30,7 @@ func (s *Server) Restart() error {
 	}
 	// Until the killed postmaster's backends have noticed and exited,
 	// they hold its shared memory and a new postmaster refuses to start.
-	err = proc.Retry(50, 100*time.Millisecond, func() error {
+	return proc.Restart("postgres", 50, 100*time.Millisecond, func() error {
 		return s.start(bin, filepath.Join(s.dir, "data"), cred)
 	})
-	if err != nil {
-		return fmt.Errorf("restart postgres: %w", err)
-	}
-	return nil
 }

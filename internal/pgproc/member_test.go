@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/turnstilelock/turnstile/internal/proctest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -124,38 +126,18 @@ BEGIN
 	END LOOP;
 	RAISE EXCEPTION 'the clock did not move';
 END $$`
-	type result struct {
-		out string
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		out, err := psql(s, 2*time.Minute, wait)
-		done <- result{out, err}
-	}()
 	// Jump once the session runs the block.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	out, err := proctest.JumpDuring(t, clock, time.Hour, func() (string, error) { return psql(s, 2*time.Minute, wait) }, func() bool {
 		out, err := psql(s, 30*time.Second, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'DO $$%' AND state = 'active'")
-		if err == nil && out == "1" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the waiting session never ran: %q, %v", out, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err := clock.Jump(time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	r := <-done
+		return err == nil && out == "1"
+	})
 	var moved int
-	if _, after, ok := strings.Cut(r.out, "moved "); ok {
+	if _, after, ok := strings.Cut(out, "moved "); ok {
 		num, _, _ := strings.Cut(after, " ")
 		moved, _ = strconv.Atoi(num)
 	}
-	if r.err != nil || moved < 3600-60 || moved > 3600+60 {
-		t.Fatalf("the open session's clock after a jump of 1h: %q, %v; want a move of about 3600 s", r.out, r.err)
+	if err != nil || moved < 3600-60 || moved > 3600+60 {
+		t.Fatalf("the open session's clock after a jump of 1h: %q, %v; want a move of about 3600 s", out, err)
 	}
 	near(t, "after a jump of 1h", serverSkew(t, s), time.Hour)
 

@@ -146,17 +146,12 @@ func StartWith(o Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	var lastErr error
-	for range 5 {
-		if s.port, lastErr = proc.FreePort(); lastErr != nil {
-			continue
-		}
-		if lastErr = s.start(postgres, data, cred); lastErr == nil {
-			return s, nil
-		}
+	err = proc.OnFreePorts(5, func() error { return s.start(postgres, data, cred) }, &s.port)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("start postgres: %w", err)
 	}
-	_ = os.RemoveAll(dir)
-	return nil, fmt.Errorf("start postgres: %w", lastErr)
+	return s, nil
 }
 
 // credential returns the user to run the server as, nil for the current

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,6 +169,50 @@ func Retry(attempts int, wait time.Duration, f func() error) error {
 		time.Sleep(wait)
 	}
 	return err
+}
+
+// Restart calls start, the start of a killed server, up to attempts
+// times, waiting wait after each failure, until it returns nil (see
+// Retry: the killed server's ports may not be released yet, nor its
+// processes gone). The error of the last attempt says that name's
+// restart failed.
+func Restart(name string, attempts int, wait time.Duration, start func() error) error {
+	if err := Retry(attempts, wait, start); err != nil {
+		return fmt.Errorf("restart %s: %w", name, err)
+	}
+	return nil
+}
+
+// OnFreePorts sets every port in ports to a free loopback port, each a
+// different one, and calls start, up to attempts times: a port that was
+// free when picked may be taken before the server binds it, and a
+// failed start is retried on other ports. It returns nil once start
+// has, or the last error.
+func OnFreePorts(attempts int, start func() error, ports ...*int) error {
+	var err error
+	for range attempts {
+		if err = pickPorts(ports); err != nil {
+			continue
+		}
+		if err = start(); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// pickPorts sets every port in ports to a free loopback port, each a
+// different one.
+func pickPorts(ports []*int) error {
+	var free Ports
+	for _, p := range ports {
+		port, err := free.Free()
+		if err != nil {
+			return err
+		}
+		*p = port
+	}
+	return nil
 }
 
 // StartGroup starts a group of n servers that know each other's ports

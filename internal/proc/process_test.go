@@ -155,3 +155,65 @@ func TestPortsAndStartAll(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestOnFreePortsAndRestart(t *testing.T) {
+	var a, b int
+	var tried [][2]int
+	busy := errors.New("port taken")
+	err := proc.OnFreePorts(3, func() error {
+		tried = append(tried, [2]int{a, b})
+		if len(tried) < 2 {
+			return busy
+		}
+		return nil
+	}, &a, &b)
+	if err != nil || len(tried) != 2 {
+		t.Fatalf("OnFreePorts = %v after %d starts, want nil after 2", err, len(tried))
+	}
+	for _, p := range tried {
+		if p[0] == 0 || p[1] == 0 || p[0] == p[1] {
+			t.Fatalf("OnFreePorts set ports %v, want two different ones", p)
+		}
+	}
+	calls := 0
+	if err := proc.OnFreePorts(2, func() error { calls++; return busy }); err != busy || calls != 2 {
+		t.Fatalf("OnFreePorts = %v after %d starts, want start's error after 2", err, calls)
+	}
+
+	calls = 0
+	err = proc.Restart("redis-server", 3, 0, func() error { calls++; return busy })
+	if !errors.Is(err, busy) || err.Error() != "restart redis-server: port taken" || calls != 3 {
+		t.Fatalf("Restart = %v after %d calls, want the restart of redis-server failing after 3", err, calls)
+	}
+	if err := proc.Restart("etcd", 3, 0, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fakeServer is a server of a group for the group helpers' test.
+type fakeServer struct {
+	addr   string
+	killed bool
+}
+
+func (s *fakeServer) Addr() string { return s.addr }
+func (s *fakeServer) Kill()        { s.killed = true }
+
+func TestGroupHelpers(t *testing.T) {
+	servers := []*fakeServer{{addr: "127.0.0.1:1"}, {addr: "127.0.0.1:2"}}
+	if got := proc.Addrs(servers); len(got) != 2 || got[0] != "127.0.0.1:1" || got[1] != "127.0.0.1:2" {
+		t.Fatalf("Addrs = %v", got)
+	}
+	proc.KillAll(servers)
+	if !servers[0].killed || !servers[1].killed {
+		t.Fatal("KillAll left a server running")
+	}
+	if err := proc.WaitHealthy("test cluster", time.Second, time.Millisecond, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	sick := errors.New("member 1 is not healthy")
+	err := proc.WaitHealthy("test cluster", 0, time.Millisecond, func() error { return sick })
+	if !errors.Is(err, sick) || err.Error() != "test cluster not healthy within 0s: member 1 is not healthy" {
+		t.Fatalf("WaitHealthy = %v", err)
+	}
+}

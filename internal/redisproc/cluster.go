@@ -189,16 +189,7 @@ func clusterReady(info string, nodes int) bool {
 }
 
 // Addrs are the nodes' host:port addresses.
-func (c *Cluster) Addrs() []string { return addrs(c.nodes) }
-
-// addrs are the servers' host:port addresses.
-func addrs(servers []*Server) []string {
-	out := make([]string, len(servers))
-	for i, s := range servers {
-		out[i] = s.Addr()
-	}
-	return out
-}
+func (c *Cluster) Addrs() []string { return proc.Addrs(c.nodes) }
 
 // URL is the cluster's turnstile URL, redis://host1:port1,host2:port2,...
 // or for a cluster that speaks TLS rediss://host1:port1,...?ca_file=...&cert_file=...&key_file=...
@@ -210,11 +201,7 @@ func (c *Cluster) URL() string { return turnstileURL(c.tls, "", c.Addrs(), "") }
 func (c *Cluster) Do(args ...string) (string, error) { return c.nodes[0].Do(args...) }
 
 // Kill stops every node with SIGKILL.
-func (c *Cluster) Kill() {
-	for _, s := range c.nodes {
-		s.Kill()
-	}
-}
+func (c *Cluster) Kill() { proc.KillAll(c.nodes) }
 
 // Nodes are the cluster's servers, for commands to one node.
 func (c *Cluster) Nodes() []*Server { return c.nodes }

@@ -302,10 +302,7 @@ func (c *Cluster) Failover(primary *Server) (*Server, error) {
 // WaitHealthy waits until every running, unpaused node reports the
 // cluster state ok with every slot served, for at most timeout.
 func (c *Cluster) WaitHealthy(timeout time.Duration) error {
-	if err := proc.Poll(timeout, 20*time.Millisecond, c.healthy); err != nil {
-		return fmt.Errorf("redis cluster not healthy within %v: %w", timeout, err)
-	}
-	return nil
+	return proc.WaitHealthy("redis cluster", timeout, 20*time.Millisecond, c.healthy)
 }
 
 func (c *Cluster) healthy() error {

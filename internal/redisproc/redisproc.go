@@ -66,16 +66,10 @@ func StartTLS(dir string, t TLS) (*Server, error) {
 // startOnFreePort starts s on a free loopback port, picking another when
 // the server fails to start on the one picked.
 func (s *Server) startOnFreePort() (*Server, error) {
-	var lastErr error
-	for range 5 {
-		if s.port, lastErr = proc.FreePort(); lastErr != nil {
-			continue
-		}
-		if lastErr = s.start(); lastErr == nil {
-			return s, nil
-		}
+	if err := proc.OnFreePorts(5, s.start, &s.port); err != nil {
+		return nil, fmt.Errorf("start redis-server: %w", err)
 	}
-	return nil, fmt.Errorf("start redis-server: %w", lastErr)
+	return s, nil
 }
 
 // Addr is the server's host:port.
@@ -128,10 +122,7 @@ func (s *Server) start() error {
 // started WithAppendOnly, with the data set its append-only file holds.
 func (s *Server) Restart() error {
 	s.Kill()
-	if err := proc.Retry(50, 20*time.Millisecond, s.start); err != nil {
-		return fmt.Errorf("restart redis-server: %w", err)
-	}
-	return nil
+	return proc.Restart("redis-server", 50, 20*time.Millisecond, s.start)
 }
 
 // Kill stops the server with SIGKILL, waits until it has exited, and then

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strconv"
 	"time"
+
+	"github.com/turnstilelock/turnstile/internal/proc"
 )
 
 // SentinelInstallHint is the command that installs redis-sentinel on
@@ -125,7 +127,7 @@ func StartSentinelTLS(dir string, replicas, sentinels int, t TLS) (*Sentinel, er
 func (g *Sentinel) MasterSet() string { return SentinelMasterSet }
 
 // SentinelAddrs are the Sentinels' host:port addresses.
-func (g *Sentinel) SentinelAddrs() []string { return addrs(g.sentinels) }
+func (g *Sentinel) SentinelAddrs() []string { return proc.Addrs(g.sentinels) }
 
 // URL is the group's turnstile URL:
 // redis+sentinel://s1:p1,s2:p2,.../MASTERSET, or for a group that speaks
@@ -153,10 +155,6 @@ func (g *Sentinel) PeerAddr(n *Server) string {
 
 // Kill stops every member with SIGKILL.
 func (g *Sentinel) Kill() {
-	for _, s := range g.sentinels {
-		s.Kill()
-	}
-	for _, n := range g.nodes {
-		n.Kill()
-	}
+	proc.KillAll(g.sentinels)
+	proc.KillAll(g.nodes)
 }

@@ -190,28 +190,20 @@ func startMemberConf(bin, dir, conf string, t *TLS, clock *proc.Clock, extra []s
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	var lastErr error
-	for range 5 {
-		port, err := proc.FreePort()
-		if err != nil {
-			lastErr = err
-			continue
+	s := &Server{bin: bin, dir: dir, conf: conf, extra: extra, clock: clock}
+	if t != nil {
+		if err := s.setTLS(*t); err != nil {
+			return nil, err
 		}
-		s := &Server{bin: bin, dir: dir, port: port, conf: conf, extra: extra, clock: clock}
-		if t != nil {
-			if err := s.setTLS(*t); err != nil {
-				return nil, err
-			}
-			// Members dial each other (replication, Sentinels' links)
-			// with the client certificate: the server's is for servers.
-			s.extra = append(slices.Clip(s.extra), "--tls-replication", "yes",
-				"--tls-client-cert-file", t.ClientCert, "--tls-client-key-file", t.ClientKey)
-		}
-		if lastErr = s.start(); lastErr == nil {
-			return s, nil
-		}
+		// Members dial each other (replication, Sentinels' links)
+		// with the client certificate: the server's is for servers.
+		s.extra = append(slices.Clip(s.extra), "--tls-replication", "yes",
+			"--tls-client-cert-file", t.ClientCert, "--tls-client-key-file", t.ClientKey)
 	}
-	return nil, lastErr
+	if err := proc.OnFreePorts(5, s.start, &s.port); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // waitReplicas waits until every replica's link to the primary is up,

@@ -6,9 +6,10 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/turnstilelock/turnstile/internal/proctest"
 )
 
 // TestSentinelFailover: the Sentinels of a started group agree on its
@@ -180,95 +181,39 @@ func TestSentinelNodeClocks(t *testing.T) {
 
 // sourceLinks are TCP forwarders in front of data nodes that can cut a
 // node off from the other members — connections from any source but
-// 127.0.0.1 — while clients still reach it.
+// 127.0.0.1 — while clients still reach it. A member's connection is
+// tracked under the node it reaches; a client's is not.
 type sourceLinks struct {
-	mu      sync.Mutex
+	proctest.Links[int]
 	cut     int            // the node cut off, or -1
 	sources map[string]int // connections forwarded, by source address
-	conns   map[net.Conn]int
-	lns     []net.Listener
-	wg      sync.WaitGroup
 }
 
 func (l *sourceLinks) link(node int, addr string) (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	l.mu.Lock()
-	l.lns = append(l.lns, ln)
-	l.mu.Unlock()
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			src, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-			member := src != "127.0.0.1"
-			up, err := net.Dial("tcp", addr)
-			l.mu.Lock()
-			if err != nil || (member && l.cut == node) {
-				l.mu.Unlock()
-				c.Close()
-				if up != nil {
-					up.Close()
-				}
-				continue
+	return l.Listen(func(c net.Conn) {
+		src, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+		member := src != "127.0.0.1"
+		l.Forward(c, addr, nil, func() (int, bool, bool) {
+			if member && l.cut == node {
+				return 0, false, false
 			}
 			l.sources[src]++
-			if member {
-				l.conns[c], l.conns[up] = node, node
-			}
-			l.mu.Unlock()
-			l.wg.Add(2)
-			go l.pipe(c, up)
-			go l.pipe(up, c)
-		}
-	}()
-	return ln.Addr().String(), nil
-}
-
-func (l *sourceLinks) pipe(dst, src net.Conn) {
-	defer l.wg.Done()
-	_, _ = io.Copy(dst, src)
-	dst.Close()
-	src.Close()
-	l.mu.Lock()
-	delete(l.conns, dst)
-	delete(l.conns, src)
-	l.mu.Unlock()
+			return node, member, true
+		})
+	})
 }
 
 func (l *sourceLinks) isolate(node int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.Lock()
+	defer l.Unlock()
 	l.cut = node
-	for c, n := range l.conns {
-		if n == node {
-			c.Close()
-		}
-	}
+	l.Drop(func(n int) bool { return n == node })
 }
 
 func (l *sourceLinks) seen(src string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.Lock()
+	defer l.Unlock()
 	return l.sources[src]
-}
-
-func (l *sourceLinks) close() {
-	l.mu.Lock()
-	for _, ln := range l.lns {
-		ln.Close()
-	}
-	for c := range l.conns {
-		c.Close()
-	}
-	l.mu.Unlock()
-	l.wg.Wait()
 }
 
 // TestSentinelLinked: the members of a linked group reach the data nodes
@@ -280,13 +225,13 @@ func TestSentinelLinked(t *testing.T) {
 	if !Available() {
 		t.Fatal(ErrNotInstalled)
 	}
-	links := &sourceLinks{cut: -1, sources: map[string]int{}, conns: map[net.Conn]int{}}
-	t.Cleanup(links.close)
+	links := &sourceLinks{cut: -1, sources: map[string]int{}}
+	t.Cleanup(links.Close)
 	g, err := StartSentinelWith(t.TempDir(), 1, 3, WithNodeLinks(links.link))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(g.Kill) // runs before links.close
+	t.Cleanup(g.Kill) // runs before links.Close
 	old, replica := g.Nodes()[0], g.Nodes()[1]
 	addr, err := g.PrimaryAddr()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/turnstilelock/turnstile/internal/etcdproc"
+	"github.com/turnstilelock/turnstile/internal/proctest"
 	"github.com/turnstilelock/turnstile/internal/testcerts"
 )
 
@@ -30,8 +31,9 @@ func StartEtcd(t testing.TB) *Etcd {
 	return &Etcd{Server: s}
 }
 
-// etcdDataDir is a temporary directory for etcd's data (see memDir).
-func etcdDataDir(t testing.TB) string { return memDir(t, "turnstile-etcd-") }
+// etcdDataDir is a temporary directory for etcd's data, in memory where
+// /dev/shm exists (see proctest.MemDir).
+func etcdDataDir(t testing.TB) string { return proctest.MemDir(t, "turnstile-etcd-") }
 
 // StartEtcdTLS starts etcd as StartEtcd does, serving clients over TLS
 // only with certs' server certificate and requiring client certificates

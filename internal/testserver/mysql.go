@@ -1,10 +1,10 @@
 package testserver
 
 import (
-	"os"
 	"testing"
 
 	"github.com/turnstilelock/turnstile/internal/mysqlproc"
+	"github.com/turnstilelock/turnstile/internal/proctest"
 )
 
 // MySQL is a private mariadbd process started for a test.
@@ -35,21 +35,10 @@ func (m *MySQL) Restart() {
 	}
 }
 
-// dataDir is a temporary directory for the server's data (see memDir).
-func dataDir(t testing.TB) string { return memDir(t, "turnstile-mysql") }
-
-// memDir is a temporary directory named prefix…, removed when the test
-// ends, in memory where /dev/shm exists: on a busy disk a commit can
-// stall longer than the short lease TTLs the conformance suite uses.
-func memDir(t testing.TB, prefix string) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("/dev/shm", prefix)
-	if err != nil {
-		return t.TempDir()
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
-}
+// dataDir is a temporary directory for the server's data, in memory
+// where /dev/shm exists: on a busy disk a commit can stall longer than
+// the short lease TTLs the conformance suite uses.
+func dataDir(t testing.TB) string { return proctest.MemDir(t, "turnstile-mysql") }
 
 // StartMySQLWith is StartMySQL with TLS as o says (see
 // mysqlproc.Options); the server's certificates are in its Certs.

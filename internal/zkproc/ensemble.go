@@ -287,13 +287,7 @@ func (s *Server) Mode() (string, error) {
 func (e *Ensemble) Members() []*Server { return e.members }
 
 // Addrs are the servers' client host:port addresses.
-func (e *Ensemble) Addrs() []string {
-	addrs := make([]string, len(e.members))
-	for i, s := range e.members {
-		addrs[i] = s.Addr()
-	}
-	return addrs
-}
+func (e *Ensemble) Addrs() []string { return proc.Addrs(e.members) }
 
 // ConnectString is ZooKeeper's connect string of the ensemble,
 // host1:port1,host2:port2,…
@@ -334,10 +328,7 @@ func (e *Ensemble) Leader() (int, error) {
 // WaitHealthy waits until every running, unpaused server grants sessions
 // and one of them leads, for at most timeout.
 func (e *Ensemble) WaitHealthy(timeout time.Duration) error {
-	if err := proc.Poll(timeout, 50*time.Millisecond, e.healthy); err != nil {
-		return fmt.Errorf("zookeeper ensemble not healthy within %v: %w", timeout, err)
-	}
-	return nil
+	return proc.WaitHealthy("zookeeper ensemble", timeout, 50*time.Millisecond, e.healthy)
 }
 
 func (e *Ensemble) healthy() error {
@@ -354,8 +345,4 @@ func (e *Ensemble) healthy() error {
 }
 
 // Kill stops every server with SIGKILL.
-func (e *Ensemble) Kill() {
-	for _, s := range e.members {
-		s.Kill()
-	}
-}
+func (e *Ensemble) Kill() { proc.KillAll(e.members) }

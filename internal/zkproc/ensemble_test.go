@@ -7,30 +7,15 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/turnstilelock/turnstile/internal/proctest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// eventually polls f until it returns nil, for at most timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %v", what, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // zkSession is a session with one ZooKeeper server over ZooKeeper's wire
 // protocol, just enough to create a node and read one back.
@@ -176,7 +161,7 @@ func TestEnsembleSurvivesItsLeader(t *testing.T) {
 	// writes.
 	e.Members()[old].Kill()
 	var leader int
-	eventually(t, 60*time.Second, "a new leader", func() error {
+	proctest.Eventually(t, 60*time.Second, "a new leader", func() error {
 		var err error
 		leader, err = e.Leader()
 		return err
@@ -184,7 +169,7 @@ func TestEnsembleSurvivesItsLeader(t *testing.T) {
 	if leader == old {
 		t.Fatalf("the killed server %d still leads", old+1)
 	}
-	eventually(t, 30*time.Second, "a create without the old leader", func() error {
+	proctest.Eventually(t, 30*time.Second, "a create without the old leader", func() error {
 		return create(e.Members()[leader].Addr(), "/during", "2")
 	})
 
@@ -229,97 +214,43 @@ func TestStartEnsembleRefusesBadInput(t *testing.T) {
 }
 
 // testLinks are TCP forwarders between the servers of an ensemble, one
-// per pair and port, which can cut a server off from the others.
+// per pair and port, which can cut a server off from the others. A
+// connection is tracked under its pair of servers, (from, to).
 type testLinks struct {
-	mu    sync.Mutex
-	cut   int            // the server cut off, or -1
-	used  map[[2]int]int // connections forwarded, by (from, to)
-	conns map[net.Conn][2]int
-	lns   []net.Listener
-	wg    sync.WaitGroup
+	proctest.Links[[2]int]
+	cut  int            // the server cut off, or -1
+	used map[[2]int]int // connections forwarded, by (from, to)
 }
 
 func newTestLinks() *testLinks {
-	return &testLinks{cut: -1, used: map[[2]int]int{}, conns: map[net.Conn][2]int{}}
+	return &testLinks{cut: -1, used: map[[2]int]int{}}
 }
 
 func (l *testLinks) link(from, to int, addr string) (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	l.mu.Lock()
-	l.lns = append(l.lns, ln)
-	l.mu.Unlock()
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", addr)
-			l.mu.Lock()
-			if err != nil || l.cut == from || l.cut == to {
-				l.mu.Unlock()
-				c.Close()
-				if up != nil {
-					up.Close()
-				}
-				continue
+	return l.Listen(func(c net.Conn) {
+		l.Forward(c, addr, nil, func() ([2]int, bool, bool) {
+			if l.cut == from || l.cut == to {
+				return [2]int{}, false, false
 			}
 			l.used[[2]int{from, to}]++
-			l.conns[c], l.conns[up] = [2]int{from, to}, [2]int{from, to}
-			l.mu.Unlock()
-			l.wg.Add(2)
-			go l.pipe(c, up)
-			go l.pipe(up, c)
-		}
-	}()
-	return ln.Addr().String(), nil
-}
-
-func (l *testLinks) pipe(dst, src net.Conn) {
-	defer l.wg.Done()
-	_, _ = io.Copy(dst, src)
-	dst.Close()
-	src.Close()
-	l.mu.Lock()
-	delete(l.conns, dst)
-	delete(l.conns, src)
-	l.mu.Unlock()
+			return [2]int{from, to}, true, true
+		})
+	})
 }
 
 // isolate cuts server i off from the others: its links' connections are
 // closed and new ones refused.
 func (l *testLinks) isolate(i int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.Lock()
+	defer l.Unlock()
 	l.cut = i
-	for c, pair := range l.conns {
-		if pair[0] == i || pair[1] == i {
-			c.Close()
-		}
-	}
+	l.Drop(func(pair [2]int) bool { return pair[0] == i || pair[1] == i })
 }
 
 func (l *testLinks) uses(from, to int) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.Lock()
+	defer l.Unlock()
 	return l.used[[2]int{from, to}]
-}
-
-func (l *testLinks) close() {
-	l.mu.Lock()
-	for _, ln := range l.lns {
-		ln.Close()
-	}
-	for c := range l.conns {
-		c.Close()
-	}
-	l.mu.Unlock()
-	l.wg.Wait()
 }
 
 // TestEnsembleThroughLinks: the servers of an ensemble started WithLinks
@@ -333,12 +264,12 @@ func TestEnsembleThroughLinks(t *testing.T) {
 		t.Fatal(ErrNotInstalled)
 	}
 	links := newTestLinks()
-	t.Cleanup(links.close)
+	t.Cleanup(links.Close)
 	e, err := StartEnsemble(t.TempDir(), 3, WithLinks(links.link))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(e.Kill) // runs before links.close
+	t.Cleanup(e.Kill) // runs before links.Close
 	old, err := e.Leader()
 	if err != nil {
 		t.Fatal(err)
@@ -354,7 +285,7 @@ func TestEnsembleThroughLinks(t *testing.T) {
 	}
 	links.isolate(old)
 	var leader int
-	eventually(t, 60*time.Second, "a new leader without the cut-off one", func() error {
+	proctest.Eventually(t, 60*time.Second, "a new leader without the cut-off one", func() error {
 		leader = -1
 		for i, s := range e.Members() {
 			if mode, err := s.Mode(); err == nil && mode == "leader" && i != old {
@@ -366,7 +297,7 @@ func TestEnsembleThroughLinks(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, 30*time.Second, "a create without the cut-off server", func() error {
+	proctest.Eventually(t, 30*time.Second, "a create without the cut-off server", func() error {
 		return create(e.Members()[leader].Addr(), "/during", "2")
 	})
 	if e.Members()[old].PID() == 0 {

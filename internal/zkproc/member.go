@@ -1,7 +1,6 @@
 package zkproc
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/turnstilelock/turnstile/internal/proc"
@@ -24,8 +23,5 @@ func (s *Server) Restart() error {
 	if s.member != nil {
 		start = s.startMember
 	}
-	if err := proc.Retry(5, 100*time.Millisecond, start); err != nil {
-		return fmt.Errorf("restart zookeeper: %w", err)
-	}
-	return nil
+	return proc.Restart("zookeeper", 5, 100*time.Millisecond, start)
 }

@@ -134,21 +134,14 @@ func start(dir string, certs *testcerts.Set, o Options) (*Server, error) {
 		return nil, ErrNotInstalled
 	}
 	s := &Server{java: java, dir: dir, certs: certs, opts: o}
-	var lastErr error
-	for range 3 {
-		if s.port, lastErr = proc.FreePort(); lastErr != nil {
-			continue
-		}
-		if certs != nil {
-			if s.tlsPort, lastErr = proc.FreePort(); lastErr != nil || s.tlsPort == s.port {
-				continue
-			}
-		}
-		if lastErr = s.start(); lastErr == nil {
-			return s, nil
-		}
+	ports := []*int{&s.port}
+	if certs != nil {
+		ports = append(ports, &s.tlsPort)
 	}
-	return nil, fmt.Errorf("start zookeeper: %w", lastErr)
+	if err := proc.OnFreePorts(3, s.start, ports...); err != nil {
+		return nil, fmt.Errorf("start zookeeper: %w", err)
+	}
+	return s, nil
 }
 
 // Addr is the server's plain-text host:port.

@@ -4,51 +4,25 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/turnstilelock/turnstile/internal/proc"
+	"github.com/turnstilelock/turnstile/internal/proctest"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 func TestMain(m *testing.M) {
-	testserver.Main(m, testserver.Shared(func() (func(), error) {
-		dir, err := os.MkdirTemp("", "turnstile-dashboard-test-")
-		binDir = dir
-		return func() { _ = os.RemoveAll(dir) }, err
-	}))
+	testserver.Main(m, turnstileCmd.Shared())
 }
 
-var (
-	binDir   string
-	binOnce  sync.Once
-	binPath  string
-	binError error
-)
-
-// turnstileBinary builds cmd/turnstile once for the package's tests.
-func turnstileBinary(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		binPath = filepath.Join(binDir, "turnstile")
-		cmd := exec.Command("go", "build", "-o", binPath, "github.com/turnstilelock/turnstile/cmd/turnstile")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binError = fmt.Errorf("go build cmd/turnstile: %v\n%s", err, out)
-		}
-	})
-	if binError != nil {
-		t.Fatal(binError)
-	}
-	return binPath
-}
+// turnstileCmd is the command the tests run, built once for the package's
+// tests.
+var turnstileCmd = testserver.NewBinary("github.com/turnstilelock/turnstile/cmd/turnstile")
 
 // process is a turnstile process a test started: stopped with SIGTERM
 // when the test ends, and killed if it has not stopped 20 s later.
@@ -76,7 +50,7 @@ func (p *process) output() string {
 func start(t testing.TB, args ...string) *process {
 	t.Helper()
 	p := &process{exited: make(chan struct{})}
-	p.cmd = exec.Command(turnstileBinary(t), args...)
+	p.cmd = exec.Command(turnstileCmd.Path(t), args...)
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	proc.DieWithParent(p.cmd)
 	if err := p.cmd.Start(); err != nil {
@@ -90,21 +64,7 @@ func start(t testing.TB, args ...string) *process {
 	return p
 }
 
-func (p *process) stop(t testing.TB) {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		t.Errorf("turnstile %s did not stop within 20s of SIGTERM\n%s", p.cmd.Args[1], p.output())
-	}
-}
+func (p *process) stop(t testing.TB) { testserver.StopCommand(t, p.cmd, p.exited, p.output) }
 
 // exitCode waits up to d for the process to exit and returns its status.
 func (p *process) exitCode(t testing.TB, d time.Duration) int {
@@ -160,7 +120,7 @@ func makeToken(t testing.TB, name, role string, prefixes ...string) token {
 	for _, p := range prefixes {
 		args = append(args, "--prefix", p)
 	}
-	out, err := exec.Command(turnstileBinary(t), args...).Output()
+	out, err := exec.Command(turnstileCmd.Path(t), args...).Output()
 	if err != nil {
 		t.Fatalf("turnstile serve token: %v", err)
 	}
@@ -184,17 +144,4 @@ var errNotYet = errors.New("not yet")
 
 // waitFor polls cond until it holds, failing the test after d: the
 // machine may be slow, so d is generous and nothing is timed tightly.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting %v for %s: %v", d, what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+var waitFor = proctest.Eventually
