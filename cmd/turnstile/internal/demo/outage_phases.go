@@ -24,7 +24,8 @@ type phaseStats struct {
 	failLat       []time.Duration
 	firstFail     time.Duration // since the start; valid when failed > 0
 	firstErr      string
-	note          string // what happened, for the summary
+	breakersOpen  time.Duration // quorum-lost: from the kill to the last breaker open
+	note          string        // what happened, for the summary
 }
 
 // since is the time since the instances started.

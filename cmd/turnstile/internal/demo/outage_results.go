@@ -76,6 +76,9 @@ func (o *outage) phaseResult(ph int) result {
 	r.add("fail_max_ms", ms(failMax))
 	r.add("ttl_ms", o.cfg.ttl.Milliseconds())
 	r.add("release_failed", st.releaseFailed)
+	if ph == phaseQuorumLost {
+		r.add("breakers_open_ms", ms(st.breakersOpen))
+	}
 	if st.firstErr != "" {
 		r.add("first_error", st.firstErr)
 	}

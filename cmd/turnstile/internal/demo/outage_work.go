@@ -76,8 +76,10 @@ func (o *outage) work(ctx context.Context, inst *outageInstance) {
 			o.stats[ph].busy++
 			o.mu.Unlock()
 		default:
+			// A failure belongs to the phase it ended in: an attempt in
+			// flight when the nodes were killed failed because of it.
 			o.mu.Lock()
-			st := &o.stats[ph]
+			st := &o.stats[o.phase.Load()]
 			if st.failed == 0 {
 				st.firstFail, st.firstErr = o.since(), err.Error()
 			}

@@ -225,6 +225,7 @@ func (o *outage) phases(ctx context.Context) error {
 	first, last, _ := o.breakerSpan(func(i *outageInstance) int64 { return i.opened.Load() }, killAt)
 	o.mu.Lock()
 	st := &o.stats[phaseQuorumLost]
+	st.breakersOpen = last
 	firstFail := "no attempt failed"
 	if st.failed > 0 {
 		firstFail = fmt.Sprintf("the first failed %s after the kill", fmtDur(st.firstFail-killAt))
