@@ -61,17 +61,20 @@ func TestRestartDuringHold(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 		}
-		at := time.Now()
+		at, aValid := time.Now(), la.Validity()
 		defer got.Release(ctx)
+		// A's validity is what keeps it out of B's way: it must have run
+		// out before B's grant. A timer cancels the lease's context when
+		// it does, which a busy machine may run a little later.
+		if aValid > 0 {
+			t.Fatalf("B got the lock %v after the restart while A's lease was still valid for %v", at.Sub(restarted), aValid)
+		}
 		select {
 		case <-la.Context().Done():
-		default:
-			t.Fatalf("B got the lock %v after the restart while A's lease was still valid for %v", at.Sub(restarted), la.Validity())
+		case <-time.After(10 * time.Second):
+			t.Fatal("A's lease had no validity left, and its context was not cancelled within 10 s")
 		}
-		if end := ended(); at.Before(end) {
-			t.Fatalf("B got the lock at %v, before A's lease ended at %v", at, end)
-		}
-		t.Logf("B got the lock %v after the restart; A's lease had ended %v before", at.Sub(restarted), at.Sub(ended()))
+		t.Logf("B got the lock %v after the restart; A's lease context ended %v from B's grant (negative: before it)", at.Sub(restarted), ended().Sub(at))
 	})
 
 	t.Run("control-without-quarantine", func(t *testing.T) {

@@ -3,7 +3,10 @@ package peers_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,19 +73,63 @@ func TestTTLAndRedsyncDelay(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	for _, lib := range []workload.Library{peers.Redsync(), peers.Redislock()} {
 		key := "ttl:" + lib.Name
-		// Held by someone else for 20 ms.
-		srv.MustDo(t, "SET", key, "someone-else", "PX", "20")
+		// Held by someone else until the library's first attempt has
+		// been refused: the next can only come after its retry delay.
+		srv.MustDo(t, "SET", key, "someone-else")
+		attempts, err := lockCalls(srv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		freed := make(chan error, 1)
+		go func() {
+			for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+				if n, err := lockCalls(srv); err != nil || n != attempts {
+					if err == nil {
+						_, err = srv.Do("DEL", key)
+					}
+					freed <- err
+					return
+				}
+			}
+			freed <- errors.New("no attempt to take the lock within 10 s")
+		}()
 		h, took := acquire(t, lib, srv.Addr(), key)
+		if err := <-freed; err != nil {
+			t.Fatal(err)
+		}
 		if d := pttl(t, srv, key); d <= 7*time.Second || d > workload.TTL {
 			t.Errorf("%s: PTTL %v, want a little under %v", lib.Name, d, workload.TTL)
 		}
 		if lib.Name == "redsync" && took < 50*time.Millisecond {
-			t.Errorf("redsync took %v to take a lock released after 20 ms: its default retry delay is at least 50 ms", took)
+			t.Errorf("redsync took %v to take a lock held until its first attempt: its default retry delay is at least 50 ms", took)
 		}
 		if err := h.Release(context.Background()); err != nil {
 			t.Errorf("%s: release: %v", lib.Name, err)
 		}
 	}
+}
+
+// lockCalls is how many commands that can take a lock srv has run: SET
+// (redsync's SET NX) and scripts (redislock's).
+func lockCalls(srv *testserver.Redis) (int, error) {
+	info, err := srv.Do("INFO", "commandstats")
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !slices.Contains([]string{"cmdstat_set", "cmdstat_evalsha", "cmdstat_eval"}, name) {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+		c, err := strconv.Atoi(calls)
+		if err != nil {
+			return 0, fmt.Errorf("commandstats %q: %w", line, err)
+		}
+		n += c
+	}
+	return n, nil
 }
 
 // rueidislock takes a majority of three keys, valid 5 s (its defaults);
