@@ -11,8 +11,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/turnstilelock/turnstile/etcd"
-	"github.com/turnstilelock/turnstile/internal/etcdproc"
-	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 // shortTTL is the TTL of the tests' locks: etcd's minimum lease with its
@@ -72,9 +70,8 @@ func gone(t *testing.T, raw *clientv3.Client, key string, since time.Time, withi
 // TTL class keep the shared lease renewed — never before that TTL — and
 // another owner can take it.
 func TestUnrenewedLockEnds(t *testing.T) {
-	srv := testserver.StartEtcd(t)
+	srv, b := startBackend(t)
 	raw := rawClient(t, srv)
-	b := dial(t, srv)
 	other := dial(t, srv)
 	ctx := ctxFor(t, time.Minute)
 	if _, ok, err := b.Acquire(ctx, "busy", "ob", shortTTL); !ok || err != nil {
@@ -107,9 +104,8 @@ func TestUnrenewedLockEnds(t *testing.T) {
 // which stopped renewing, finds the lock gone after that, though other
 // locks renew the shared lease.
 func TestFailedExtendBoundsTheLock(t *testing.T) {
-	srv := testserver.StartEtcd(t)
+	srv, b := startBackend(t)
 	raw := rawClient(t, srv)
-	b := dial(t, srv)
 	ctx := ctxFor(t, time.Minute)
 	for _, k := range []string{"busy", "stale"} {
 		if _, ok, err := b.Acquire(ctx, k, "o-"+k, shortTTL); !ok || err != nil {
@@ -142,16 +138,8 @@ func TestFailedExtendBoundsTheLock(t *testing.T) {
 // delete's own bound; the lock then ends with its shared lease, which
 // nobody renews any more.
 func TestCloseWhileSweeping(t *testing.T) {
-	srv, err := etcdproc.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Kill)
 	ctx := ctxFor(t, time.Minute)
-	b, err := etcd.Dial(ctx, clientv3.Config{Endpoints: []string{srv.Endpoint()}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, b := startOwn(t, ctx)
 	raw, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
