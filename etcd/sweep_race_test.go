@@ -44,18 +44,6 @@ func waitTracked(t *testing.T, b *etcd.Backend, n int) {
 	}
 }
 
-// noFailure fails the test if a renewing loop reported a failure.
-func noFailure(t *testing.T, what string, failed <-chan error) {
-	t.Helper()
-	select {
-	case err, ok := <-failed:
-		if ok {
-			t.Fatalf("%s: %v", what, err)
-		}
-	default:
-	}
-}
-
 // TestCallsRaceTheSweeper: an Extend or a Release of a lock at about its
 // deadline, when the sweeper may be deleting it. An Extend that reports
 // the lock still held has it in etcd for its TTL from the Extend's start

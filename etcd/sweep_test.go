@@ -49,6 +49,18 @@ func renewing(t *testing.T, b *etcd.Backend, key, owner string) (stop func(), fa
 	return stop, errs
 }
 
+// noFailure fails the test if a renewing loop reported a failure.
+func noFailure(t *testing.T, what string, failed <-chan error) {
+	t.Helper()
+	select {
+	case err, ok := <-failed:
+		if ok {
+			t.Fatalf("%s: %v", what, err)
+		}
+	default:
+	}
+}
+
 // gone waits until the lock key of key is deleted, at most within, and
 // returns how long after since that was seen; it fails the test if the
 // key is still there after within.
@@ -91,11 +103,7 @@ func TestUnrenewedLockEnds(t *testing.T) {
 	if _, ok, err := other.Acquire(ctx, "stale", "next", shortTTL); !ok || err != nil {
 		t.Fatalf("another owner's acquisition after the lock ended = %v, %v", ok, err)
 	}
-	select {
-	case err := <-failed:
-		t.Fatalf("the renewed lock: %v", err)
-	default:
-	}
+	noFailure(t, "the renewed lock", failed)
 }
 
 // TestFailedExtendBoundsTheLock: an Extend whose outcome is unknown (its
@@ -125,11 +133,7 @@ func TestFailedExtendBoundsTheLock(t *testing.T) {
 	if ok, err := b.Extend(ctx, "stale", "o-stale", shortTTL); ok || err != nil {
 		t.Fatalf("extend after the lock ended = %v, %v; want false, nil", ok, err)
 	}
-	select {
-	case err := <-failed:
-		t.Fatalf("the renewed lock: %v", err)
-	default:
-	}
+	noFailure(t, "the renewed lock", failed)
 }
 
 // TestCloseWhileSweeping: Close ends the sweeper even while its delete
