@@ -18,9 +18,8 @@ import (
 // keeps the first holder's create revision), and the waiter's token is
 // that write's revision, above the holder's.
 func TestReleaseHandsOver(t *testing.T) {
-	srv := testserver.StartEtcd(t)
+	srv, b := startBackend(t)
 	raw := rawClient(t, srv)
-	b := dial(t, srv)
 	ctx := ctxFor(t, 30*time.Second)
 	const k = "handoff"
 	first, ok, err := b.Acquire(ctx, k, "holder", 5*time.Second)
@@ -122,9 +121,8 @@ func TestHandoffKeepsArrivalOrder(t *testing.T) {
 // (its waiter key with it); the release is a plain one, and the waiter
 // is told its lease ended instead of waiting on.
 func TestHandoffToAWaiterWhoseLeaseEnded(t *testing.T) {
-	srv := testserver.StartEtcd(t)
+	srv, b := startBackend(t)
 	raw := rawClient(t, srv)
-	b := dial(t, srv)
 	ctx := ctxFor(t, 30*time.Second)
 	const k = "waiterlost"
 	if _, ok, err := b.Acquire(ctx, k, "holder", 5*time.Second); !ok || err != nil {

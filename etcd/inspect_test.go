@@ -11,9 +11,8 @@ import (
 )
 
 func TestInspect(t *testing.T) {
-	srv := testserver.StartEtcd(t)
+	srv, b := startBackend(t)
 	raw := rawClient(t, srv)
-	b := dial(t, srv)
 
 	t.Run("Free", func(t *testing.T) {
 		st, err := b.Inspect(ctxFor(t, 10*time.Second), "inspect-never")

@@ -1,9 +1,11 @@
 package etcd
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strconv"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -69,4 +71,31 @@ func checkOwner(owner string) error {
 // empty compares true when no key lies under dir.
 func empty(dir string) clientv3.Cmp {
 	return clientv3.Compare(clientv3.CreateRevision(dir), "=", 0).WithPrefix()
+}
+
+// lazyLease is the lease of one acquisition that may need none: get
+// grants it, for ttl, on its first call, and returns it again on later
+// calls.
+type lazyLease struct {
+	b       *Backend
+	ttl     time.Duration
+	granted clientv3.LeaseID
+}
+
+func (l *lazyLease) get(ctx context.Context) (clientv3.LeaseID, error) {
+	if l.granted == clientv3.NoLease {
+		g, err := l.b.cli.Grant(ctx, leaseSeconds(l.ttl))
+		if err != nil {
+			return 0, err
+		}
+		l.granted = g.ID
+	}
+	return l.granted, nil
+}
+
+// revoke revokes the lease, if get granted one.
+func (l *lazyLease) revoke(ctx context.Context) {
+	if l.granted != clientv3.NoLease {
+		l.b.revoke(ctx, l.granted)
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/etcd"
-	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/locktest"
 )
 
@@ -19,8 +18,7 @@ import (
 // removes every hold by force with a token floor above theirs; the
 // holders' renewals then fail.
 func TestKindsInspect(t *testing.T) {
-	srv := testserver.StartEtcd(t)
-	b := dial(t, srv)
+	_, b := startBackend(t)
 	ctx := ctxFor(t, time.Minute)
 	sem := locktest.View[*etcd.Semaphore](t)(turnstile.Semaphore(b, 3))
 	read, write := locktest.Sides[*etcd.ReadLock, *etcd.WriteLock](t)(turnstile.ReadWrite(b))
@@ -93,8 +91,7 @@ func TestKindsInspect(t *testing.T) {
 // as a waiter and is not removed with them; List finds only the keys
 // held in the kind, within its limit, across pages.
 func TestKindsInspectWaitersAndList(t *testing.T) {
-	srv := testserver.StartEtcd(t)
-	b := dial(t, srv)
+	_, b := startBackend(t)
 	ctx := ctxFor(t, time.Minute)
 	read, write := locktest.Sides[*etcd.ReadLock, *etcd.WriteLock](t)(turnstile.ReadWrite(b))
 	cl, err := turnstile.New(read)

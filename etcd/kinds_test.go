@@ -67,8 +67,7 @@ func TestKinds(t *testing.T) {
 // holders, so a view with another number is refused while a permit is
 // held, and holds once none is.
 func TestKindsPermitsStored(t *testing.T) {
-	srv := testserver.StartEtcd(t)
-	b := dial(t, srv)
+	_, b := startBackend(t)
 	ctx := ctxFor(t, 30*time.Second)
 	three := locktest.View[*etcd.Semaphore](t)(turnstile.Semaphore(b, 3))
 	two := locktest.View[*etcd.Semaphore](t)(turnstile.Semaphore(b, 2))
@@ -108,8 +107,7 @@ func TestKindsPermitsStored(t *testing.T) {
 // on one name issue increasing tokens among themselves and with the
 // plain lock.
 func TestKindsTokensShareOneFence(t *testing.T) {
-	srv := testserver.StartEtcd(t)
-	b := dial(t, srv)
+	_, b := startBackend(t)
 	ctx := ctxFor(t, 30*time.Second)
 	sem := locktest.View[*etcd.Semaphore](t)(turnstile.Semaphore(b, 2))
 	read, write := locktest.Sides[*etcd.ReadLock, *etcd.WriteLock](t)(turnstile.ReadWrite(b))

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/turnstilelock/turnstile/etcd"
+	"github.com/turnstilelock/turnstile/internal/etcdproc"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/locktest"
 )
@@ -48,3 +49,37 @@ func lockKey(key string) string { return etcd.DefaultPrefix + "locks/" + key }
 
 // ctxFor returns a context that ends after d, or when the test ends.
 var ctxFor = testserver.Ctx
+
+// startBackend starts a server for the test and returns it with a
+// backend dialled to it.
+func startBackend(t testing.TB) (*testserver.Etcd, *etcd.Backend) {
+	t.Helper()
+	srv := testserver.StartEtcd(t)
+	return srv, dial(t, srv)
+}
+
+// startOwn starts a server of the test's own, killed when the test ends,
+// and returns it with a backend dialled to it, which the test closes.
+func startOwn(t *testing.T, ctx context.Context) (*etcdproc.Server, *etcd.Backend) {
+	t.Helper()
+	srv, err := etcdproc.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Kill)
+	b, err := etcd.Dial(ctx, clientv3.Config{Endpoints: []string{srv.Endpoint()}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, b
+}
+
+// grant grants a lease of 30 s through b's client.
+func grant(t *testing.T, ctx context.Context, b *etcd.Backend) clientv3.LeaseID {
+	t.Helper()
+	lease, err := b.Client().Grant(ctx, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lease.ID
+}

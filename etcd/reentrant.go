@@ -64,20 +64,10 @@ func (r *Reentrant) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 	if err := checkOwner(owner); err != nil {
 		return 0, false, err
 	}
-	var granted clientv3.LeaseID
-	lease := func(ctx context.Context) (clientv3.LeaseID, error) {
-		if granted == clientv3.NoLease {
-			l, err := r.b.cli.Grant(ctx, leaseSeconds(ttl))
-			if err != nil {
-				return 0, err
-			}
-			granted = l.ID
-		}
-		return granted, nil
-	}
-	tok, ok, again, held, err := r.take(ctx, key, owner, lease)
-	if granted != clientv3.NoLease && (err != nil || !ok || again) {
-		r.b.revoke(ctx, granted)
+	lease := &lazyLease{b: r.b, ttl: ttl}
+	tok, ok, again, held, err := r.take(ctx, key, owner, lease.get)
+	if err != nil || !ok || again {
+		lease.revoke(ctx)
 	}
 	if err != nil || !ok {
 		return 0, false, err

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 // The backend renews every lease on one stream (renew.go). These tests
@@ -18,8 +16,7 @@ import (
 // TestRenewConcurrently: many renewals of several leases at once, each
 // answered — a renewal of a lease that is gone as lost.
 func TestRenewConcurrently(t *testing.T) {
-	srv := testserver.StartEtcd(t)
-	b := dial(t, srv)
+	_, b := startBackend(t)
 	ctx := ctxFor(t, time.Minute)
 	const locks = 8
 	for i := range locks {
@@ -50,8 +47,7 @@ func key(i int) string { return "renew-" + string(rune('a'+i)) }
 // TestRenewAfterRestart: a renewal after etcd restarted, which ended the
 // stream renewals are sent on, goes out on a new one.
 func TestRenewAfterRestart(t *testing.T) {
-	srv := testserver.StartEtcd(t)
-	b := dial(t, srv)
+	srv, b := startBackend(t)
 	ctx := ctxFor(t, time.Minute)
 	if _, ok, err := b.Acquire(ctx, "restart-key", "owner", 30*time.Second); err != nil || !ok {
 		t.Fatalf("Acquire: ok=%v err=%v", ok, err)
@@ -70,14 +66,10 @@ func TestRenewAfterRestart(t *testing.T) {
 // TestRenewKeepsTheCallersDeadline: while etcd cannot answer, a renewal
 // returns when its context ends.
 func TestRenewKeepsTheCallersDeadline(t *testing.T) {
-	srv := testserver.StartEtcd(t)
-	b := dial(t, srv)
+	srv, b := startBackend(t)
 	ctx := ctxFor(t, time.Minute)
-	lease, err := b.Client().Grant(ctx, 30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.RenewLease(ctx, lease.ID); err != nil { // the stream is open
+	lease := grant(t, ctx, b)
+	if _, err := b.RenewLease(ctx, lease); err != nil { // the stream is open
 		t.Fatal(err)
 	}
 	if err := srv.Pause(); err != nil {
@@ -87,7 +79,7 @@ func TestRenewKeepsTheCallersDeadline(t *testing.T) {
 	rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = b.RenewLease(rctx, lease.ID)
+	_, err := b.RenewLease(rctx, lease)
 	took := time.Since(start)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("renewing while etcd is stopped = %v, want the context's deadline", err)
@@ -101,20 +93,16 @@ func TestRenewKeepsTheCallersDeadline(t *testing.T) {
 
 // TestRenewAfterClose: a renewal after Close fails at once.
 func TestRenewAfterClose(t *testing.T) {
-	srv := testserver.StartEtcd(t)
-	b := dial(t, srv)
+	_, b := startBackend(t)
 	ctx := ctxFor(t, time.Minute)
-	lease, err := b.Client().Grant(ctx, 30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.RenewLease(ctx, lease.ID); err != nil {
+	lease := grant(t, ctx, b)
+	if _, err := b.RenewLease(ctx, lease); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.RenewLease(ctx, lease.ID); err == nil {
+	if _, err := b.RenewLease(ctx, lease); err == nil {
 		t.Fatal("a renewal after Close succeeded")
 	}
 }

@@ -61,6 +61,24 @@ func (rw *rwLock) keys(key string) rwKeys {
 	return rwKeys{dir: dir, readers: dir + "readers/", writer: dir + "writer", queue: dir + "queue/"}
 }
 
+// acquire takes a side's lock on a key for owner without waiting: take
+// takes it with a lease granted for ttl, which is revoked unless take
+// took the lock.
+func (rw *rwLock) acquire(ctx context.Context, owner string, ttl time.Duration, take func(clientv3.LeaseID) (uint64, bool, int64, error)) (uint64, bool, error) {
+	if err := checkOwner(owner); err != nil {
+		return 0, false, err
+	}
+	lease, err := rw.b.cli.Grant(ctx, leaseSeconds(ttl))
+	if err != nil {
+		return 0, false, err
+	}
+	tok, ok, _, err := take(lease.ID)
+	if err != nil || !ok {
+		rw.b.revoke(ctx, lease.ID)
+	}
+	return tok, ok, err
+}
+
 var (
 	_ driver.Backend = (*ReadLock)(nil)
 	_ driver.Queuer  = (*ReadLock)(nil)
@@ -79,18 +97,9 @@ func (r *ReadLock) Shared() bool { return true }
 func (r *ReadLock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (_ uint64, _ bool, err error) {
 	k := r.rw.keys(key)
 	defer func() { err = permission(err, "take the read lock "+k.readers) }()
-	if err := checkOwner(owner); err != nil {
-		return 0, false, err
-	}
-	lease, err := r.rw.b.cli.Grant(ctx, leaseSeconds(ttl))
-	if err != nil {
-		return 0, false, err
-	}
-	tok, ok, _, err := r.take(ctx, k, owner, lease.ID)
-	if err != nil || !ok {
-		r.rw.b.revoke(ctx, lease.ID)
-	}
-	return tok, ok, err
+	return r.rw.acquire(ctx, owner, ttl, func(id clientv3.LeaseID) (uint64, bool, int64, error) {
+		return r.take(ctx, k, owner, id)
+	})
 }
 
 // AcquireWait implements driver.Queuer: the reader waits, watching the
@@ -179,18 +188,9 @@ func (w *WriteLock) Name() string { return w.rw.b.Name() + " write lock" }
 func (w *WriteLock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (_ uint64, _ bool, err error) {
 	k := w.rw.keys(key)
 	defer func() { err = permission(err, "take the write lock "+k.writer) }()
-	if err := checkOwner(owner); err != nil {
-		return 0, false, err
-	}
-	lease, err := w.rw.b.cli.Grant(ctx, leaseSeconds(ttl))
-	if err != nil {
-		return 0, false, err
-	}
-	tok, ok, _, err := w.take(ctx, k, owner, lease.ID)
-	if err != nil || !ok {
-		w.rw.b.revoke(ctx, lease.ID)
-	}
-	return tok, ok, err
+	return w.rw.acquire(ctx, owner, ttl, func(id clientv3.LeaseID) (uint64, bool, int64, error) {
+		return w.take(ctx, k, owner, id)
+	})
 }
 
 // AcquireWait implements driver.Queuer: the writer writes its queue key,

@@ -74,20 +74,10 @@ func (s *Semaphore) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 	if err := checkOwner(owner); err != nil {
 		return 0, false, err
 	}
-	var granted clientv3.LeaseID
-	lease := func(ctx context.Context) (clientv3.LeaseID, error) {
-		if granted == clientv3.NoLease {
-			l, err := s.b.cli.Grant(ctx, leaseSeconds(ttl))
-			if err != nil {
-				return 0, err
-			}
-			granted = l.ID
-		}
-		return granted, nil
-	}
-	tok, ok, _, _, err := s.take(ctx, key, owner, lease, 0)
-	if granted != clientv3.NoLease && (err != nil || !ok) {
-		s.b.revoke(ctx, granted)
+	lease := &lazyLease{b: s.b, ttl: ttl}
+	tok, ok, _, _, err := s.take(ctx, key, owner, lease.get, 0)
+	if err != nil || !ok {
+		lease.revoke(ctx)
 	}
 	return tok, ok, err
 }

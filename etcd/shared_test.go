@@ -42,9 +42,8 @@ func leaseOf(t *testing.T, raw *clientv3.Client, key string) clientv3.LeaseID {
 // An uncontended AcquireWait takes the lock without queueing: no waiter
 // key, no read of the queue.
 func TestLocksShareALease(t *testing.T) {
-	srv := testserver.StartEtcd(t)
+	srv, b := startBackend(t)
 	raw := rawClient(t, srv)
-	b := dial(t, srv)
 	ctx := ctxFor(t, 30*time.Second)
 	// The first acquisition grants the lease.
 	if _, ok, err := b.Acquire(ctx, "first", "o", 5*time.Second); !ok || err != nil {
@@ -98,9 +97,8 @@ func TestLocksShareALease(t *testing.T) {
 // earlier must still live its whole TTL from the call: the acquisition
 // renews the lease.
 func TestAcquireRenewsTheSharedLease(t *testing.T) {
-	srv := testserver.StartEtcd(t)
+	srv, b := startBackend(t)
 	raw := rawClient(t, srv)
-	b := dial(t, srv)
 	ctx := ctxFor(t, time.Minute)
 	const ttl = 6 * time.Second
 	if _, ok, err := b.Acquire(ctx, "early", "o1", ttl); !ok || err != nil {
@@ -144,9 +142,8 @@ func TestAcquireRenewsTheSharedLease(t *testing.T) {
 // says so — and the next acquisition takes a new lease, with a larger
 // token.
 func TestLostSharedLease(t *testing.T) {
-	srv := testserver.StartEtcd(t)
+	srv, b := startBackend(t)
 	raw := rawClient(t, srv)
-	b := dial(t, srv)
 	other := dial(t, srv) // another backend, as another process
 	ctx := ctxFor(t, 30*time.Second)
 	t1, ok, err := b.Acquire(ctx, "a", "o1", 5*time.Second)
@@ -187,8 +184,7 @@ func TestLostSharedLease(t *testing.T) {
 // forced release end one lock each; the backend's other locks on the
 // same lease live on.
 func TestReleasesLeaveOtherLocks(t *testing.T) {
-	srv := testserver.StartEtcd(t)
-	b := dial(t, srv)
+	srv, b := startBackend(t)
 	other := dial(t, srv)
 	ctx := ctxFor(t, 30*time.Second)
 	for _, k := range []string{"r1", "r2", "r3", "keep"} {
@@ -220,9 +216,8 @@ func TestReleasesLeaveOtherLocks(t *testing.T) {
 // when nobody waits for it; a waiter queued (here one of another process
 // about to take the free lock) goes first.
 func TestFastPathKeepsTheQueue(t *testing.T) {
-	srv := testserver.StartEtcd(t)
+	srv, b := startBackend(t)
 	raw := rawClient(t, srv)
-	b := dial(t, srv)
 	ctx := ctxFor(t, 30*time.Second)
 	const k = "queued"
 	lease, err := raw.Grant(ctx, 30)

@@ -44,18 +44,6 @@ func waitTracked(t *testing.T, b *etcd.Backend, n int) {
 	}
 }
 
-// noFailure fails the test if a renewing loop reported a failure.
-func noFailure(t *testing.T, what string, failed <-chan error) {
-	t.Helper()
-	select {
-	case err, ok := <-failed:
-		if ok {
-			t.Fatalf("%s: %v", what, err)
-		}
-	default:
-	}
-}
-
 // TestCallsRaceTheSweeper: an Extend or a Release of a lock at about its
 // deadline, when the sweeper may be deleting it. An Extend that reports
 // the lock still held has it in etcd for its TTL from the Extend's start
@@ -64,9 +52,8 @@ func noFailure(t *testing.T, what string, failed <-chan error) {
 // owner who takes the key next keeps it: no sweep of the earlier write
 // touches the new one.
 func TestCallsRaceTheSweeper(t *testing.T) {
-	srv := testserver.StartEtcd(t)
+	srv, b := startBackend(t)
 	raw := rawClient(t, srv)
-	b := dial(t, srv)
 	ctx := ctxFor(t, 2*time.Minute)
 	if _, ok, err := b.Acquire(ctx, "busy", "ob", shortTTL); !ok || err != nil {
 		t.Fatalf("acquire busy = %v, %v", ok, err)
@@ -226,9 +213,8 @@ func TestForceReleasedLockTakenAgain(t *testing.T) {
 // a new owner of one of those keys, on the next lease, keeps its lock
 // past the earlier holder's deadline.
 func TestSharedLeaseRevokedOutside(t *testing.T) {
-	srv := testserver.StartEtcd(t)
+	srv, b := startBackend(t)
 	raw := rawClient(t, srv)
-	b := dial(t, srv)
 	ctx := ctxFor(t, time.Minute)
 	for _, k := range []string{"a", "c"} {
 		if _, ok, err := b.Acquire(ctx, k, "o-"+k, shortTTL); !ok || err != nil {

@@ -11,8 +11,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/turnstilelock/turnstile/etcd"
-	"github.com/turnstilelock/turnstile/internal/etcdproc"
-	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 // shortTTL is the TTL of the tests' locks: etcd's minimum lease with its
@@ -51,6 +49,18 @@ func renewing(t *testing.T, b *etcd.Backend, key, owner string) (stop func(), fa
 	return stop, errs
 }
 
+// noFailure fails the test if a renewing loop reported a failure.
+func noFailure(t *testing.T, what string, failed <-chan error) {
+	t.Helper()
+	select {
+	case err, ok := <-failed:
+		if ok {
+			t.Fatalf("%s: %v", what, err)
+		}
+	default:
+	}
+}
+
 // gone waits until the lock key of key is deleted, at most within, and
 // returns how long after since that was seen; it fails the test if the
 // key is still there after within.
@@ -72,9 +82,8 @@ func gone(t *testing.T, raw *clientv3.Client, key string, since time.Time, withi
 // TTL class keep the shared lease renewed — never before that TTL — and
 // another owner can take it.
 func TestUnrenewedLockEnds(t *testing.T) {
-	srv := testserver.StartEtcd(t)
+	srv, b := startBackend(t)
 	raw := rawClient(t, srv)
-	b := dial(t, srv)
 	other := dial(t, srv)
 	ctx := ctxFor(t, time.Minute)
 	if _, ok, err := b.Acquire(ctx, "busy", "ob", shortTTL); !ok || err != nil {
@@ -94,11 +103,7 @@ func TestUnrenewedLockEnds(t *testing.T) {
 	if _, ok, err := other.Acquire(ctx, "stale", "next", shortTTL); !ok || err != nil {
 		t.Fatalf("another owner's acquisition after the lock ended = %v, %v", ok, err)
 	}
-	select {
-	case err := <-failed:
-		t.Fatalf("the renewed lock: %v", err)
-	default:
-	}
+	noFailure(t, "the renewed lock", failed)
 }
 
 // TestFailedExtendBoundsTheLock: an Extend whose outcome is unknown (its
@@ -107,9 +112,8 @@ func TestUnrenewedLockEnds(t *testing.T) {
 // which stopped renewing, finds the lock gone after that, though other
 // locks renew the shared lease.
 func TestFailedExtendBoundsTheLock(t *testing.T) {
-	srv := testserver.StartEtcd(t)
+	srv, b := startBackend(t)
 	raw := rawClient(t, srv)
-	b := dial(t, srv)
 	ctx := ctxFor(t, time.Minute)
 	for _, k := range []string{"busy", "stale"} {
 		if _, ok, err := b.Acquire(ctx, k, "o-"+k, shortTTL); !ok || err != nil {
@@ -129,11 +133,7 @@ func TestFailedExtendBoundsTheLock(t *testing.T) {
 	if ok, err := b.Extend(ctx, "stale", "o-stale", shortTTL); ok || err != nil {
 		t.Fatalf("extend after the lock ended = %v, %v; want false, nil", ok, err)
 	}
-	select {
-	case err := <-failed:
-		t.Fatalf("the renewed lock: %v", err)
-	default:
-	}
+	noFailure(t, "the renewed lock", failed)
 }
 
 // TestCloseWhileSweeping: Close ends the sweeper even while its delete
@@ -142,16 +142,8 @@ func TestFailedExtendBoundsTheLock(t *testing.T) {
 // delete's own bound; the lock then ends with its shared lease, which
 // nobody renews any more.
 func TestCloseWhileSweeping(t *testing.T) {
-	srv, err := etcdproc.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Kill)
 	ctx := ctxFor(t, time.Minute)
-	b, err := etcd.Dial(ctx, clientv3.Config{Endpoints: []string{srv.Endpoint()}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, b := startOwn(t, ctx)
 	raw, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)

@@ -82,10 +82,8 @@ func TestFiveNodesKilled(t *testing.T) {
 // ErrNoQuorum within the node timeout + 10 ms.
 func TestBlackholedMajority(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
-	srvs := startNodes(t, 5)
-	proxied, holes, heal := proxiedNodes(t, ctx, srvs[2:])
+	nodes, holes, heal := partlyProxied(t, ctx, 5, 2)
 	defer heal() // before the clients close: they wait for their replies
-	nodes := append(redisNodes(t, srvs[:2]), proxied...)
 	// A node timeout that a healthy loopback node meets even on a busy
 	// machine, where the default 50 ms is sometimes missed.
 	const nodeTimeout = 300 * time.Millisecond

@@ -76,11 +76,8 @@ const (
 
 func TestPhase2ThreeNodeRedlockWatchdog(t *testing.T) {
 	const ttl = phaseRedlockTTL
-	srvs := startNodes(t, 3)
+	holder, other := phaseClients(t, 3, "&fencing=off", "phase2")
 	ctx := ctxFor(t, time.Minute)
-	url := redlockURL(srvs, "quarantine="+phaseRedlockTTL.String()+"&fencing=off&node_timeout="+phaseNodeTimeout.String())
-	holder, other := openClient(t, url, ttl), openClient(t, url, ttl)
-	waitQuarantine(t, holder, "phase2")
 
 	l := holdAndCheck(t, holder, other, "phase2", 4*ttl)
 	if err := l.Release(ctx); err != nil {
@@ -94,11 +91,8 @@ func TestPhase2ThreeNodeRedlockWatchdog(t *testing.T) {
 // waiter is told at once, and the next holder's token is larger.
 func TestPhase3FiveNodeRedlockFencing(t *testing.T) {
 	const ttl = phaseRedlockTTL
-	srvs := startNodes(t, 5)
+	holder, other := phaseClients(t, 5, "", "phase3")
 	ctx := ctxFor(t, time.Minute)
-	url := redlockURL(srvs, "quarantine="+phaseRedlockTTL.String()+"&node_timeout="+phaseNodeTimeout.String())
-	holder, other := openClient(t, url, ttl), openClient(t, url, ttl)
-	waitQuarantine(t, holder, "phase3")
 
 	l := holdAndCheck(t, holder, other, "phase3", 3*ttl)
 	notices, stop, err := other.Backend().(driver.Notifier).Released(ctx, "phase3")
@@ -120,6 +114,18 @@ func TestPhase3FiveNodeRedlockFencing(t *testing.T) {
 	if next.Token() <= l.Token() {
 		t.Fatalf("next holder's token %d is not greater than %d", next.Token(), l.Token())
 	}
+}
+
+// phaseClients starts a Redlock of n servers and returns two Clients of
+// it with the phases' TTL and node timeout, query (URL parameters, each
+// after an &) added, once the servers grant key after their quarantine.
+func phaseClients(t *testing.T, n int, query, key string) (holder, other *turnstile.Client) {
+	t.Helper()
+	srvs := startNodes(t, n)
+	url := redlockURL(srvs, "quarantine="+phaseRedlockTTL.String()+"&node_timeout="+phaseNodeTimeout.String()+query)
+	holder, other = openClient(t, url, phaseRedlockTTL), openClient(t, url, phaseRedlockTTL)
+	waitQuarantine(t, holder, key)
+	return holder, other
 }
 
 func openClient(t *testing.T, url string, ttl time.Duration) *turnstile.Client {

@@ -73,6 +73,17 @@ func proxiedNodes(t *testing.T, ctx context.Context, srvs []*testserver.Redis) (
 	}
 }
 
+// partlyProxied starts n servers and returns Backends of them, the first
+// direct of them dialled directly and the others through proxies, with
+// what proxiedNodes returns of the proxies: their slow functions and a
+// function that heals them all.
+func partlyProxied(t *testing.T, ctx context.Context, n, direct int) (nodes []driver.Backend, slows []func(time.Duration), heal func()) {
+	t.Helper()
+	srvs := startNodes(t, n)
+	proxied, slows, heal := proxiedNodes(t, ctx, srvs[direct:])
+	return append(redisNodes(t, srvs[:direct]), proxied...), slows, heal
+}
+
 // TestSlowNodeBehindProxy: one of three nodes answers only after 250 ms,
 // five times the node timeout. Acquisition does not wait for it longer
 // than the node timeout (and not at all when it returns early), and its

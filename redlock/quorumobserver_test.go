@@ -112,10 +112,8 @@ func TestQuorumObserver(t *testing.T) {
 // short says nothing about the nodes and is not reported.
 func TestQuorumObserverSkipsCancelledRounds(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
-	srvs := startNodes(t, 3)
-	proxied, holes, heal := proxiedNodes(t, ctx, srvs[1:])
+	nodes, holes, heal := partlyProxied(t, ctx, 3, 1)
 	defer heal() // before the clients close: they wait for their replies
-	nodes := append(redisNodes(t, srvs[:1]), proxied...)
 	q := &quorumLog{}
 	b, err := redlock.New(nodes, redlock.WithQuorumObserver(q.observe))
 	if err != nil {

@@ -216,15 +216,7 @@ func (b *Backend) forceDelete(ctx context.Context, dir string, paths []string) (
 	if err == nil && len(res) == len(ops) && res[len(ops)-1].Stat != nil {
 		return uint64(max(res[len(ops)-1].Stat.Mzxid, 0)), nil
 	}
-	if err == nil {
-		err = errors.New("unexpected reply to multi")
-	}
-	for _, r := range res {
-		if r.Error != nil {
-			err = r.Error
-			break
-		}
-	}
+	err = multiErr(res, err)
 	if errors.Is(err, zk.ErrNoNode) {
 		return 0, errRaced
 	}

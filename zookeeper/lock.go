@@ -46,13 +46,7 @@ func (b *Backend) enqueueIn(ctx context.Context, dir, prefix string, data []byte
 			return res[0].String, res[1].Stat.Mzxid, nil
 		}
 		if err == nil {
-			err = errors.New("unexpected reply to multi")
-			for _, r := range res {
-				if r.Error != nil {
-					err = r.Error
-					break
-				}
-			}
+			err = multiErr(res, nil)
 		}
 		if !errors.Is(err, zk.ErrNoNode) || attempt == 3 {
 			return "", 0, fmt.Errorf("zookeeper: create lock node under %s: %w", dir, err)
@@ -63,6 +57,21 @@ func (b *Backend) enqueueIn(ctx context.Context, dir, prefix string, data []byte
 			return "", 0, err
 		}
 	}
+}
+
+// multiErr is the error of a multi-op that was not applied as asked: the
+// first error among its operations' results res, else err, else one
+// saying the reply was unexpected.
+func multiErr(res []zk.MultiResponse, err error) error {
+	for _, r := range res {
+		if r.Error != nil {
+			return r.Error
+		}
+	}
+	if err == nil {
+		err = errors.New("unexpected reply to multi")
+	}
+	return err
 }
 
 // mkdir creates dir as a container node — ZooKeeper deletes containers

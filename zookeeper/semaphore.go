@@ -172,13 +172,7 @@ func (s *Semaphore) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 			return uint64(res[0].Stat.Mzxid), true, nil
 		}
 		if err == nil {
-			err = errors.New("unexpected reply to multi")
-			for _, r := range res {
-				if r.Error != nil {
-					err = r.Error
-					break
-				}
-			}
+			err = multiErr(res, nil)
 		}
 		// Another acquisition (perhaps of the same owner) came first, or
 		// the empty directory was removed: read again.
