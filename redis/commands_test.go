@@ -172,8 +172,7 @@ func TestTokensFollowTheServerClock(t *testing.T) {
 // the drift since, or by a minute, its sample taken while the server's
 // clock stood a minute back.
 func TestTokenAboveALostFence(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	serverNow := func() int64 {
 		t.Helper()
 		us, err := strconv.ParseInt(srv.MustDo(t, "EVAL", "local t = redis.call('TIME') return t[1] * 1000000 + t[2]", "0"), 10, 64)

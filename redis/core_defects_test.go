@@ -8,7 +8,6 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/fence"
-	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 // TestDefectForceReleaseLetsHandedLeaseWrite: ForceRelease raises
@@ -16,8 +15,7 @@ import (
 // also a lease the Client handed over twice without the store (token
 // T+2, the lock held in Redis under token T's owner id).
 func TestDefectForceReleaseLetsHandedLeaseWrite(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	c, err := turnstile.New(dial(t, srv), turnstile.WithTTL(8*time.Second),
 		turnstile.WithBackoff(turnstile.Exponential{Base: time.Millisecond, Cap: 5 * time.Millisecond, MaxRetries: -1}))
 	if err != nil {

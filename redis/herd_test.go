@@ -127,8 +127,7 @@ func TestWaiterAcquiresAfterItsNoticeIsLost(t *testing.T) {
 // in every Client: attempting at once, the same Client would win the race
 // time after time and the others starve.
 func TestClientsShareAHotKey(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	const clients, per, want = 8, 8, 12000
 	var cs []*turnstile.Client
 	for range clients {

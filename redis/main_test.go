@@ -60,6 +60,14 @@ func channelKey(key string) string { return lockKey(key) + ":released" }
 // ctxFor returns a context that ends after d, or when the test ends.
 var ctxFor = testserver.Ctx
 
+// startRedis starts a server of the test's own and returns it with a
+// context that ends after a minute, or when the test ends.
+func startRedis(t testing.TB) (*testserver.Redis, context.Context) {
+	t.Helper()
+	srv := testserver.StartRedis(t)
+	return srv, ctxFor(t, time.Minute)
+}
+
 // goRedisBackend returns a backend over a go-redis client closed when the
 // test ends.
 func goRedisBackend(t testing.TB, srv *testserver.Redis) *redis.Backend {
