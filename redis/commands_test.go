@@ -56,9 +56,8 @@ func diff(before, after map[string]int) map[string]int {
 // DEL (no notice: nobody waited) — and a key locked before costs the
 // same.
 func TestCommandsPerPair(t *testing.T) {
-	srv := testserver.StartRedis(t)
+	srv, ctx := startRedis(t)
 	b := dial(t, srv)
-	ctx := ctxFor(t, time.Minute)
 	pair := func(key string) uint64 {
 		t.Helper()
 		tok, ok, err := b.Acquire(ctx, key, "o", time.Minute)
@@ -106,9 +105,8 @@ func TestCommandsPerPair(t *testing.T) {
 // TIME read before the grant, and within a second of it on a loopback
 // server.
 func TestTokensFollowTheServerClock(t *testing.T) {
-	srv := testserver.StartRedis(t)
+	srv, ctx := startRedis(t)
 	b := dial(t, srv)
-	ctx := ctxFor(t, time.Minute)
 	serverNow := func() uint64 {
 		t.Helper()
 		// TIME answers an array; read it with a script.

@@ -21,9 +21,8 @@ import (
 // cluster, where CLUSTER KEYSLOT is refused, so the slot is computed here
 // as the cluster specification defines it.)
 func TestKeysWithBraces(t *testing.T) {
-	srv := testserver.StartRedis(t)
+	srv, ctx := startRedis(t)
 	b := dial(t, srv)
-	ctx := ctxFor(t, time.Minute)
 	for _, k := range []string{
 		"lock:inventory:{w1}:{p9}",
 		"lock:inventory:12345",
@@ -83,8 +82,7 @@ func TestPrefix(t *testing.T) {
 // TestReleasePublishes: a release is published on the key's shard channel
 // (Redis 7.0 and later), a refused release is not.
 func TestReleasePublishes(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	b := dial(t, srv)
+	srv, b := startDialled(t)
 	sub := rueidisClient(t, srv)
 	ctx := ctxFor(t, time.Minute)
 	const k = "lock:inventory:{w1}:{p9}"

@@ -12,7 +12,6 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/fence"
-	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/redis"
 )
 
@@ -25,8 +24,7 @@ import (
 // the previous lease's owner id and renews there; and the store runs far
 // fewer scripts than one per acquisition.
 func TestHandsOverWithinTheClient(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	b := dial(t, srv)
+	srv, b := startDialled(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	c, err := turnstile.New(b, turnstile.WithTTL(8*time.Second))
 	if err != nil {

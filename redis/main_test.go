@@ -68,6 +68,14 @@ func startRedis(t testing.TB) (*testserver.Redis, context.Context) {
 	return srv, ctxFor(t, time.Minute)
 }
 
+// startDialled starts a server of the test's own and returns it with a
+// backend dialled to it (dial).
+func startDialled(t testing.TB, opts ...redis.Option) (*testserver.Redis, *redis.Backend) {
+	t.Helper()
+	srv := testserver.StartRedis(t)
+	return srv, dial(t, srv, opts...)
+}
+
 // goRedisBackend returns a backend over a go-redis client closed when the
 // test ends.
 func goRedisBackend(t testing.TB, srv *testserver.Redis) *redis.Backend {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile/driver"
-	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/redis"
 )
 
@@ -16,8 +15,7 @@ import (
 // lock it released quietly while others waited, is a free lock that the
 // next holder takes over with the mark.
 func TestNoticeOnlyWhenWaitedFor(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	b := dial(t, srv)
+	srv, b := startDialled(t)
 	ctx := ctxFor(t, 30*time.Second)
 	const k = "marked"
 	notices, stop, err := b.Released(ctx, k)

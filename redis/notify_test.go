@@ -97,9 +97,8 @@ func TestReleased(t *testing.T) {
 // TestReleasedManyWaiters: many goroutines waiting on one key share one
 // subscription and are all woken.
 func TestReleasedManyWaiters(t *testing.T) {
-	srv := testserver.StartRedis(t)
+	srv, ctx := startRedis(t)
 	b := dial(t, srv)
-	ctx := ctxFor(t, time.Minute)
 	const k, waiters = "notify:many", 200
 	var wg sync.WaitGroup
 	woken := make(chan struct{}, waiters)
