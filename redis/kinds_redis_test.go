@@ -256,7 +256,7 @@ func TestFairAbandonedWaiterAgesOut(t *testing.T) {
 // adapter runs the same scripts.
 func TestKindsGoRedis(t *testing.T) {
 	srv := testserver.StartRedis(t)
-	runKinds(t, srv, func(t testing.TB) *redis.Backend { return goRedisBackend(t, srv) }, 2, false)
+	runKinds(t, func(t testing.TB) *redis.Backend { return goRedisBackend(t, srv) }, queueLength(srv), 2, "")
 }
 
 // TestReentrantClient: through a Client, nested acquisitions by one

@@ -88,3 +88,13 @@ func goRedisBackend(t testing.TB, srv *testserver.Redis) *redis.Backend {
 	}
 	return b
 }
+
+// eachLibrary runs test as a subtest, named after the client library,
+// with a backend on srv over rueidis and one over go-redis, and a context
+// that ends after a minute or when the subtest ends.
+func eachLibrary(t *testing.T, srv *testserver.Redis, test func(t *testing.T, ctx context.Context, name string, b *redis.Backend)) {
+	t.Helper()
+	for name, b := range map[string]*redis.Backend{"rueidis": dial(t, srv), "go-redis": goRedisBackend(t, srv)} {
+		t.Run(name, func(t *testing.T) { test(t, ctxFor(t, time.Minute), name, b) })
+	}
+}
