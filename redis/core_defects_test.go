@@ -16,17 +16,9 @@ import (
 // T+2, the lock held in Redis under token T's owner id).
 func TestDefectForceReleaseLetsHandedLeaseWrite(t *testing.T) {
 	srv, ctx := startRedis(t)
-	c, err := turnstile.New(dial(t, srv), turnstile.WithTTL(8*time.Second),
+	c := newClient(t, dial(t, srv), turnstile.WithTTL(8*time.Second),
 		turnstile.WithBackoff(turnstile.Exponential{Base: time.Millisecond, Cap: 5 * time.Millisecond, MaxRetries: -1}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	other, err := turnstile.New(dial(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := newClient(t, dial(t, srv))
 	guard, err := fence.NewRedis(rueidisClient(t, srv))
 	if err != nil {
 		t.Fatal(err)

@@ -14,16 +14,8 @@ import (
 // someone failed to take the lock), and an observer learns of it.
 func TestElectionObserversHearTheResignation(t *testing.T) {
 	srv, ctx := startRedis(t)
-	leaderC, err := turnstile.New(dial(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer leaderC.Close()
-	observerC, err := turnstile.New(dial(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer observerC.Close()
+	leaderC := newClient(t, dial(t, srv))
+	observerC := newClient(t, dial(t, srv))
 	le, err := leaderC.Election("primary")
 	if err != nil {
 		t.Fatal(err)

@@ -122,11 +122,7 @@ func TestKindsInspect(t *testing.T) {
 func TestSemaphoreHoldersLoseLeases(t *testing.T) {
 	srv, ctx := startRedis(t)
 	sem := semaphoreOf(t, dial(t, srv), 2)
-	c, err := turnstile.New(sem, turnstile.WithTTL(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, sem, turnstile.WithTTL(time.Second))
 	a, err := c.Acquire(ctx, "jobs")
 	if err != nil {
 		t.Fatal(err)

@@ -119,11 +119,7 @@ func TestKindNotices(t *testing.T) {
 			if ok, err := be.Release(ctx, k, "o"); !ok || err != nil {
 				t.Fatalf("release: %v %v", ok, err)
 			}
-			select {
-			case <-ch:
-			case <-time.After(5 * time.Second):
-				t.Fatal("no release notice")
-			}
+			awaitNotice(t, ch, "no release notice")
 		})
 	}
 }
@@ -264,16 +260,8 @@ func TestKindsGoRedis(t *testing.T) {
 // lock once the last one is made (woken by its notice).
 func TestReentrantClient(t *testing.T) {
 	srv, ctx := startRedis(t)
-	c, err := turnstile.New(reentrantOf(t, dial(t, srv)), turnstile.WithOwner("job-42"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	other, err := turnstile.New(reentrantOf(t, dial(t, srv)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	c := newClient(t, reentrantOf(t, dial(t, srv)), turnstile.WithOwner("job-42"))
+	other := newClient(t, reentrantOf(t, dial(t, srv)))
 	const k = "kinds:reentrant-client"
 	outer, err := c.Acquire(ctx, k)
 	if err != nil {

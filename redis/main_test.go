@@ -9,6 +9,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/locktest"
 	"github.com/turnstilelock/turnstile/redis"
@@ -33,6 +35,17 @@ func dial(t testing.TB, srv *testserver.Redis, opts ...redis.Option) *redis.Back
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	return b
+}
+
+// newClient returns a Client over b, closed when the test ends.
+func newClient(t testing.TB, b driver.Backend, opts ...turnstile.Option) *turnstile.Client {
+	t.Helper()
+	c, err := turnstile.New(b, opts...)
+	if err != nil {
+		t.Fatalf("turnstile.New: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 // rueidisClient returns a client of the test's own, closed when it ends.

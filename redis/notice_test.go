@@ -33,11 +33,7 @@ func TestNoticeOnlyWhenWaitedFor(t *testing.T) {
 	}
 	told := func(what string) {
 		t.Helper()
-		select {
-		case <-notices:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s sent no release notice", what)
-		}
+		awaitNotice(t, notices, what+" sent no release notice")
 	}
 	acquire := func(owner string, want bool) uint64 {
 		t.Helper()

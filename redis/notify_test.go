@@ -44,21 +44,13 @@ func TestReleased(t *testing.T) {
 		}
 		releaseOnce(t, b, k)
 		for _, ch := range []<-chan struct{}{a, c} {
-			select {
-			case <-ch:
-			case <-time.After(5 * time.Second):
-				t.Fatal("a waiter was not told of the release")
-			}
+			awaitNotice(t, ch, "a waiter was not told of the release")
 		}
 
 		stopA()
 		stopA() // harmless
 		releaseOnce(t, b, k)
-		select {
-		case <-c:
-		case <-time.After(5 * time.Second):
-			t.Fatal("one waiter stopping unsubscribed the other")
-		}
+		awaitNotice(t, c, "one waiter stopping unsubscribed the other")
 		stopC()
 		waitFor(t, func() bool { return numsub() == 0 }, "the server still has the subscription after the last waiter stopped")
 
@@ -69,11 +61,7 @@ func TestReleased(t *testing.T) {
 				t.Fatalf("Released again: %v", err)
 			}
 			releaseOnce(t, b, k)
-			select {
-			case <-ch:
-			case <-time.After(5 * time.Second):
-				t.Fatal("a re-subscribed waiter was not told of the release")
-			}
+			awaitNotice(t, ch, "a re-subscribed waiter was not told of the release")
 			stop()
 		}
 
@@ -182,11 +170,7 @@ func TestReleasedAcrossRestart(t *testing.T) {
 		if ok, err := b.Release(ctx, k, "o"); !ok || err != nil {
 			t.Fatalf("release: ok=%v err=%v", ok, err)
 		}
-		select {
-		case <-ch:
-		case <-time.After(5 * time.Second):
-			t.Fatal("a release after the restart did not reach the waiter")
-		}
+		awaitNotice(t, ch, "a release after the restart did not reach the waiter")
 	})
 }
 
@@ -205,6 +189,17 @@ func releaseOnce(t *testing.T, b *redis.Backend, key string) {
 	}
 	if ok, err := b.Release(ctx, key, "releaser"); !ok || err != nil {
 		t.Fatalf("release %q: ok=%v err=%v", key, ok, err)
+	}
+}
+
+// awaitNotice fails the test with failure unless ch delivers within five
+// seconds.
+func awaitNotice(t testing.TB, ch <-chan struct{}, failure string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal(failure)
 	}
 }
 
