@@ -384,16 +384,9 @@ func oneAtATime(ctx context.Context, forEach func(context.Context, func(context.
 }
 
 // runStrings executes s once and returns its reply, an array of strings.
-func (b *Backend) runStrings(ctx context.Context, s *kindScript, c call) (r []string, err error) {
-	switch cn := b.conn.(type) {
-	case *rueidisConn:
-		r, err = s.r.Exec(ctx, cn.c, c.keys, c.args).AsStrSlice()
-	case *goredisConn:
-		r, err = s.g.Run(ctx, cn.c, c.keys, anys(c.args)...).StringSlice()
-	default:
-		return nil, fmt.Errorf("redis: inspecting locks is not supported over client %T", b.conn)
-	}
-	return r, storeError(err, s.src, c, "")
+func (b *Backend) runStrings(ctx context.Context, s *kindScript, c call) ([]string, error) {
+	return execOne(ctx, b, s, c, rueidis.RedisResult.AsStrSlice, (*goredis.Cmd).StringSlice,
+		"redis: inspecting locks is not supported over client %T")
 }
 
 // runStringsMulti executes s once per call in one pipelined batch.

@@ -42,20 +42,31 @@ func newRenewScript(src string) *kindScript {
 }
 
 // run executes s once and returns its integer reply.
-func (b *Backend) run(ctx context.Context, s *kindScript, c call) (n int64, err error) {
+func (b *Backend) run(ctx context.Context, s *kindScript, c call) (int64, error) {
 	if s.renews && b.waits() {
 		rep := b.conn.(*rueidisConn).evalWait(ctx, s.src, s.sha, []call{c}, "extend")[0]
 		return rep.n, rep.err
 	}
+	return execOne(ctx, b, s, c, rueidis.RedisResult.AsInt64, (*goredis.Cmd).Int64,
+		"redis: lock kinds do not support client %T")
+}
+
+// execOne executes s once and reads its reply with fromR over rueidis,
+// with fromG over go-redis. Over any other client it fails with
+// unsupported, a format of the client's type.
+func execOne[T any](ctx context.Context, b *Backend, s *kindScript, c call,
+	fromR func(rueidis.RedisResult) (T, error), fromG func(*goredis.Cmd) (T, error), unsupported string) (T, error) {
+	var v T
+	var err error
 	switch cn := b.conn.(type) {
 	case *rueidisConn:
-		n, err = s.r.Exec(ctx, cn.c, c.keys, c.args).AsInt64()
+		v, err = fromR(s.r.Exec(ctx, cn.c, c.keys, c.args))
 	case *goredisConn:
-		n, err = s.g.Run(ctx, cn.c, c.keys, anys(c.args)...).Int64()
+		v, err = fromG(s.g.Run(ctx, cn.c, c.keys, anys(c.args)...))
 	default:
-		return 0, fmt.Errorf("redis: lock kinds do not support client %T", b.conn)
+		return v, fmt.Errorf(unsupported, b.conn)
 	}
-	return n, storeError(err, s.src, c, "")
+	return v, storeError(err, s.src, c, "")
 }
 
 // runGrant executes s, a kind's acquisition, once and returns its
