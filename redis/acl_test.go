@@ -450,8 +450,7 @@ func exerciseOperator(t *testing.T, ctx context.Context, b *redis.Backend) {
 // INFO besides the locking recipe (the acquire script reads the server's
 // uptime); without it, the acquisition is refused naming INFO.
 func TestACLRestartQuarantine(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	node := func() *redis.Backend {
 		rc, err := rueidis.NewClient(rueidis.ClientOption{
 			InitAddress: []string{srv.Addr()}, Username: "turnstile", Password: aclPassword,
@@ -649,8 +648,7 @@ func TestACLMissingPermission(t *testing.T) {
 // TestACLMissingPermissionClient: through a Client, a refusal reaches
 // Acquire, Release and the operator calls as turnstile.ErrPermission.
 func TestACLMissingPermissionClient(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 
 	setUser(t, srv, without(aclRules(aclPrefix, aclLock), "+evalsha"))
 	c, _ := openACL(t, ctx, srv)
@@ -680,8 +678,7 @@ func TestACLMissingPermissionClient(t *testing.T) {
 // TestACLWrongPassword: a wrong password, or none for a server that
 // requires one, is an authentication error that shows no password.
 func TestACLWrongPassword(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	setUser(t, srv, aclRules(aclPrefix, aclLock))
 	srv.MustDo(t, "ACL", "SETUSER", "default", "off")
 	for _, url := range []string{

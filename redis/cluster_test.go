@@ -201,11 +201,7 @@ func testClusterNotices(t *testing.T, cl *testserver.RedisCluster, admin rueidis
 				releaseOnce(t, releaser, name+":"+k)
 			}
 			for i, ch := range chans {
-				select {
-				case <-ch:
-				case <-time.After(5 * time.Second):
-					t.Fatalf("no release notice for %s", keys[i])
-				}
+				awaitNotice(t, ch, fmt.Sprintf("no release notice for %s", keys[i]))
 			}
 		})
 	}

@@ -56,9 +56,8 @@ func diff(before, after map[string]int) map[string]int {
 // DEL (no notice: nobody waited) — and a key locked before costs the
 // same.
 func TestCommandsPerPair(t *testing.T) {
-	srv := testserver.StartRedis(t)
+	srv, ctx := startRedis(t)
 	b := dial(t, srv)
-	ctx := ctxFor(t, time.Minute)
 	pair := func(key string) uint64 {
 		t.Helper()
 		tok, ok, err := b.Acquire(ctx, key, "o", time.Minute)
@@ -106,24 +105,14 @@ func TestCommandsPerPair(t *testing.T) {
 // TIME read before the grant, and within a second of it on a loopback
 // server.
 func TestTokensFollowTheServerClock(t *testing.T) {
-	srv := testserver.StartRedis(t)
+	srv, ctx := startRedis(t)
 	b := dial(t, srv)
-	ctx := ctxFor(t, time.Minute)
-	serverNow := func() uint64 {
-		t.Helper()
-		// TIME answers an array; read it with a script.
-		us, err := strconv.ParseUint(srv.MustDo(t, "EVAL", "local t = redis.call('TIME') return t[1] * 1000000 + t[2]", "0"), 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return us
-	}
 	if r := b.ClockReading(); r != 0 {
 		t.Fatalf("a fresh Backend reads the clock as %d before sampling it", r)
 	}
 	for i := range 20 {
 		key := "clock:" + strconv.Itoa(i)
-		before := serverNow()
+		before := uint64(serverMicros(t, srv))
 		tok, ok, err := b.Acquire(ctx, key, "o", time.Minute)
 		if !ok || err != nil {
 			t.Fatalf("acquire: ok=%v err=%v", ok, err)
@@ -165,6 +154,17 @@ func TestTokensFollowTheServerClock(t *testing.T) {
 	}
 }
 
+// serverMicros reads srv's clock (TIME) in microseconds.
+func serverMicros(t testing.TB, srv *testserver.Redis) int64 {
+	t.Helper()
+	// TIME answers an array; read it with a script.
+	us, err := strconv.ParseInt(srv.MustDo(t, "EVAL", "local t = redis.call('TIME') return t[1] * 1000000 + t[2]", "0"), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return us
+}
+
 // TestTokenAboveALostFence: a key whose fence key is gone — as it is at
 // once when the server's clock jumps forward — gets a token above the
 // last one although this grant's client reads the server clock lower
@@ -172,16 +172,7 @@ func TestTokensFollowTheServerClock(t *testing.T) {
 // the drift since, or by a minute, its sample taken while the server's
 // clock stood a minute back.
 func TestTokenAboveALostFence(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
-	serverNow := func() int64 {
-		t.Helper()
-		us, err := strconv.ParseInt(srv.MustDo(t, "EVAL", "local t = redis.call('TIME') return t[1] * 1000000 + t[2]", "0"), 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return us
-	}
+	srv, ctx := startRedis(t)
 	first, next := dial(t, srv), dial(t, srv)
 	for _, c := range []struct {
 		name          string
@@ -194,7 +185,7 @@ func TestTokenAboveALostFence(t *testing.T) {
 		// A fence below the reading: the first grant's token is the
 		// reading.
 		srv.MustDo(t, "SET", fenceKey(key), "16")
-		first.SetClockReading(serverNow() + c.ahead.Microseconds())
+		first.SetClockReading(serverMicros(t, srv) + c.ahead.Microseconds())
 		last, ok, err := first.Acquire(ctx, key, "a", time.Minute)
 		if !ok || err != nil {
 			t.Fatalf("%s: first grant: ok=%v err=%v", c.name, ok, err)
@@ -203,7 +194,7 @@ func TestTokenAboveALostFence(t *testing.T) {
 			t.Fatal(err)
 		}
 		srv.MustDo(t, "DEL", fenceKey(key))
-		next.SetClockReading(serverNow() - c.behind.Microseconds())
+		next.SetClockReading(serverMicros(t, srv) - c.behind.Microseconds())
 		tok, ok, err := next.Acquire(ctx, key, "b", time.Minute)
 		if !ok || err != nil {
 			t.Fatalf("%s: next grant: ok=%v err=%v", c.name, ok, err)

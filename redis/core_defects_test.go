@@ -8,7 +8,6 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/fence"
-	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 // TestDefectForceReleaseLetsHandedLeaseWrite: ForceRelease raises
@@ -16,19 +15,10 @@ import (
 // also a lease the Client handed over twice without the store (token
 // T+2, the lock held in Redis under token T's owner id).
 func TestDefectForceReleaseLetsHandedLeaseWrite(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
-	c, err := turnstile.New(dial(t, srv), turnstile.WithTTL(8*time.Second),
+	srv, ctx := startRedis(t)
+	c := newClient(t, dial(t, srv), turnstile.WithTTL(8*time.Second),
 		turnstile.WithBackoff(turnstile.Exponential{Base: time.Millisecond, Cap: 5 * time.Millisecond, MaxRetries: -1}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	other, err := turnstile.New(dial(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := newClient(t, dial(t, srv))
 	guard, err := fence.NewRedis(rueidisClient(t, srv))
 	if err != nil {
 		t.Fatal(err)

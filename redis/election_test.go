@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile"
-	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 // TestElectionObserversHearTheResignation: a resignation in an election
@@ -14,18 +13,9 @@ import (
 // observers, who try nothing (a plain lock's release sends it only when
 // someone failed to take the lock), and an observer learns of it.
 func TestElectionObserversHearTheResignation(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
-	leaderC, err := turnstile.New(dial(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer leaderC.Close()
-	observerC, err := turnstile.New(dial(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer observerC.Close()
+	srv, ctx := startRedis(t)
+	leaderC := newClient(t, dial(t, srv))
+	observerC := newClient(t, dial(t, srv))
 	le, err := leaderC.Election("primary")
 	if err != nil {
 		t.Fatal(err)

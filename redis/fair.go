@@ -99,10 +99,7 @@ func (f *Fair) attempt(ctx context.Context, key, owner string, ttl time.Duration
 		keys: append([]string{n.lock, n.fence}, f.queueKeys(n)...),
 		args: []string{owner, lockTTL, fenceTTL, millis(f.timeout), mode},
 	}
-	if f.b.waits() {
-		return f.b.grant(ctx, fairAcquire.src, fairAcquire.sha, c, func(context.Context) { f.leave(key, owner, true) })
-	}
-	return f.b.run(ctx, fairAcquire, c)
+	return f.b.runGrant(ctx, fairAcquire, c, func(context.Context) { f.leave(key, owner, true) })
 }
 
 // Acquire implements driver.Backend: it takes the lock only if it is
@@ -111,11 +108,7 @@ func (f *Fair) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 	if err := checkLease(ctx, key, owner, ttl); err != nil {
 		return 0, false, err
 	}
-	tok, err := f.attempt(ctx, key, owner, ttl, false)
-	if err != nil {
-		return 0, false, err
-	}
-	return uint64(max(tok, 0)), tok > 0, nil
+	return leaseOf(f.attempt(ctx, key, owner, ttl, false))
 }
 
 // AcquireWait implements driver.Queuer: owner joins key's queue and waits

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/redis"
 )
 
@@ -13,9 +12,8 @@ import (
 // operator's DEL) must not let a token go backwards, and a stored token
 // ahead of the clock is continued from, not replaced by the clock.
 func TestTokensSurviveFenceEviction(t *testing.T) {
-	srv := testserver.StartRedis(t)
+	srv, ctx := startRedis(t)
 	b := dial(t, srv)
-	ctx := ctxFor(t, time.Minute)
 	const k = "fence:evicted"
 
 	t1 := acquireRelease(t, b, k, "a")
@@ -56,9 +54,8 @@ func TestTokensSurviveFenceEviction(t *testing.T) {
 // TestTokensSurviveRestart: a restart without persistence loses every
 // lock and fence key; the server clock still yields larger tokens.
 func TestTokensSurviveRestart(t *testing.T) {
-	srv := testserver.StartRedis(t)
+	srv, ctx := startRedis(t)
 	b := dial(t, srv)
-	ctx := ctxFor(t, time.Minute)
 	const k = "fence:restart"
 
 	t1, ok, err := b.Acquire(ctx, k, "before", time.Minute)
@@ -104,9 +101,8 @@ func acquireRelease(t *testing.T, b *redis.Backend, key, owner string) uint64 {
 // after another, each set the lock's and the fence's expiry from their
 // own TTL (the Backend keeps the last TTL's script arguments).
 func TestTTLsAlternate(t *testing.T) {
-	srv := testserver.StartRedis(t)
+	srv, ctx := startRedis(t)
 	b := dial(t, srv)
-	ctx := ctxFor(t, time.Minute)
 	for i, ttl := range []time.Duration{time.Minute, 2 * time.Minute, time.Minute, 3 * time.Minute, 3 * time.Minute} {
 		k := "ttl:" + strconv.Itoa(i)
 		if _, ok, err := b.Acquire(ctx, k, "o", ttl); !ok || err != nil {

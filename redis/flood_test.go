@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-
-	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 // TestSubscriptionsEndUnderAFlood: ending a waiter's subscription while
@@ -21,8 +19,7 @@ import (
 // channel notices before its own confirmation, which could fill the
 // client library's buffer and stop its connection for good.
 func TestSubscriptionsEndUnderAFlood(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	b := dial(t, srv)
+	srv, b := startDialled(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	const k = "flooded"
 	pub := rueidisClient(t, srv)

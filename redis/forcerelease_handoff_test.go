@@ -10,7 +10,6 @@ import (
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/fence"
 	"github.com/turnstilelock/turnstile/internal/handofftest"
-	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 // TestForceReleaseShutsOutHandedHolder: a Client hands a lock to its own
@@ -20,8 +19,7 @@ import (
 // fenced write is refused, as is every token the run could have reached
 // (up to T+15), in both guard modes, while the next holder's writes pass.
 func TestForceReleaseShutsOutHandedHolder(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	b := dial(t, srv)
+	srv, b := startDialled(t)
 	for _, mode := range []struct {
 		name string
 		opts []fence.Option

@@ -3,10 +3,8 @@ package redis_test
 import (
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/turnstilelock/turnstile"
-	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/redis"
 )
 
@@ -14,8 +12,7 @@ import (
 // backend's prefix to the floor, leaves one at or above it and a missing
 // one as they are, and refuses a floor no token can reach.
 func TestRaiseGuard(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	b := dial(t, srv, redis.WithPrefix("app:"))
 	srv.MustDo(t, "SET", "app:{k}:guard", "100")
 	srv.MustDo(t, "SET", "{k}:guard", "5") // another prefix's

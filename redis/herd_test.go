@@ -31,11 +31,7 @@ func herdNeverSitsOnAFreeLock(t *testing.T, n int) {
 	var clients []*turnstile.Client
 	for range n {
 		b := dial(t, srv)
-		c, err := turnstile.New(b, turnstile.WithBackoff(fixedBackoff(5*time.Second)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
+		c := newClient(t, b, turnstile.WithBackoff(fixedBackoff(5*time.Second)))
 		clients = append(clients, c)
 	}
 	for round := range 200 {
@@ -77,16 +73,8 @@ func herdNeverSitsOnAFreeLock(t *testing.T, n int) {
 func TestWaiterAcquiresAfterItsNoticeIsLost(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, 2*time.Minute)
-	holderC, err := turnstile.New(dial(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holderC.Close()
-	waiterC, err := turnstile.New(dial(t, srv), turnstile.WithBackoff(fixedBackoff(2*time.Second)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer waiterC.Close()
+	holderC := newClient(t, dial(t, srv))
+	waiterC := newClient(t, dial(t, srv), turnstile.WithBackoff(fixedBackoff(2*time.Second)))
 	for round := range 20 {
 		key := "lost-notice-" + strconv.Itoa(round)
 		holder, err := holderC.TryAcquire(ctx, key)
@@ -127,16 +115,11 @@ func TestWaiterAcquiresAfterItsNoticeIsLost(t *testing.T) {
 // in every Client: attempting at once, the same Client would win the race
 // time after time and the others starve.
 func TestClientsShareAHotKey(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	const clients, per, want = 8, 8, 12000
 	var cs []*turnstile.Client
 	for range clients {
-		c, err := turnstile.New(dial(t, srv), turnstile.WithBackoff(fixedBackoff(5*time.Second)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
+		c := newClient(t, dial(t, srv), turnstile.WithBackoff(fixedBackoff(5*time.Second)))
 		cs = append(cs, c)
 	}
 	counts := make([]atomic.Int64, clients)

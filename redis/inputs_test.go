@@ -13,7 +13,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/turnstilelock/turnstile"
-	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/redis"
 )
 
@@ -177,8 +176,7 @@ func (f fixedBackoff) Delay(int) (time.Duration, bool) { return time.Duration(f)
 
 // TestOpenURL: a good URL with every parameter opens a working client.
 func TestOpenURL(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	c, err := turnstile.Open(ctx, srv.URL()+"/2?dial_timeout=2s&prefix=app:&fence_grace=1s&protocol=2")
 	if err != nil {
 		t.Fatalf("Open: %v", err)

@@ -363,74 +363,34 @@ func (b *Backend) scan(ctx context.Context, pattern string, found func([]string)
 			return each(ctx, c)
 		case *goredis.ClusterClient:
 			// found is not safe for concurrent use: one primary at a time.
-			var mu sync.Mutex
-			return c.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
-				mu.Lock()
-				defer mu.Unlock()
-				return each(ctx, c)
-			})
+			return oneAtATime(ctx, c.ForEachMaster, each)
 		case *goredis.Ring:
-			var mu sync.Mutex
-			return c.ForEachShard(ctx, func(ctx context.Context, c *goredis.Client) error {
-				mu.Lock()
-				defer mu.Unlock()
-				return each(ctx, c)
-			})
+			return oneAtATime(ctx, c.ForEachShard, each)
 		}
 		return fmt.Errorf("redis: listing locks is not supported over a go-redis %T", cn.c)
 	}
 	return fmt.Errorf("redis: listing locks is not supported over client %T", b.conn)
 }
 
+// oneAtATime runs each on every client that forEach visits, which
+// visits them concurrently, one client at a time.
+func oneAtATime(ctx context.Context, forEach func(context.Context, func(context.Context, *goredis.Client) error) error, each func(context.Context, *goredis.Client) error) error {
+	var mu sync.Mutex
+	return forEach(ctx, func(ctx context.Context, c *goredis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return each(ctx, c)
+	})
+}
+
 // runStrings executes s once and returns its reply, an array of strings.
-func (b *Backend) runStrings(ctx context.Context, s *kindScript, c call) (r []string, err error) {
-	switch cn := b.conn.(type) {
-	case *rueidisConn:
-		r, err = s.r.Exec(ctx, cn.c, c.keys, c.args).AsStrSlice()
-	case *goredisConn:
-		r, err = s.g.Run(ctx, cn.c, c.keys, anys(c.args)...).StringSlice()
-	default:
-		return nil, fmt.Errorf("redis: inspecting locks is not supported over client %T", b.conn)
-	}
-	return r, storeError(err, s.src, c, "")
+func (b *Backend) runStrings(ctx context.Context, s *kindScript, c call) ([]string, error) {
+	return execOne(ctx, b, s, c, rueidis.RedisResult.AsStrSlice, (*goredis.Cmd).StringSlice,
+		"redis: inspecting locks is not supported over client %T")
 }
 
 // runStringsMulti executes s once per call in one pipelined batch.
 func (b *Backend) runStringsMulti(ctx context.Context, s *kindScript, cs []call) ([][]string, []error) {
-	out := make([][]string, len(cs))
-	errs := make([]error, len(cs))
-	switch cn := b.conn.(type) {
-	case *rueidisConn:
-		execs := make([]rueidis.LuaExec, len(cs))
-		for i, c := range cs {
-			execs[i] = rueidis.LuaExec{Keys: c.keys, Args: c.args}
-		}
-		for i, r := range s.r.ExecMulti(ctx, cn.c, execs...) {
-			out[i], errs[i] = r.AsStrSlice()
-		}
-	case *goredisConn:
-		if err := s.g.Load(ctx, cn.c).Err(); err != nil {
-			for i := range errs {
-				errs[i] = storeError(err, "", cs[i], "")
-			}
-			return out, errs
-		}
-		pipe := cn.c.Pipeline()
-		cmds := make([]*goredis.Cmd, len(cs))
-		for i, c := range cs {
-			cmds[i] = s.g.EvalSha(ctx, pipe, c.keys, anys(c.args)...)
-		}
-		_, _ = pipe.Exec(ctx) // errors are read per command below
-		for i, cmd := range cmds {
-			out[i], errs[i] = cmd.StringSlice()
-		}
-	default:
-		for i := range errs {
-			errs[i] = fmt.Errorf("redis: inspecting locks is not supported over client %T", b.conn)
-		}
-	}
-	for i := range errs {
-		errs[i] = storeError(errs[i], s.src, cs[i], "")
-	}
-	return out, errs
+	return execMulti(ctx, b, s, cs, rueidis.RedisResult.AsStrSlice, (*goredis.Cmd).StringSlice,
+		"redis: inspecting locks is not supported over client %T")
 }

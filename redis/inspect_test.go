@@ -24,8 +24,7 @@ import (
 // the old holders'), leaves a missing guard missing, deletes the lock and
 // publishes the release notice.
 func TestForceReleaseRaisesFences(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	for _, tc := range []struct {
 		name, backend string
 		b             *redis.Backend
@@ -200,8 +199,7 @@ func TestListScan(t *testing.T) {
 
 // TestFairInspect: the fair view reports its queue's live waiters.
 func TestFairInspect(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	b := dial(t, srv)
 	f := fairOf(t, b)
 	var in driver.Inspector = f

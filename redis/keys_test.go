@@ -21,9 +21,8 @@ import (
 // cluster, where CLUSTER KEYSLOT is refused, so the slot is computed here
 // as the cluster specification defines it.)
 func TestKeysWithBraces(t *testing.T) {
-	srv := testserver.StartRedis(t)
+	srv, ctx := startRedis(t)
 	b := dial(t, srv)
-	ctx := ctxFor(t, time.Minute)
 	for _, k := range []string{
 		"lock:inventory:{w1}:{p9}",
 		"lock:inventory:12345",
@@ -83,8 +82,7 @@ func TestPrefix(t *testing.T) {
 // TestReleasePublishes: a release is published on the key's shard channel
 // (Redis 7.0 and later), a refused release is not.
 func TestReleasePublishes(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	b := dial(t, srv)
+	srv, b := startDialled(t)
 	sub := rueidisClient(t, srv)
 	ctx := ctxFor(t, time.Minute)
 	const k = "lock:inventory:{w1}:{p9}"
@@ -141,43 +139,40 @@ func TestReleasePublishes(t *testing.T) {
 // rest, in request order, on both client libraries.
 func TestExtendMany(t *testing.T) {
 	srv := testserver.StartRedis(t)
-	for name, b := range map[string]*redis.Backend{"rueidis": dial(t, srv), "go-redis": goRedisBackend(t, srv)} {
-		t.Run(name, func(t *testing.T) {
-			ctx := ctxFor(t, time.Minute)
-			const n = 1000
-			reqs := make([]driver.ExtendRequest, n)
-			for i := range reqs {
-				reqs[i] = driver.ExtendRequest{Key: fmt.Sprintf("%s:batch:%d", name, i), Owner: "o", TTL: time.Minute}
-				if i%3 == 0 {
-					continue // never acquired
-				}
-				if _, ok, err := b.Acquire(ctx, reqs[i].Key, "o", time.Second); !ok || err != nil {
-					t.Fatalf("acquire: ok=%v err=%v", ok, err)
-				}
-				if i%3 == 1 {
-					reqs[i].Owner = "someone-else"
-				}
+	eachLibrary(t, srv, func(t *testing.T, ctx context.Context, name string, b *redis.Backend) {
+		const n = 1000
+		reqs := make([]driver.ExtendRequest, n)
+		for i := range reqs {
+			reqs[i] = driver.ExtendRequest{Key: fmt.Sprintf("%s:batch:%d", name, i), Owner: "o", TTL: time.Minute}
+			if i%3 == 0 {
+				continue // never acquired
 			}
-			for i, r := range b.ExtendMany(ctx, reqs) {
-				if want := i%3 == 2; r.OK != want || r.Err != nil {
-					t.Fatalf("request %d: %+v, want OK=%v", i, r, want)
-				}
+			if _, ok, err := b.Acquire(ctx, reqs[i].Key, "o", time.Second); !ok || err != nil {
+				t.Fatalf("acquire: ok=%v err=%v", ok, err)
 			}
-			if pttl := srv.MustDo(t, "PTTL", lockKey(reqs[2].Key)); len(pttl) < 5 {
-				t.Fatalf("renewed lock PTTL %s ms, want about a minute", pttl)
+			if i%3 == 1 {
+				reqs[i].Owner = "someone-else"
 			}
-			if got := b.ExtendMany(ctx, nil); len(got) != 0 {
-				t.Fatalf("empty batch = %v", got)
+		}
+		for i, r := range b.ExtendMany(ctx, reqs) {
+			if want := i%3 == 2; r.OK != want || r.Err != nil {
+				t.Fatalf("request %d: %+v, want OK=%v", i, r, want)
 			}
-			cctx, cancel := context.WithCancel(ctx)
-			cancel()
-			for _, r := range b.ExtendMany(cctx, reqs[:3]) {
-				if r.OK || r.Err == nil {
-					t.Fatalf("cancelled batch: %+v", r)
-				}
+		}
+		if pttl := srv.MustDo(t, "PTTL", lockKey(reqs[2].Key)); len(pttl) < 5 {
+			t.Fatalf("renewed lock PTTL %s ms, want about a minute", pttl)
+		}
+		if got := b.ExtendMany(ctx, nil); len(got) != 0 {
+			t.Fatalf("empty batch = %v", got)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		for _, r := range b.ExtendMany(cctx, reqs[:3]) {
+			if r.OK || r.Err == nil {
+				t.Fatalf("cancelled batch: %+v", r)
 			}
-		})
-	}
+		}
+	})
 }
 
 func TestName(t *testing.T) {

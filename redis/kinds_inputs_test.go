@@ -25,8 +25,7 @@ func TestKindOptions(t *testing.T) {
 // TestKindInputs: every kind refuses an empty key or owner and a TTL
 // under a millisecond before any round trip.
 func TestKindInputs(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	for name, be := range kindBackends(t, dial(t, srv)) {
 		t.Run(name, func(t *testing.T) {
 			cases := []struct {

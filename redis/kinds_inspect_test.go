@@ -10,7 +10,6 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
-	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/redis"
 )
 
@@ -26,8 +25,7 @@ type operator interface {
 // every holder is refused and the next token passes the raised fence and
 // guard.
 func TestKindsInspect(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	b := dial(t, srv, redis.WithPrefix("kinds:"))
 	sem := semaphoreOf(t, b, 3)
 	read, write := readWriteOf(t, b)
@@ -122,14 +120,9 @@ func TestKindsInspect(t *testing.T) {
 // its permits' holders, and after a forced release each holder's lease
 // is lost at its next renewal.
 func TestSemaphoreHoldersLoseLeases(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	sem := semaphoreOf(t, dial(t, srv), 2)
-	c, err := turnstile.New(sem, turnstile.WithTTL(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, sem, turnstile.WithTTL(time.Second))
 	a, err := c.Acquire(ctx, "jobs")
 	if err != nil {
 		t.Fatal(err)

@@ -19,8 +19,7 @@ import (
 // and all of them draw tokens from the name's one fence key, so tokens
 // keep increasing whichever kind locks the name next.
 func TestKindKeys(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	b := dial(t, srv)
 	kinds := kindBackends(t, b)
 	const k = "kinds:keys"
@@ -105,8 +104,7 @@ func TestKindKeys(t *testing.T) {
 // is published on the name's release channel, where Client waiters
 // listen.
 func TestKindNotices(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	for name, be := range kindBackends(t, dial(t, srv)) {
 		t.Run(name, func(t *testing.T) {
 			k := "kinds:notice:" + name
@@ -121,11 +119,7 @@ func TestKindNotices(t *testing.T) {
 			if ok, err := be.Release(ctx, k, "o"); !ok || err != nil {
 				t.Fatalf("release: %v %v", ok, err)
 			}
-			select {
-			case <-ch:
-			case <-time.After(5 * time.Second):
-				t.Fatal("no release notice")
-			}
+			awaitNotice(t, ch, "no release notice")
 		})
 	}
 }
@@ -133,8 +127,7 @@ func TestKindNotices(t *testing.T) {
 // TestFairAndPlainExclude: the fair lock is the plain lock, so each kind
 // of caller keeps the other out.
 func TestFairAndPlainExclude(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	b := dial(t, srv)
 	f := fairOf(t, b)
 	const k = "kinds:fair-plain"
@@ -166,8 +159,7 @@ func TestFairAndPlainExclude(t *testing.T) {
 // TestFairPositions: waiters learn their place when they join and as it
 // shrinks; Position tells it to anyone who asks.
 func TestFairPositions(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	f := fairOf(t, dial(t, srv))
 	const k, waiters = "kinds:positions", 4
 	if _, ok, err := f.Acquire(ctx, k, "holder", time.Minute); !ok || err != nil {
@@ -232,8 +224,7 @@ func TestFairPositions(t *testing.T) {
 // process crashed) loses its place after the waiter timeout, and the
 // waiter behind it takes the lock.
 func TestFairAbandonedWaiterAgesOut(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	const timeout = 300 * time.Millisecond
 	f := fairOf(t, dial(t, srv), turnstile.WithWaiterTimeout(timeout))
 	const k = "kinds:abandoned"
@@ -261,25 +252,16 @@ func TestFairAbandonedWaiterAgesOut(t *testing.T) {
 // adapter runs the same scripts.
 func TestKindsGoRedis(t *testing.T) {
 	srv := testserver.StartRedis(t)
-	runKinds(t, srv, func(t testing.TB) *redis.Backend { return goRedisBackend(t, srv) }, 2, false)
+	runKinds(t, func(t testing.TB) *redis.Backend { return goRedisBackend(t, srv) }, queueLength(srv), 2, "")
 }
 
 // TestReentrantClient: through a Client, nested acquisitions by one
 // owner need as many releases, and a waiter of another Client takes the
 // lock once the last one is made (woken by its notice).
 func TestReentrantClient(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
-	c, err := turnstile.New(reentrantOf(t, dial(t, srv)), turnstile.WithOwner("job-42"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	other, err := turnstile.New(reentrantOf(t, dial(t, srv)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	srv, ctx := startRedis(t)
+	c := newClient(t, reentrantOf(t, dial(t, srv)), turnstile.WithOwner("job-42"))
+	other := newClient(t, reentrantOf(t, dial(t, srv)))
 	const k = "kinds:reentrant-client"
 	outer, err := c.Acquire(ctx, k)
 	if err != nil {
@@ -317,8 +299,7 @@ func TestReentrantClient(t *testing.T) {
 // TestReentrantShortInnerLease: a nested acquisition with a short TTL,
 // and its renewal, never cut short the lock the outer one holds longer.
 func TestReentrantShortInnerLease(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	r := reentrantOf(t, dial(t, srv))
 	const k = "kinds:reentrant-ttl"
 	if _, ok, err := r.Acquire(ctx, k, "o", time.Minute); !ok || err != nil {
@@ -341,8 +322,7 @@ func TestReentrantShortInnerLease(t *testing.T) {
 // TestFairExpiredHolder: a holder that crashed sends no release notice;
 // the waiters poll, and take the lock in order once it expires.
 func TestFairExpiredHolder(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	b := dial(t, srv)
 	f := fairOf(t, b, turnstile.WithPollInterval(20*time.Millisecond))
 	const k = "kinds:fair-expired"

@@ -12,7 +12,6 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/fence"
-	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/redis"
 )
 
@@ -25,14 +24,9 @@ import (
 // the previous lease's owner id and renews there; and the store runs far
 // fewer scripts than one per acquisition.
 func TestHandsOverWithinTheClient(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	b := dial(t, srv)
+	srv, b := startDialled(t)
 	ctx := ctxFor(t, 2*time.Minute)
-	c, err := turnstile.New(b, turnstile.WithTTL(8*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, b, turnstile.WithTTL(8*time.Second))
 	const workers, rounds, key = 8, 300, "hot"
 	room := b.TokenRoom()
 	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
@@ -125,11 +119,7 @@ func TestHandsOverWithinTheClient(t *testing.T) {
 	}
 
 	// Another Client's grant after them is above every token handed out.
-	other, err := turnstile.New(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := newClient(t, b)
 	l, err := other.TryAcquire(ctx, key)
 	if err != nil {
 		t.Fatal(err)

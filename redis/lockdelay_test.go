@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile"
-	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 // TestLockDelayCostsNoCommand: a lock delay (turnstile.WithLockDelay)
@@ -16,8 +15,7 @@ import (
 // release as a Client without, and the lock key's PTTL is the TTL plus
 // the delay.
 func TestLockDelayCostsNoCommand(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	const ttl, delay = 10 * time.Second, 5 * time.Second
 	costs := func(key string, opts ...turnstile.Option) (acquire, extend, release map[string]int) {
 		t.Helper()

@@ -9,6 +9,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
+	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/locktest"
 	"github.com/turnstilelock/turnstile/redis"
@@ -33,6 +35,17 @@ func dial(t testing.TB, srv *testserver.Redis, opts ...redis.Option) *redis.Back
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	return b
+}
+
+// newClient returns a Client over b, closed when the test ends.
+func newClient(t testing.TB, b driver.Backend, opts ...turnstile.Option) *turnstile.Client {
+	t.Helper()
+	c, err := turnstile.New(b, opts...)
+	if err != nil {
+		t.Fatalf("turnstile.New: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 // rueidisClient returns a client of the test's own, closed when it ends.
@@ -60,6 +73,22 @@ func channelKey(key string) string { return lockKey(key) + ":released" }
 // ctxFor returns a context that ends after d, or when the test ends.
 var ctxFor = testserver.Ctx
 
+// startRedis starts a server of the test's own and returns it with a
+// context that ends after a minute, or when the test ends.
+func startRedis(t testing.TB) (*testserver.Redis, context.Context) {
+	t.Helper()
+	srv := testserver.StartRedis(t)
+	return srv, ctxFor(t, time.Minute)
+}
+
+// startDialled starts a server of the test's own and returns it with a
+// backend dialled to it (dial).
+func startDialled(t testing.TB, opts ...redis.Option) (*testserver.Redis, *redis.Backend) {
+	t.Helper()
+	srv := testserver.StartRedis(t)
+	return srv, dial(t, srv, opts...)
+}
+
 // goRedisBackend returns a backend over a go-redis client closed when the
 // test ends.
 func goRedisBackend(t testing.TB, srv *testserver.Redis) *redis.Backend {
@@ -71,4 +100,14 @@ func goRedisBackend(t testing.TB, srv *testserver.Redis) *redis.Backend {
 		t.Fatalf("NewGoRedis: %v", err)
 	}
 	return b
+}
+
+// eachLibrary runs test as a subtest, named after the client library,
+// with a backend on srv over rueidis and one over go-redis, and a context
+// that ends after a minute or when the subtest ends.
+func eachLibrary(t *testing.T, srv *testserver.Redis, test func(t *testing.T, ctx context.Context, name string, b *redis.Backend)) {
+	t.Helper()
+	for name, b := range map[string]*redis.Backend{"rueidis": dial(t, srv), "go-redis": goRedisBackend(t, srv)} {
+		t.Run(name, func(t *testing.T) { test(t, ctxFor(t, time.Minute), name, b) })
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile/driver"
-	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/redis"
 )
 
@@ -16,8 +15,7 @@ import (
 // lock it released quietly while others waited, is a free lock that the
 // next holder takes over with the mark.
 func TestNoticeOnlyWhenWaitedFor(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	b := dial(t, srv)
+	srv, b := startDialled(t)
 	ctx := ctxFor(t, 30*time.Second)
 	const k = "marked"
 	notices, stop, err := b.Released(ctx, k)
@@ -35,11 +33,7 @@ func TestNoticeOnlyWhenWaitedFor(t *testing.T) {
 	}
 	told := func(what string) {
 		t.Helper()
-		select {
-		case <-notices:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s sent no release notice", what)
-		}
+		awaitNotice(t, notices, what+" sent no release notice")
 	}
 	acquire := func(owner string, want bool) uint64 {
 		t.Helper()

@@ -49,11 +49,7 @@ func TestReleasedWithoutShardedPubSub(t *testing.T) {
 				t.Fatalf("%s plain subscriptions on the server, want 1", n)
 			}
 			srv.MustDo(t, "PUBLISH", channelKey(k), "1")
-			select {
-			case <-ch:
-			case <-time.After(5 * time.Second):
-				t.Fatal("a plain PUBLISH did not reach the waiter")
-			}
+			awaitNotice(t, ch, "a plain PUBLISH did not reach the waiter")
 			stop()
 			waitFor(t, func() bool {
 				return srv.MustDo(t, "EVAL", "return redis.call('PUBSUB', 'NUMSUB', KEYS[1])[2]", "1", channelKey(k)) == "0"

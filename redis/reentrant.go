@@ -77,17 +77,7 @@ func (r *Reentrant) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 	if err := checkLease(ctx, key, owner, ttl); err != nil {
 		return 0, false, err
 	}
-	var tok int64
-	var err error
-	if r.b.waits() {
-		tok, err = r.b.grant(ctx, reentrantAcquire.src, reentrantAcquire.sha, r.call(key, owner, ttl), func(ctx context.Context) { _, _ = r.Release(ctx, key, owner) })
-	} else {
-		tok, err = r.b.run(ctx, reentrantAcquire, r.call(key, owner, ttl))
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	return uint64(max(tok, 0)), tok > 0, nil
+	return leaseOf(r.b.runGrant(ctx, reentrantAcquire, r.call(key, owner, ttl), func(ctx context.Context) { _, _ = r.Release(ctx, key, owner) }))
 }
 
 // Extend implements driver.Backend.

@@ -11,7 +11,6 @@ import (
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/fence"
 	"github.com/turnstilelock/turnstile/internal/rediskeys"
-	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/redis"
 )
 
@@ -23,8 +22,7 @@ import (
 // channel's was among them, so the list holds no name the backend does
 // not use.
 func TestEveryKeyIsReserved(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	b := dial(t, srv)
 	guard, err := fence.NewRedis(rueidisClient(t, srv))
 	if err != nil {

@@ -105,17 +105,7 @@ func (r *ReadLock) Acquire(ctx context.Context, key, owner string, ttl time.Dura
 		keys: []string{k.readers, k.writer, k.claims, k.fence},
 		args: []string{owner, lockTTL, fenceTTL},
 	}
-	var tok int64
-	var err error
-	if r.rw.b.waits() {
-		tok, err = r.rw.b.grant(ctx, readAcquire.src, readAcquire.sha, c, func(ctx context.Context) { _, _ = r.Release(ctx, key, owner) })
-	} else {
-		tok, err = r.rw.b.run(ctx, readAcquire, c)
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	return uint64(max(tok, 0)), tok > 0, nil
+	return leaseOf(r.rw.b.runGrant(ctx, readAcquire, c, func(ctx context.Context) { _, _ = r.Release(ctx, key, owner) }))
 }
 
 func (r *ReadLock) extendCall(key, owner string, ttl time.Duration) call {
@@ -185,17 +175,7 @@ func (w *WriteLock) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 		keys: []string{k.writer, k.readers, k.claims, k.fence},
 		args: []string{owner, lockTTL, fenceTTL, millis(w.rw.claim)},
 	}
-	var tok int64
-	var err error
-	if w.rw.b.waits() {
-		tok, err = w.rw.b.grant(ctx, writeAcquire.src, writeAcquire.sha, c, func(ctx context.Context) { _, _ = w.Release(ctx, key, owner) })
-	} else {
-		tok, err = w.rw.b.run(ctx, writeAcquire, c)
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	return uint64(max(tok, 0)), tok > 0, nil
+	return leaseOf(w.rw.b.runGrant(ctx, writeAcquire, c, func(ctx context.Context) { _, _ = w.Release(ctx, key, owner) }))
 }
 
 // The writer's lock is a plain lock on its own Redis key: the plain

@@ -87,13 +87,7 @@ func (s *Semaphore) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 	}
 	c := s.call(key, owner, ttl)
 	c.args = append(c.args, strconv.Itoa(s.permits))
-	var tok int64
-	var err error
-	if s.b.waits() {
-		tok, err = s.b.grant(ctx, semaphoreAcquire.src, semaphoreAcquire.sha, c, func(ctx context.Context) { _, _ = s.Release(ctx, key, owner) })
-	} else {
-		tok, err = s.b.run(ctx, semaphoreAcquire, c)
-	}
+	tok, err := s.b.runGrant(ctx, semaphoreAcquire, c, func(ctx context.Context) { _, _ = s.Release(ctx, key, owner) })
 	if err != nil {
 		return 0, false, err
 	}

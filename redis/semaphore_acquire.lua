@@ -41,9 +41,8 @@ end
 redis.call('SET', KEYS[3], ARGV[4], 'PX', redis.call('PTTL', KEYS[1]))
 
 -- The plain lock's token, on the same fence key.
-local token, err = next_token(tonumber(t[1]) * 1000000 + tonumber(t[2]), KEYS[2], KEYS[1])
+local token, err = share_token(t, KEYS[2], KEYS[1], ARGV[3])
 if not token then
   return err
 end
-redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', math.max(tonumber(ARGV[3]), redis.call('PTTL', KEYS[2])))
 return token

@@ -8,15 +8,13 @@ import (
 	"time"
 
 	"github.com/turnstilelock/turnstile"
-	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 // TestSemaphoreStoredPermits: the number of permits lives beside the
 // permits' set, as long as the permits do: written by an acquisition,
 // renewed with them, gone with the last release.
 func TestSemaphoreStoredPermits(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	b := dial(t, srv)
 	sem := semaphoreOf(t, b, 2)
 	k := "sem:stored"
@@ -45,8 +43,7 @@ func TestSemaphoreStoredPermits(t *testing.T) {
 // stored no number count against the caller's number, which is stored
 // from then on, during a rolling deploy.
 func TestSemaphorePermitsOfEarlierVersion(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	ctx := ctxFor(t, time.Minute)
+	srv, ctx := startRedis(t)
 	b := dial(t, srv)
 	k := "sem:old"
 	set := lockKey(k) + ":semaphore"

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -51,11 +52,7 @@ func TestBackendsShareSubscriptions(t *testing.T) {
 		if ok, err := b.Release(ctx, "shared", "o"); !ok || err != nil {
 			t.Fatalf("release %d: %v %v", i, ok, err)
 		}
-		select {
-		case <-chB:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("release %d: no notice after the other Backend stopped listening", i)
-		}
+		awaitNotice(t, chB, fmt.Sprintf("release %d: no notice after the other Backend stopped listening", i))
 		// Drain a wake-up that a re-subscription may add.
 		select {
 		case <-chB:

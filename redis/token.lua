@@ -32,6 +32,19 @@ local function next_token(now, fence_key, lock_key)
   return token
 end
 
+-- share_token is next_token for a grant at t (TIME's reply) on a lock
+-- that several leases may hold: it also stores the token in the fence
+-- key, which then lives fence_ttl ms or as long as it had, whichever is
+-- longer. Returns the token, or nil and an error reply.
+local function share_token(t, fence_key, lock_key, fence_ttl)
+  local token, err = next_token(tonumber(t[1]) * 1000000 + tonumber(t[2]), fence_key, lock_key)
+  if not token then
+    return nil, err
+  end
+  redis.call('SET', fence_key, string.format('%.0f', token), 'PX', math.max(tonumber(fence_ttl), redis.call('PTTL', fence_key)))
+  return token
+end
+
 -- fresh_start is where the token of a key whose fence key is gone starts
 -- when the grant's time now (µs) is a client's reading of the server
 -- clock: margin µs above the greater of now and the server's TIME. The

@@ -42,20 +42,50 @@ func newRenewScript(src string) *kindScript {
 }
 
 // run executes s once and returns its integer reply.
-func (b *Backend) run(ctx context.Context, s *kindScript, c call) (n int64, err error) {
+func (b *Backend) run(ctx context.Context, s *kindScript, c call) (int64, error) {
 	if s.renews && b.waits() {
 		rep := b.conn.(*rueidisConn).evalWait(ctx, s.src, s.sha, []call{c}, "extend")[0]
 		return rep.n, rep.err
 	}
+	return execOne(ctx, b, s, c, rueidis.RedisResult.AsInt64, (*goredis.Cmd).Int64,
+		"redis: lock kinds do not support client %T")
+}
+
+// execOne executes s once and reads its reply with fromR over rueidis,
+// with fromG over go-redis. Over any other client it fails with
+// unsupported, a format of the client's type.
+func execOne[T any](ctx context.Context, b *Backend, s *kindScript, c call,
+	fromR func(rueidis.RedisResult) (T, error), fromG func(*goredis.Cmd) (T, error), unsupported string) (T, error) {
+	var v T
+	var err error
 	switch cn := b.conn.(type) {
 	case *rueidisConn:
-		n, err = s.r.Exec(ctx, cn.c, c.keys, c.args).AsInt64()
+		v, err = fromR(s.r.Exec(ctx, cn.c, c.keys, c.args))
 	case *goredisConn:
-		n, err = s.g.Run(ctx, cn.c, c.keys, anys(c.args)...).Int64()
+		v, err = fromG(s.g.Run(ctx, cn.c, c.keys, anys(c.args)...))
 	default:
-		return 0, fmt.Errorf("redis: lock kinds do not support client %T", b.conn)
+		return v, fmt.Errorf(unsupported, b.conn)
 	}
-	return n, storeError(err, s.src, c, "")
+	return v, storeError(err, s.src, c, "")
+}
+
+// runGrant executes s, a kind's acquisition, once and returns its
+// reply. With WithWaitReplicas it waits for the replicas and runs undo
+// when too few confirmed the grant (grant).
+func (b *Backend) runGrant(ctx context.Context, s *kindScript, c call, undo func(context.Context)) (int64, error) {
+	if b.waits() {
+		return b.grant(ctx, s.src, s.sha, c, undo)
+	}
+	return b.run(ctx, s, c)
+}
+
+// leaseOf turns an acquisition's reply into Acquire's results: a
+// positive reply is the token of the lease granted, any other a refusal.
+func leaseOf(tok int64, err error) (uint64, bool, error) {
+	if err != nil {
+		return 0, false, err
+	}
+	return uint64(max(tok, 0)), tok > 0, nil
 }
 
 // runMulti executes s once per call in one pipelined batch.
@@ -63,7 +93,23 @@ func (b *Backend) runMulti(ctx context.Context, s *kindScript, cs []call) []repl
 	if s.renews && b.waits() {
 		return b.conn.(*rueidisConn).evalWait(ctx, s.src, s.sha, cs, "extend")
 	}
+	ns, errs := execMulti(ctx, b, s, cs, rueidis.RedisResult.AsInt64, (*goredis.Cmd).Int64,
+		"redis: lock kinds do not support client %T")
 	out := make([]reply, len(cs))
+	for i := range out {
+		out[i] = reply{n: ns[i], err: errs[i]}
+	}
+	return out
+}
+
+// execMulti executes s once per call in one pipelined batch and reads
+// each reply with fromR over rueidis, with fromG over go-redis. Over any
+// other client every call fails with unsupported, a format of the
+// client's type.
+func execMulti[T any](ctx context.Context, b *Backend, s *kindScript, cs []call,
+	fromR func(rueidis.RedisResult) (T, error), fromG func(*goredis.Cmd) (T, error), unsupported string) ([]T, []error) {
+	out := make([]T, len(cs))
+	errs := make([]error, len(cs))
 	switch cn := b.conn.(type) {
 	case *rueidisConn:
 		execs := make([]rueidis.LuaExec, len(cs))
@@ -71,15 +117,15 @@ func (b *Backend) runMulti(ctx context.Context, s *kindScript, cs []call) []repl
 			execs[i] = rueidis.LuaExec{Keys: c.keys, Args: c.args}
 		}
 		for i, r := range s.r.ExecMulti(ctx, cn.c, execs...) {
-			out[i].n, out[i].err = r.AsInt64()
+			out[i], errs[i] = fromR(r)
 		}
 	case *goredisConn:
 		// Load first, so that no call of the pipeline meets NOSCRIPT.
 		if err := s.g.Load(ctx, cn.c).Err(); err != nil {
-			for i := range out {
-				out[i].err = storeError(err, "", cs[i], "")
+			for i := range errs {
+				errs[i] = storeError(err, "", cs[i], "")
 			}
-			return out
+			return out, errs
 		}
 		pipe := cn.c.Pipeline()
 		cmds := make([]*goredis.Cmd, len(cs))
@@ -88,17 +134,17 @@ func (b *Backend) runMulti(ctx context.Context, s *kindScript, cs []call) []repl
 		}
 		_, _ = pipe.Exec(ctx) // errors are read per command below
 		for i, cmd := range cmds {
-			out[i].n, out[i].err = cmd.Int64()
+			out[i], errs[i] = fromG(cmd)
 		}
 	default:
-		for i := range out {
-			out[i].err = fmt.Errorf("redis: lock kinds do not support client %T", b.conn)
+		for i := range errs {
+			errs[i] = fmt.Errorf(unsupported, b.conn)
 		}
 	}
-	for i := range out {
-		out[i].err = storeError(out[i].err, s.src, cs[i], "")
+	for i := range errs {
+		errs[i] = storeError(errs[i], s.src, cs[i], "")
 	}
-	return out
+	return out, errs
 }
 
 // extendMany renews a batch of leases of one kind in one pipelined round
