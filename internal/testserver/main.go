@@ -10,7 +10,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/turnstilelock/turnstile/internal/mysqlproc"
 	"github.com/turnstilelock/turnstile/internal/pgproc"
+	"github.com/turnstilelock/turnstile/internal/redisproc"
 )
 
 // A MainOption adds to what Main does around a package's tests.
@@ -39,6 +41,54 @@ func SharedPostgres(pg **Postgres) MainOption {
 		}
 		*pg = &Postgres{Server: s}
 		return s.Kill, nil
+	})
+}
+
+// SharedRedis starts one redis-server for the whole package and puts it
+// in *r.
+func SharedRedis(r **redisproc.Server) MainOption {
+	return sharedIn("", "turnstile-redis-", func(dir string) (func(), error) {
+		s, err := redisproc.Start(dir)
+		if err != nil {
+			return nil, err
+		}
+		*r = s
+		return s.Kill, nil
+	})
+}
+
+// SharedMySQL starts one MariaDB server for the whole package, in memory
+// where /dev/shm exists, and puts it in *m.
+func SharedMySQL(m **mysqlproc.Server) MainOption {
+	return sharedIn("/dev/shm", "turnstile-mysql-", func(dir string) (func(), error) {
+		s, err := mysqlproc.Start(dir)
+		if err != nil {
+			return nil, err
+		}
+		*m = s
+		return func() { s.Kill(); s.Remove() }, nil
+	})
+}
+
+// sharedIn is Shared for a server whose files go in a temporary
+// directory of their own, made under parent (or the system's temporary
+// directory, if parent is "" or cannot hold one) and removed once the
+// server stops or fails to start.
+func sharedIn(parent, prefix string, start func(dir string) (stop func(), err error)) MainOption {
+	return Shared(func() (func(), error) {
+		dir, err := os.MkdirTemp(parent, prefix)
+		if err != nil && parent != "" {
+			dir, err = os.MkdirTemp("", prefix)
+		}
+		if err != nil {
+			return nil, err
+		}
+		stop, err := start(dir)
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+		return func() { stop(); _ = os.RemoveAll(dir) }, nil
 	})
 }
 
