@@ -47,34 +47,21 @@ func SharedPostgres(pg **Postgres) MainOption {
 // SharedRedis starts one redis-server for the whole package and puts it
 // in *r.
 func SharedRedis(r **redisproc.Server) MainOption {
-	return sharedIn("", "turnstile-redis-", func(dir string) (func(), error) {
-		s, err := redisproc.Start(dir)
-		if err != nil {
-			return nil, err
-		}
-		*r = s
-		return s.Kill, nil
-	})
+	return sharedIn("", "turnstile-redis-", r, redisproc.Start, (*redisproc.Server).Kill)
 }
 
 // SharedMySQL starts one MariaDB server for the whole package, in memory
 // where /dev/shm exists, and puts it in *m.
 func SharedMySQL(m **mysqlproc.Server) MainOption {
-	return sharedIn("/dev/shm", "turnstile-mysql-", func(dir string) (func(), error) {
-		s, err := mysqlproc.Start(dir)
-		if err != nil {
-			return nil, err
-		}
-		*m = s
-		return func() { s.Kill(); s.Remove() }, nil
-	})
+	return sharedIn("/dev/shm", "turnstile-mysql-", m, mysqlproc.Start, func(s *mysqlproc.Server) { s.Kill(); s.Remove() })
 }
 
-// sharedIn is Shared for a server whose files go in a temporary
-// directory of their own, made under parent (or the system's temporary
-// directory, if parent is "" or cannot hold one) and removed once the
-// server stops or fails to start.
-func sharedIn(parent, prefix string, start func(dir string) (stop func(), err error)) MainOption {
+// sharedIn is Shared for a server that start starts with its files in a
+// temporary directory of their own, made under parent (or the system's
+// temporary directory, if parent is "" or cannot hold one) and removed
+// once stop has stopped the server, or once it failed to start. It puts
+// the server in *into.
+func sharedIn[S any](parent, prefix string, into *S, start func(dir string) (S, error), stop func(S)) MainOption {
 	return Shared(func() (func(), error) {
 		dir, err := os.MkdirTemp(parent, prefix)
 		if err != nil && parent != "" {
@@ -83,12 +70,13 @@ func sharedIn(parent, prefix string, start func(dir string) (stop func(), err er
 		if err != nil {
 			return nil, err
 		}
-		stop, err := start(dir)
+		s, err := start(dir)
 		if err != nil {
 			_ = os.RemoveAll(dir)
 			return nil, err
 		}
-		return func() { stop(); _ = os.RemoveAll(dir) }, nil
+		*into = s
+		return func() { stop(s); _ = os.RemoveAll(dir) }, nil
 	})
 }
 
