@@ -11,6 +11,28 @@ import (
 	"github.com/turnstilelock/turnstile/memory"
 )
 
+// mustElection returns c's election of name with opts, failing t on an
+// error.
+func mustElection(t *testing.T, c *turnstile.Client, name string, opts ...turnstile.Option) *turnstile.Election {
+	t.Helper()
+	e, err := c.Election(name, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// mustCampaign campaigns in e with value until it leads, failing t on an
+// error.
+func mustCampaign(t *testing.T, ctx context.Context, e *turnstile.Election, value string) *turnstile.Leadership {
+	t.Helper()
+	l, err := e.Campaign(ctx, value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // TestElectionBadInput: every bad argument is refused with a clear error
 // before any round trip.
 func TestElectionBadInput(t *testing.T) {
@@ -40,10 +62,7 @@ func TestElectionBadInput(t *testing.T) {
 		t.Errorf("Election with a Client-wide option = %v, want ErrInvalidOption", err)
 	}
 
-	e, err := c.Election("x")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := mustElection(t, c, "x")
 	if e.Name() != "x" {
 		t.Errorf("Name() = %q", e.Name())
 	}
@@ -102,14 +121,8 @@ func TestElectionDefaultValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	e, err := c.Election("leader:reports")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := e.Campaign(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := mustElection(t, c, "leader:reports")
+	l := mustCampaign(t, ctx, e, "")
 	if l.Value() != "reports-7" || l.Name() != "leader:reports" || l.Term() != l.Lease().Token() {
 		t.Errorf("leadership: value %q name %q term %d token %d", l.Value(), l.Name(), l.Term(), l.Lease().Token())
 	}
@@ -169,10 +182,7 @@ func TestCampaignWaitsPastTheBackoff(t *testing.T) {
 	// The caller's own finite backoff too; a short TTL so that the
 	// removed lock is noticed at the first renewal.
 	eb, _ := b.Election("e", short, turnstile.WithTTL(600*time.Millisecond))
-	la, err := ea.Campaign(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	la := mustCampaign(t, ctx, ea, "a")
 	won := make(chan *turnstile.Leadership, 1)
 	go func() {
 		l, err := eb.Campaign(ctx, "b")
@@ -289,14 +299,8 @@ func TestCampaignWithNoRetryWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	e, err := c.Election("e", turnstile.WithBackoff(turnstile.NoRetry()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := e.Campaign(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := mustElection(t, c, "e", turnstile.WithBackoff(turnstile.NoRetry()))
+	l := mustCampaign(t, ctx, e, "a")
 	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	before := n.acquires.Load()

@@ -197,15 +197,9 @@ func TestElectionNotHandedWithoutTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	e, err := c.Election("lead")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := mustElection(t, c, "lead")
 	ctx := context.Background()
-	first, err := e.Campaign(ctx, "one")
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := mustCampaign(t, ctx, e, "one")
 	next := make(chan *turnstile.Leadership, 1)
 	go func() {
 		l, err := e.Campaign(ctx, "one")
@@ -260,10 +254,7 @@ func TestElectionResignsAloudInALine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	e, err := c.Election("lead", turnstile.WithBackoff(turnstile.Exponential{Base: time.Millisecond, Cap: 5 * time.Millisecond, MaxRetries: -1}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := mustElection(t, c, "lead", turnstile.WithBackoff(turnstile.Exponential{Base: time.Millisecond, Cap: 5 * time.Millisecond, MaxRetries: -1}))
 	ctx := context.Background()
 	// Four campaigners take turns and hold a moment, so that the line is
 	// rarely empty and its runs of releases reach 16.

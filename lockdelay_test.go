@@ -277,14 +277,8 @@ func TestLockDelayElection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	e, err := c.Election("leader")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lead, err := e.Campaign(ctx, "me")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := mustElection(t, c, "leader")
+	lead := mustCampaign(t, ctx, e, "me")
 	st, err := c.Inspect(ctx, "leader")
 	if err != nil {
 		t.Fatal(err)
