@@ -37,11 +37,7 @@ func mustCampaign(t *testing.T, ctx context.Context, e *turnstile.Election, valu
 // before any round trip.
 func TestElectionBadInput(t *testing.T) {
 	ctx := context.Background()
-	c, err := turnstile.New(refuseCalls{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, refuseCalls{t})
 
 	var nilClient *turnstile.Client
 	if _, err := nilClient.Election("x"); !errors.Is(err, turnstile.ErrNilClient) {
@@ -102,11 +98,7 @@ func TestElectionBadInput(t *testing.T) {
 // TestElectionSharedLockRefused: an election needs a lock one owner holds
 // at a time.
 func TestElectionSharedLockRefused(t *testing.T) {
-	c, err := turnstile.New(sharedStore{newNotifying()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, sharedStore{newNotifying()})
 	if _, err := c.Election("x"); !errors.Is(err, turnstile.ErrInvalidOption) {
 		t.Fatalf("Election on a shared lock = %v, want ErrInvalidOption", err)
 	}
@@ -116,11 +108,7 @@ func TestElectionSharedLockRefused(t *testing.T) {
 // instance id, and the term is the lease's token.
 func TestElectionDefaultValue(t *testing.T) {
 	ctx := context.Background()
-	c, err := turnstile.New(memory.New(), turnstile.WithInstanceID("reports-7"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, memory.New(), turnstile.WithInstanceID("reports-7"))
 	e := mustElection(t, c, "leader:reports")
 	l := mustCampaign(t, ctx, e, "")
 	if l.Value() != "reports-7" || l.Name() != "leader:reports" || l.Term() != l.Lease().Token() {
@@ -168,16 +156,8 @@ func TestCampaignWaitsPastTheBackoff(t *testing.T) {
 	defer cancel()
 	store := memory.New()
 	short := turnstile.WithBackoff(turnstile.Exponential{Base: time.Millisecond, Cap: 2 * time.Millisecond, MaxRetries: 2})
-	a, err := turnstile.New(store, short, turnstile.WithoutNotifications())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := turnstile.New(store, short, turnstile.WithoutNotifications())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a := newClient(t, store, short, turnstile.WithoutNotifications())
+	b := newClient(t, store, short, turnstile.WithoutNotifications())
 	ea, _ := a.Election("e")
 	// The caller's own finite backoff too; a short TTL so that the
 	// removed lock is noticed at the first renewal.
@@ -222,11 +202,7 @@ func TestCampaignWaitsPastTheBackoff(t *testing.T) {
 // TestObserveStopsWithContext: an Observe iteration ends when its context
 // ends, and when the caller breaks out of it.
 func TestObserveStopsWithContext(t *testing.T) {
-	c, err := turnstile.New(memory.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, memory.New())
 	e, _ := c.Election("e")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -294,11 +270,7 @@ func FuzzLeaderValue(f *testing.F) {
 func TestCampaignWithNoRetryWaits(t *testing.T) {
 	ctx := context.Background()
 	n := newNotifying()
-	c, err := turnstile.New(n, turnstile.WithoutNotifications(), turnstile.WithoutCoalescing())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, n, turnstile.WithoutNotifications(), turnstile.WithoutCoalescing())
 	e := mustElection(t, c, "e", turnstile.WithBackoff(turnstile.NoRetry()))
 	l := mustCampaign(t, ctx, e, "a")
 	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)

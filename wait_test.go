@@ -441,11 +441,7 @@ func (s slowAcquire) Acquire(ctx context.Context, key, owner string, ttl time.Du
 // the same key wait for each other's first attempt.
 func TestDistinctKeysAttemptOnce(t *testing.T) {
 	n := newNotifying()
-	c, err := turnstile.New(slowAcquire{n}, turnstile.WithoutWatchdog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, slowAcquire{n}, turnstile.WithoutWatchdog())
 	ctx := context.Background()
 	const workers, rounds = 256, 10
 	var wg sync.WaitGroup

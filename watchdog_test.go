@@ -263,11 +263,7 @@ func TestRetryAfterLostReplyIsNotReleasedBehindItsBack(t *testing.T) {
 // each release so that a woken scheduler runs).
 func TestWatchdogSleepsThroughShortLeases(t *testing.T) {
 	const ttl = 3 * time.Minute // next look a minute away: far beyond the loop
-	c, err := turnstile.New(memory.New(), turnstile.WithTTL(ttl))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, memory.New(), turnstile.WithTTL(ttl))
 	ctx := context.Background()
 	first, err := c.TryAcquire(ctx, "short:first")
 	if err != nil {
