@@ -34,14 +34,8 @@ func TestDefectObserveStuckAfterMissedAnswer(t *testing.T) {
 		return st
 	}
 	c := newClient(t, s, turnstile.WithTTL(8*time.Second))
-	e, err := c.Election("lead")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lead, err := e.Campaign(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := mustElection(t, c, "lead")
+	lead := mustCampaign(t, ctx, e, "a")
 	defer lead.Resign(ctx)
 	var reports []turnstile.Leader
 	for ld, err := range e.Observe(octx, time.Millisecond) {
@@ -103,10 +97,7 @@ func TestDefectCloseLeavesWaitersInLine(t *testing.T) {
 			t.Fatal(err)
 		}
 		opt, isWaiting := waiting()
-		e, err := c.Election("lead", opt)
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := mustElection(t, c, "lead", opt)
 		if _, err := e.Campaign(ctx, "a"); err != nil {
 			t.Fatal(err)
 		}
@@ -152,19 +143,10 @@ func TestDefectCloseLeavesWaitersInLine(t *testing.T) {
 			t.Fatal(err)
 		}
 		other := newClient(t, s, turnstile.WithTTL(8*time.Second))
-		oe, err := other.Election("lead")
-		if err != nil {
-			t.Fatal(err)
-		}
-		leader, err := oe.Campaign(ctx, "a")
-		if err != nil {
-			t.Fatal(err)
-		}
+		oe := mustElection(t, other, "lead")
+		leader := mustCampaign(t, ctx, oe, "a")
 		opt, isWaiting := waiting()
-		e, err := c.Election("lead", turnstile.WithBackoff(turnstile.Exponential{Base: time.Millisecond, Cap: 5 * time.Millisecond, MaxRetries: -1}), opt)
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := mustElection(t, c, "lead", turnstile.WithBackoff(turnstile.Exponential{Base: time.Millisecond, Cap: 5 * time.Millisecond, MaxRetries: -1}), opt)
 		done := campaign(ctx, e)
 		<-isWaiting
 		if err := c.Close(); err != nil {

@@ -11,15 +11,33 @@ import (
 	"github.com/turnstilelock/turnstile/memory"
 )
 
+// mustElection returns c's election of name with opts, failing t on an
+// error.
+func mustElection(t *testing.T, c *turnstile.Client, name string, opts ...turnstile.Option) *turnstile.Election {
+	t.Helper()
+	e, err := c.Election(name, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// mustCampaign campaigns in e with value until it leads, failing t on an
+// error.
+func mustCampaign(t *testing.T, ctx context.Context, e *turnstile.Election, value string) *turnstile.Leadership {
+	t.Helper()
+	l, err := e.Campaign(ctx, value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // TestElectionBadInput: every bad argument is refused with a clear error
 // before any round trip.
 func TestElectionBadInput(t *testing.T) {
 	ctx := context.Background()
-	c, err := turnstile.New(refuseCalls{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, refuseCalls{t})
 
 	var nilClient *turnstile.Client
 	if _, err := nilClient.Election("x"); !errors.Is(err, turnstile.ErrNilClient) {
@@ -40,10 +58,7 @@ func TestElectionBadInput(t *testing.T) {
 		t.Errorf("Election with a Client-wide option = %v, want ErrInvalidOption", err)
 	}
 
-	e, err := c.Election("x")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := mustElection(t, c, "x")
 	if e.Name() != "x" {
 		t.Errorf("Name() = %q", e.Name())
 	}
@@ -83,11 +98,7 @@ func TestElectionBadInput(t *testing.T) {
 // TestElectionSharedLockRefused: an election needs a lock one owner holds
 // at a time.
 func TestElectionSharedLockRefused(t *testing.T) {
-	c, err := turnstile.New(sharedStore{newNotifying()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, sharedStore{newNotifying()})
 	if _, err := c.Election("x"); !errors.Is(err, turnstile.ErrInvalidOption) {
 		t.Fatalf("Election on a shared lock = %v, want ErrInvalidOption", err)
 	}
@@ -97,19 +108,9 @@ func TestElectionSharedLockRefused(t *testing.T) {
 // instance id, and the term is the lease's token.
 func TestElectionDefaultValue(t *testing.T) {
 	ctx := context.Background()
-	c, err := turnstile.New(memory.New(), turnstile.WithInstanceID("reports-7"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	e, err := c.Election("leader:reports")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := e.Campaign(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newClient(t, memory.New(), turnstile.WithInstanceID("reports-7"))
+	e := mustElection(t, c, "leader:reports")
+	l := mustCampaign(t, ctx, e, "")
 	if l.Value() != "reports-7" || l.Name() != "leader:reports" || l.Term() != l.Lease().Token() {
 		t.Errorf("leadership: value %q name %q term %d token %d", l.Value(), l.Name(), l.Term(), l.Lease().Token())
 	}
@@ -155,24 +156,13 @@ func TestCampaignWaitsPastTheBackoff(t *testing.T) {
 	defer cancel()
 	store := memory.New()
 	short := turnstile.WithBackoff(turnstile.Exponential{Base: time.Millisecond, Cap: 2 * time.Millisecond, MaxRetries: 2})
-	a, err := turnstile.New(store, short, turnstile.WithoutNotifications())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := turnstile.New(store, short, turnstile.WithoutNotifications())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a := newClient(t, store, short, turnstile.WithoutNotifications())
+	b := newClient(t, store, short, turnstile.WithoutNotifications())
 	ea, _ := a.Election("e")
 	// The caller's own finite backoff too; a short TTL so that the
 	// removed lock is noticed at the first renewal.
 	eb, _ := b.Election("e", short, turnstile.WithTTL(600*time.Millisecond))
-	la, err := ea.Campaign(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	la := mustCampaign(t, ctx, ea, "a")
 	won := make(chan *turnstile.Leadership, 1)
 	go func() {
 		l, err := eb.Campaign(ctx, "b")
@@ -212,11 +202,7 @@ func TestCampaignWaitsPastTheBackoff(t *testing.T) {
 // TestObserveStopsWithContext: an Observe iteration ends when its context
 // ends, and when the caller breaks out of it.
 func TestObserveStopsWithContext(t *testing.T) {
-	c, err := turnstile.New(memory.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, memory.New())
 	e, _ := c.Election("e")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -284,19 +270,9 @@ func FuzzLeaderValue(f *testing.F) {
 func TestCampaignWithNoRetryWaits(t *testing.T) {
 	ctx := context.Background()
 	n := newNotifying()
-	c, err := turnstile.New(n, turnstile.WithoutNotifications(), turnstile.WithoutCoalescing())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	e, err := c.Election("e", turnstile.WithBackoff(turnstile.NoRetry()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := e.Campaign(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newClient(t, n, turnstile.WithoutNotifications(), turnstile.WithoutCoalescing())
+	e := mustElection(t, c, "e", turnstile.WithBackoff(turnstile.NoRetry()))
+	l := mustCampaign(t, ctx, e, "a")
 	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	before := n.acquires.Load()

@@ -168,12 +168,8 @@ func TestErrorsWrapSentinels(t *testing.T) {
 			return turnstile.DoAll(ctx, failing(t), []string{"a", "b"}, func(context.Context, *turnstile.MultiLease) error { return nil })
 		},
 		"inspect unsupported": func(t *testing.T) error {
-			c, err := turnstile.New(noCaps{memory.New()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			_, err = c.Inspect(ctx, "k")
+			c := newClient(t, noCaps{memory.New()})
+			_, err := c.Inspect(ctx, "k")
 			return err
 		},
 		"AcquireAll no keys": func(t *testing.T) error { _, err := mem(t).AcquireAll(ctx, nil); return err },

@@ -49,11 +49,7 @@ func waitingSignal() (turnstile.Option, <-chan struct{}) {
 // sections; waiters that give up on the way leave nothing held.
 func TestHandOffWithoutTheStore(t *testing.T) {
 	b := newRoomy()
-	c, err := turnstile.New(b, turnstile.WithTTL(8*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, b, turnstile.WithTTL(8*time.Second))
 	const workers, rounds, key = 8, 200, "hot"
 	ctx := context.Background()
 	var (
@@ -192,20 +188,10 @@ func TestHandOffWithoutTheStoreOnlyFresh(t *testing.T) {
 // own value.
 func TestElectionNotHandedWithoutTheStore(t *testing.T) {
 	b := newRoomy()
-	c, err := turnstile.New(b, turnstile.WithTTL(8*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	e, err := c.Election("lead")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newClient(t, b, turnstile.WithTTL(8*time.Second))
+	e := mustElection(t, c, "lead")
 	ctx := context.Background()
-	first, err := e.Campaign(ctx, "one")
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := mustCampaign(t, ctx, e, "one")
 	next := make(chan *turnstile.Leadership, 1)
 	go func() {
 		l, err := e.Campaign(ctx, "one")
@@ -255,15 +241,8 @@ func (a *aloudRoomy) Release(ctx context.Context, key, owner string) (bool, erro
 // also when the next campaigner waits in the same Client's line.
 func TestElectionResignsAloudInALine(t *testing.T) {
 	b := &aloudRoomy{roomy: newRoomy()}
-	c, err := turnstile.New(b, turnstile.WithTTL(8*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	e, err := c.Election("lead", turnstile.WithBackoff(turnstile.Exponential{Base: time.Millisecond, Cap: 5 * time.Millisecond, MaxRetries: -1}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newClient(t, b, turnstile.WithTTL(8*time.Second))
+	e := mustElection(t, c, "lead", turnstile.WithBackoff(turnstile.Exponential{Base: time.Millisecond, Cap: 5 * time.Millisecond, MaxRetries: -1}))
 	ctx := context.Background()
 	// Four campaigners take turns and hold a moment, so that the line is
 	// rarely empty and its runs of releases reach 16.

@@ -52,11 +52,7 @@ func TestLockDelayEveryPathAsksForIt(t *testing.T) {
 	const ttl, d = time.Second, time.Minute
 	b := memory.New()
 	ctx := context.Background()
-	c, err := turnstile.New(b, turnstile.WithTTL(ttl), turnstile.WithLockDelay(d))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, b, turnstile.WithTTL(ttl), turnstile.WithLockDelay(d))
 	l, err := c.Acquire(ctx, "a")
 	if err != nil {
 		t.Fatal(err)
@@ -78,11 +74,7 @@ func TestLockDelayEveryPathAsksForIt(t *testing.T) {
 	}
 
 	// Per call, on a Client without a delay.
-	plain, err := turnstile.New(b, turnstile.WithTTL(ttl))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
+	plain := newClient(t, b, turnstile.WithTTL(ttl))
 	l, err = plain.TryAcquire(ctx, "b", turnstile.WithLockDelay(d))
 	if err != nil {
 		t.Fatal(err)
@@ -139,11 +131,7 @@ func TestLockDelayRefused(t *testing.T) {
 	m := memory.New()
 	_, err := turnstile.New(plainStore{m}, turnstile.WithLockDelay(time.Second))
 	wantRefused(t, "New over a store without TTLHolder", err)
-	c, err := turnstile.New(plainStore{m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, plainStore{m})
 	_, err = c.TryAcquire(ctx, "k", turnstile.WithLockDelay(time.Second))
 	wantRefused(t, "TryAcquire with a per-call lock delay", err)
 	if l, err := c.TryAcquire(ctx, "k", turnstile.WithLockDelay(0)); err != nil {
@@ -236,11 +224,7 @@ func TestLockDelayHandoffIsClean(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b := newRoomy()
-	c, err := turnstile.New(b, turnstile.WithTTL(8*time.Second), turnstile.WithLockDelay(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, b, turnstile.WithTTL(8*time.Second), turnstile.WithLockDelay(time.Hour))
 	l, err := c.Acquire(ctx, "hot")
 	if err != nil {
 		t.Fatal(err)
@@ -272,19 +256,9 @@ func TestLockDelayElection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b := memory.New()
-	c, err := turnstile.New(b, turnstile.WithTTL(ttl), turnstile.WithLockDelay(d))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	e, err := c.Election("leader")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lead, err := e.Campaign(ctx, "me")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newClient(t, b, turnstile.WithTTL(ttl), turnstile.WithLockDelay(d))
+	e := mustElection(t, c, "leader")
+	lead := mustCampaign(t, ctx, e, "me")
 	st, err := c.Inspect(ctx, "leader")
 	if err != nil {
 		t.Fatal(err)

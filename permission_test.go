@@ -31,14 +31,10 @@ func TestPermissionEndsTheWait(t *testing.T) {
 			f := newFlaky()
 			var tries atomic.Int32
 			f.acquireErr = func() error { tries.Add(1); return c.err }
-			client, err := turnstile.New(f, turnstile.WithBackoff(turnstile.Exponential{Base: time.Millisecond, Cap: time.Millisecond, MaxRetries: 3}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer client.Close()
+			client := newClient(t, f, turnstile.WithBackoff(turnstile.Exponential{Base: time.Millisecond, Cap: time.Millisecond, MaxRetries: 3}))
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			_, err = client.Acquire(ctx, "k")
+			_, err := client.Acquire(ctx, "k")
 			if !errors.Is(err, c.err) {
 				t.Fatalf("Acquire: %v, want %v", err, c.err)
 			}

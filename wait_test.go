@@ -368,14 +368,7 @@ func TestFixedOwnerDoesNotQueueBehindItsOwnWaiters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	for range 3 {
-		wg.Go(func() {
-			if l, err := c.Acquire(ctx, "re", patient); err == nil {
-				_ = l.Release(ctx)
-			}
-		})
-	}
+	wg := waiters(ctx, c, "re", 3)
 	for n.acquires.Load() < 4 { // the three have tried and wait in line
 		time.Sleep(time.Millisecond)
 	}
@@ -387,6 +380,20 @@ func TestFixedOwnerDoesNotQueueBehindItsOwnWaiters(t *testing.T) {
 	_ = inner.Release(ctx)
 	_ = outer.Release(ctx)
 	wg.Wait()
+}
+
+// waiters starts n goroutines that each wait patiently for key through
+// c and release it once they hold it; wait for them with the WaitGroup.
+func waiters(ctx context.Context, c *turnstile.Client, key string, n int) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if l, err := c.Acquire(ctx, key, patient); err == nil {
+				_ = l.Release(ctx)
+			}
+		})
+	}
+	return &wg
 }
 
 // sharedStore is the memory store marked as holding shared locks.
@@ -405,14 +412,7 @@ func TestSharedBackendWaitersContendTogether(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			if l, err := c.Acquire(ctx, "sh", patient); err == nil {
-				_ = l.Release(ctx)
-			}
-		})
-	}
+	wg := waiters(ctx, c, "sh", 4)
 	// Each waiter attempts and subscribes on its own (a line would make
 	// one attempt and one subscription for all).
 	deadline := time.Now().Add(10 * time.Second)
@@ -441,11 +441,7 @@ func (s slowAcquire) Acquire(ctx context.Context, key, owner string, ttl time.Du
 // the same key wait for each other's first attempt.
 func TestDistinctKeysAttemptOnce(t *testing.T) {
 	n := newNotifying()
-	c, err := turnstile.New(slowAcquire{n}, turnstile.WithoutWatchdog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, slowAcquire{n}, turnstile.WithoutWatchdog())
 	ctx := context.Background()
 	const workers, rounds = 256, 10
 	var wg sync.WaitGroup

@@ -72,6 +72,17 @@ func TestWatchdogWithoutBatchCapability(t *testing.T) {
 	}
 }
 
+// waitLost waits up to d for l to be lost, and fails t with msg if it is
+// not.
+func waitLost(t *testing.T, l *turnstile.Lease, d time.Duration, msg string) {
+	t.Helper()
+	select {
+	case <-l.Context().Done():
+	case <-time.After(d):
+		t.Fatal(msg)
+	}
+}
+
 // TestLostWhenStoreNeverAnswers: renewals hang (the store is partitioned
 // away and the call ignores its context); the lease must still end at its
 // local deadline, before the store could have expired it.
@@ -94,11 +105,7 @@ func TestLostWhenStoreNeverAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-l.Context().Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("lease never declared lost while the store hung")
-	}
+	waitLost(t, l, 5*time.Second, "lease never declared lost while the store hung")
 	// Lost at its local deadline (ttl minus drift), while the renewal
 	// still hangs: not when the store answers, nor a renewal period
 	// later. A descheduled test goroutine sees it late, so the bound is
@@ -150,11 +157,7 @@ func TestPersistentRenewalErrorsLoseTheLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-l.Context().Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("lease not lost")
-	}
+	waitLost(t, l, 5*time.Second, "lease not lost")
 	cause := context.Cause(l.Context())
 	if !errors.Is(cause, turnstile.ErrLockLost) || !errors.Is(cause, errFlaky) {
 		t.Fatalf("cause = %v, want ErrLockLost wrapping the renewal error", cause)
@@ -263,11 +266,7 @@ func TestRetryAfterLostReplyIsNotReleasedBehindItsBack(t *testing.T) {
 // each release so that a woken scheduler runs).
 func TestWatchdogSleepsThroughShortLeases(t *testing.T) {
 	const ttl = 3 * time.Minute // next look a minute away: far beyond the loop
-	c, err := turnstile.New(memory.New(), turnstile.WithTTL(ttl))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, memory.New(), turnstile.WithTTL(ttl))
 	ctx := context.Background()
 	first, err := c.TryAcquire(ctx, "short:first")
 	if err != nil {

@@ -118,6 +118,13 @@ func runNative(ctx context.Context, cfg config, store nativeStore, log io.Writer
 	return rep, ctx.Err()
 }
 
+// processServer is the server at addr, of process pid, whose cells count
+// the CPU time of its processes: notes say what it is, and processCPUNote
+// follows them. stop ends it.
+func processServer(addr string, pid int, stop func(), notes ...string) nativeServer {
+	return nativeServer{addr: addr, stats: workload.ProcessCPU(pid), notes: append(notes, processCPUNote), stop: stop}
+}
+
 // processCPUNote says what a store's cells count whose stats are
 // workload.ProcessCPU.
 const processCPUNote = "Server CPU is the user and system time of the server's process and of the processes it started, from /proc; the cells count no server commands on this store."

@@ -36,16 +36,10 @@ var mysqlStore = nativeStore{
 		if err != nil {
 			version = "(unknown version)"
 		}
-		return nativeServer{
-			addr:  srv.Addr(),
-			stats: workload.ProcessCPU(srv.PID()),
-			notes: []string{
-				"MariaDB " + version + " (innodb_flush_log_at_trx_commit=2, no binary log, a 16 MB buffer pool, as the test suite runs it)",
-				"MariaDB: a commit writes its log but flushes it to disk once a second (innodb_flush_log_at_trx_commit=2); GET_LOCK writes nothing, turnstile's lock rows do.",
-				processCPUNote,
-			},
-			stop: func() { srv.Kill(); srv.Remove() },
-		}, nil
+		return processServer(srv.Addr(), srv.PID(), func() { srv.Kill(); srv.Remove() },
+			"MariaDB "+version+" (innodb_flush_log_at_trx_commit=2, no binary log, a 16 MB buffer pool, as the test suite runs it)",
+			"MariaDB: a commit writes its log but flushes it to disk once a second (innodb_flush_log_at_trx_commit=2); GET_LOCK writes nothing, turnstile's lock rows do.",
+		), nil
 	},
 }
 

@@ -32,16 +32,10 @@ var postgresStore = nativeStore{
 		if err != nil {
 			return nativeServer{}, err
 		}
-		return nativeServer{
-			addr:  srv.Addr(),
-			stats: workload.ProcessCPU(srv.PID()),
-			notes: []string{
-				"PostgreSQL " + postgresVersion(srv.Addr()) + " (fsync=off, synchronous_commit=off, full_page_writes=off, max_connections=300, as the test suite runs it)",
-				"PostgreSQL: no commit waits for the disk (fsync and synchronous_commit off); pg_advisory_lock writes no WAL, turnstile's lock rows do.",
-				processCPUNote,
-			},
-			stop: srv.Kill,
-		}, nil
+		return processServer(srv.Addr(), srv.PID(), srv.Kill,
+			"PostgreSQL "+postgresVersion(srv.Addr())+" (fsync=off, synchronous_commit=off, full_page_writes=off, max_connections=300, as the test suite runs it)",
+			"PostgreSQL: no commit waits for the disk (fsync and synchronous_commit off); pg_advisory_lock writes no WAL, turnstile's lock rows do.",
+		), nil
 	},
 }
 

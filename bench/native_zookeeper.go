@@ -32,15 +32,9 @@ var zookeeperStore = nativeStore{
 		if err != nil {
 			return nativeServer{}, err
 		}
-		return nativeServer{
-			addr:  srv.Addr(),
-			stats: workload.ProcessCPU(srv.PID()),
-			notes: []string{
-				"a standalone ZooKeeper (Debian's package; tickTime 200 ms, forceSync=no, as the test suite runs it)",
-				"ZooKeeper: its transaction log is written at every commit but not fsynced (forceSync=no).",
-				processCPUNote,
-			},
-			stop: srv.Kill,
-		}, nil
+		return processServer(srv.Addr(), srv.PID(), srv.Kill,
+			"a standalone ZooKeeper (Debian's package; tickTime 200 ms, forceSync=no, as the test suite runs it)",
+			"ZooKeeper: its transaction log is written at every commit but not fsynced (forceSync=no).",
+		), nil
 	},
 }

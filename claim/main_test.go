@@ -3,7 +3,6 @@ package claim_test
 import (
 	"context"
 	"database/sql"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -29,40 +28,9 @@ var (
 func TestMain(m *testing.M) {
 	testserver.Main(m,
 		testserver.SharedPostgres(&pg),
-		testserver.Shared(startMySQL),
-		testserver.Shared(startRedis),
+		testserver.SharedMySQL(&my),
+		testserver.SharedRedis(&rds),
 		testserver.Before(migrate))
-}
-
-// startMySQL starts mariadbd, in memory where /dev/shm exists.
-func startMySQL() (func(), error) {
-	dir, err := os.MkdirTemp("/dev/shm", "claim-mysql-")
-	if err != nil {
-		if dir, err = os.MkdirTemp("", "claim-mysql-"); err != nil {
-			return nil, err
-		}
-	}
-	s, err := mysqlproc.Start(dir)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	my = s
-	return func() { s.Kill(); s.Remove(); _ = os.RemoveAll(dir) }, nil
-}
-
-func startRedis() (func(), error) {
-	dir, err := os.MkdirTemp("", "claim-redis-")
-	if err != nil {
-		return nil, err
-	}
-	s, err := redisproc.Start(dir)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	rds = s
-	return func() { s.Kill(); _ = os.RemoveAll(dir) }, nil
 }
 
 func migrate() error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,12 +80,18 @@ func checkAndSell(ctx context.Context, p *pgxpool.Pool, g *fence.Postgres, resou
 	})
 }
 
-func TestPostgresTokens(t *testing.T) {
+// pgCase returns a pool, a context of 30 s and a guard with opts, for a
+// test of resource r over its own business table.
+func pgCase(t *testing.T, r, table string, opts ...fence.Option) (*pgxpool.Pool, context.Context, *fence.Postgres) {
+	t.Helper()
 	p := pool(t)
-	ctx := ctxFor(t, 30*time.Second)
-	g := newPostgres(t)
-	const r, table = "pg:tokens", "biz_tokens"
 	businessTable(t, p, table, r)
+	return p, ctxFor(t, 30*time.Second), newPostgres(t, opts...)
+}
+
+func TestPostgresTokens(t *testing.T) {
+	const r, table = "pg:tokens", "biz_tokens"
+	p, ctx, g := pgCase(t, r, table)
 
 	if last, err := g.Last(ctx, p, r); err != nil || last != 0 {
 		t.Fatalf("Last before any write = %d, %v; want 0", last, err)
@@ -116,11 +123,8 @@ func TestPostgresTokens(t *testing.T) {
 }
 
 func TestPostgresAllowSameToken(t *testing.T) {
-	p := pool(t)
-	ctx := ctxFor(t, 30*time.Second)
-	g := newPostgres(t, fence.AllowSameToken())
 	const r, table = "pg:same", "biz_same"
-	businessTable(t, p, table, r)
+	p, ctx, g := pgCase(t, r, table, fence.AllowSameToken())
 	for range 3 {
 		if err := checkAndSell(ctx, p, g, r, table, 7); err != nil {
 			t.Fatalf("same token: %v", err)
@@ -136,11 +140,8 @@ func TestPostgresAllowSameToken(t *testing.T) {
 // transaction, before or after the check, is never stored — even when the
 // caller ignores the error and commits.
 func TestPostgresStaleRollsBackBusinessWrite(t *testing.T) {
-	p := pool(t)
-	ctx := ctxFor(t, 30*time.Second)
-	g := newPostgres(t)
 	const r, table = "pg:rollback", "biz_rollback"
-	businessTable(t, p, table, r)
+	p, ctx, g := pgCase(t, r, table)
 	if err := checkAndSell(ctx, p, g, r, table, 43); err != nil {
 		t.Fatal(err)
 	}
@@ -264,11 +265,8 @@ func waitForLockWait(t testing.TB, p *pgxpool.Pool, pid uint32) {
 // TestPostgresRandomWriters: many transactions with random tokens; the
 // business row ends with the largest token's write.
 func TestPostgresRandomWriters(t *testing.T) {
-	p := pool(t)
-	ctx := ctxFor(t, 30*time.Second)
-	g := newPostgres(t)
 	const r, table = "pg:random", "biz_random"
-	businessTable(t, p, table, r)
+	p, ctx, g := pgCase(t, r, table)
 
 	const writers = 24
 	tokens := rand.Perm(1000)[:writers]
@@ -296,5 +294,77 @@ func TestPostgresRandomWriters(t *testing.T) {
 	}
 	if last, err := g.Last(ctx, p, r); err != nil || last != maxTok {
 		t.Fatalf("Last = %d, %v; want %d", last, err, maxTok)
+	}
+}
+
+func TestPostgresMigrate(t *testing.T) {
+	p := pool(t) // migrated once already
+	ctx := ctxFor(t, 30*time.Second)
+	if err := fence.Migrate(ctx, p); err != nil {
+		t.Fatalf("Migrate again: %v", err)
+	}
+
+	t.Run("concurrently", func(t *testing.T) {
+		dropTable(t, p, "fence_concurrent")
+		g := newPostgres(t, fence.WithTable("fence_concurrent"))
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Go(func() { errs[i] = g.Migrate(ctx, p) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("concurrent Migrate: %v", err)
+		}
+	})
+
+	t.Run("inside a transaction", func(t *testing.T) {
+		dropTable(t, p, "fence_in_tx")
+		g := newPostgres(t, fence.WithTable("fence_in_tx"))
+		err := pgx.BeginFunc(ctx, p, func(tx pgx.Tx) error {
+			if err := g.Migrate(ctx, tx); err != nil {
+				return err
+			}
+			return g.Check(ctx, tx, "r", 1)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	for _, table := range []string{"fence_custom", "order", "fence_schema.fences"} {
+		t.Run("WithTable "+table, func(t *testing.T) {
+			if _, err := p.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS fence_schema"); err != nil {
+				t.Fatal(err)
+			}
+			dropTable(t, p, table)
+			g := newPostgres(t, fence.WithTable(table))
+			if err := g.Check(ctx, p, "r", 1); err == nil || !strings.Contains(err.Error(), "Migrate") {
+				t.Fatalf("Check before Migrate: %v, want an error that points at Migrate", err)
+			}
+			if err := g.Migrate(ctx, p); err != nil {
+				t.Fatalf("Migrate: %v", err)
+			}
+			if err := g.Check(ctx, p, "r", 5); err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			wantStale(t, g.Check(ctx, p, "r", 4), "r", 4, 5)
+			if last, err := g.Last(ctx, p, "r"); err != nil || last != 5 {
+				t.Fatalf("Last = %d, %v; want 5", last, err)
+			}
+			// The default table knows nothing of it.
+			if last, err := newPostgres(t).Last(ctx, p, "r"); err != nil || last != 0 {
+				t.Fatalf("Last in the default table = %d, %v; want 0", last, err)
+			}
+		})
+	}
+}
+
+// dropTable drops a table a test creates, left over from an earlier run.
+func dropTable(t testing.TB, p *pgxpool.Pool, table string) {
+	t.Helper()
+	name := pgx.Identifier(strings.Split(table, ".")).Sanitize()
+	if _, err := p.Exec(ctxFor(t, 10*time.Second), "DROP TABLE IF EXISTS "+name); err != nil {
+		t.Fatal(err)
 	}
 }

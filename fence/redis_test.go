@@ -15,6 +15,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/fence"
+	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 func newRedis(t testing.TB, c rueidis.Client, opts ...fence.Option) *fence.Redis {
@@ -26,9 +27,16 @@ func newRedis(t testing.TB, c rueidis.Client, opts ...fence.Option) *fence.Redis
 	return g
 }
 
-func TestRedisTokens(t *testing.T) {
+// redisGuard starts a Redis server and returns a guard with opts over a
+// client of its own, and the server.
+func redisGuard(t testing.TB, opts ...fence.Option) (*fence.Redis, *testserver.Redis) {
+	t.Helper()
 	c, srv := rueidisClient(t)
-	g := newRedis(t, c)
+	return newRedis(t, c, opts...), srv
+}
+
+func TestRedisTokens(t *testing.T) {
+	g, srv := redisGuard(t)
 	ctx := ctxFor(t, 30*time.Second)
 	const r = "inventory:1"
 	key := fence.DataKey(r, "owner")
@@ -77,8 +85,7 @@ func TestRedisTokens(t *testing.T) {
 }
 
 func TestRedisAllowSameToken(t *testing.T) {
-	c, srv := rueidisClient(t)
-	g := newRedis(t, c, fence.AllowSameToken())
+	g, srv := redisGuard(t, fence.AllowSameToken())
 	ctx := ctxFor(t, 30*time.Second)
 	const r = "order:7"
 	key := fence.DataKey(r, "n")
@@ -97,8 +104,7 @@ func TestRedisAllowSameToken(t *testing.T) {
 // TestRedisExactTokens: the script compares tokens exactly over the whole
 // uint64 range, where Lua's doubles cannot tell neighbours apart.
 func TestRedisExactTokens(t *testing.T) {
-	c, _ := rueidisClient(t)
-	g := newRedis(t, c)
+	g, _ := redisGuard(t)
 	ctx := ctxFor(t, 30*time.Second)
 	for i, tc := range []struct{ last, token uint64 }{
 		{9, 10},
@@ -134,8 +140,7 @@ func TestRedisExactTokens(t *testing.T) {
 // TestRedisConcurrentWriters: 64 goroutines write with random tokens; the
 // value left is the largest token's.
 func TestRedisConcurrentWriters(t *testing.T) {
-	c, srv := rueidisClient(t)
-	g := newRedis(t, c)
+	g, srv := redisGuard(t)
 	ctx := ctxFor(t, 30*time.Second)
 	const r = "race"
 	key, count := fence.DataKey(r, "v"), fence.DataKey(r, "accepted")
@@ -180,8 +185,7 @@ func TestRedisConcurrentWriters(t *testing.T) {
 // TestRedisFailedWriteRecordsNothing: a write Redis refuses leaves the
 // guard as it was.
 func TestRedisFailedWriteRecordsNothing(t *testing.T) {
-	c, srv := rueidisClient(t)
-	g := newRedis(t, c)
+	g, srv := redisGuard(t)
 	ctx := ctxFor(t, 30*time.Second)
 	const r = "failing"
 	key := fence.DataKey(r, "text")
@@ -198,8 +202,7 @@ func TestRedisFailedWriteRecordsNothing(t *testing.T) {
 }
 
 func TestRedisGarbledGuardKey(t *testing.T) {
-	c, srv := rueidisClient(t)
-	g := newRedis(t, c)
+	g, srv := redisGuard(t)
 	ctx := ctxFor(t, 30*time.Second)
 	const r = "garbled"
 	for _, v := range []string{"abc", "012", "-5", "123456789012345678901"} {
@@ -220,8 +223,7 @@ func TestRedisGarbledGuardKey(t *testing.T) {
 // TestRedisScriptCacheFlushed: the write still works after the server
 // forgot its scripts (restart, SCRIPT FLUSH, failover).
 func TestRedisScriptCacheFlushed(t *testing.T) {
-	c, srv := rueidisClient(t)
-	g := newRedis(t, c)
+	g, srv := redisGuard(t)
 	ctx := ctxFor(t, 30*time.Second)
 	if err := g.Set(ctx, "r", 1, fence.DataKey("r", "v"), "a"); err != nil {
 		t.Fatal(err)
@@ -262,8 +264,7 @@ func (p *pointerPrefix) KeyPrefix() string { return p.p }
 // lie under the backend's prefix, and a key of a lock under that prefix
 // (or any other) is refused as data.
 func TestRedisKeysOf(t *testing.T) {
-	c, srv := rueidisClient(t)
-	g := newRedis(t, c, fence.WithKeysOf(keyPrefix("app:")))
+	g, srv := redisGuard(t, fence.WithKeysOf(keyPrefix("app:")))
 	ctx := ctxFor(t, 30*time.Second)
 	if got := g.GuardKey("}r"); got != `app:{\}r}:guard` {
 		t.Errorf("GuardKey = %q", got)

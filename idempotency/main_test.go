@@ -3,7 +3,6 @@ package idempotency_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,17 +26,7 @@ var (
 
 func TestMain(m *testing.M) {
 	runChild()
-	testserver.Main(m, testserver.SharedPostgres(&pgSrv), testserver.Shared(func() (func(), error) {
-		dir, err := os.MkdirTemp("", "idempotency-redis-")
-		if err != nil {
-			return nil, err
-		}
-		if redisSrv, err = redisproc.Start(dir); err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-		return func() { redisSrv.Kill(); os.RemoveAll(dir) }, nil
-	}), testserver.Before(migrate))
+	testserver.Main(m, testserver.SharedPostgres(&pgSrv), testserver.SharedRedis(&redisSrv), testserver.Before(migrate))
 }
 
 func migrate() error {

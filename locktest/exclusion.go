@@ -148,6 +148,30 @@ func child(t *testing.T, h *Harness, role, key string, env map[string]string) *e
 	return cmd
 }
 
+// startChild starts cmd with its standard output piped and its standard
+// error kept; when the test ends it kills the child, waits for it, and
+// logs its standard error if the test failed.
+func startChild(t *testing.T, cmd *exec.Cmd) (*bufio.Reader, *strings.Builder) {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := new(strings.Builder)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start child: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() && stderr.Len() > 0 {
+			t.Logf("child stderr:\n%s", stderr.String())
+		}
+	})
+	return bufio.NewReader(out), stderr
+}
+
 // RunChild acts as a child process of a multi-process case when the
 // environment says so, and exits; otherwise it returns at once. Call it
 // first thing in TestMain of every package that runs the suite with a URL.
@@ -239,23 +263,10 @@ func incrementFile(ctx context.Context, c *turnstile.Client, key, file string) e
 func holdInChild(t *testing.T, h *Harness, key string, ttl time.Duration) (*exec.Cmd, uint64) {
 	t.Helper()
 	cmd := child(t, h, roleHold, key, map[string]string{envTTL: ttl.String()})
-	out, err := cmd.StdoutPipe()
+	out, stderr := startChild(t, cmd)
+	tok, err := readHeld(out)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start child: %v", err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("child did not report holding the lock: %v\n%s", err, stderr.String())
-	}
-	tok, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimSpace(line), "HELD "), 10, 64)
-	if err != nil {
-		t.Fatalf("child said %q: %v", line, err)
+		t.Fatalf("%v\n%s", err, stderr.String())
 	}
 	return cmd, tok
 }

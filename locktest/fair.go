@@ -158,26 +158,11 @@ func queueInChild(t *testing.T, h *Harness, key string) (*exec.Cmd, *bufio.Reade
 		env[envView] = h.View
 	}
 	cmd := child(t, h, roleQueue, key, env)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start child: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() && stderr.Len() > 0 {
-			t.Logf("child stderr:\n%s", stderr.String())
-		}
-	})
-	return cmd, bufio.NewReader(out)
+	out, _ := startChild(t, cmd)
+	return cmd, out
 }
 
-// readHeld reads the token a queue child reports.
+// readHeld reads the token a child reports in its "HELD token" line.
 func readHeld(out *bufio.Reader) (uint64, error) {
 	line, err := out.ReadString('\n')
 	if err != nil {

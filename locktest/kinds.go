@@ -81,6 +81,25 @@ func checkIncreasing(t *testing.T, what string, tokens []uint64) {
 	}
 }
 
+// checkTokensIncrease acquires and releases k n times in a row, the
+// i-th time with the Client by(i), and fails t unless the tokens strictly
+// increase.
+func checkTokensIncrease(t *testing.T, ctx context.Context, k string, n int, by func(i int) *turnstile.Client) {
+	t.Helper()
+	tokens := make([]uint64, 0, n)
+	for i := range n {
+		l, err := by(i).TryAcquire(ctx, k)
+		if err != nil {
+			t.Fatalf("acquisition %d: %v", i, err)
+		}
+		tokens = append(tokens, l.Token())
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkIncreasing(t, "acquisition", tokens)
+}
+
 // kindClient returns a Client over b, closed when the case ends.
 func kindClient(t *testing.T, b driver.Backend, opts ...turnstile.Option) *turnstile.Client {
 	t.Helper()

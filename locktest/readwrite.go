@@ -298,20 +298,10 @@ func testRWTokens(t *testing.T, newRW ReadWrite) {
 	k := key(t)
 	ctx := ctxFor(t, time.Minute)
 	r, w := rwClients(t, newRW)
-	tokens := make([]uint64, 0, 300)
-	for i := range cap(tokens) {
-		c := r
+	checkTokensIncrease(t, ctx, k, 300, func(i int) *turnstile.Client {
 		if i%3 == 2 {
-			c = w
+			return w
 		}
-		l, err := c.TryAcquire(ctx, k)
-		if err != nil {
-			t.Fatalf("acquisition %d: %v", i, err)
-		}
-		tokens = append(tokens, l.Token())
-		if err := l.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	checkIncreasing(t, "acquisition", tokens)
+		return r
+	})
 }

@@ -159,16 +159,5 @@ func testReentrantTokens(t *testing.T, h *Harness) {
 	k := key(t)
 	ctx := ctxFor(t, time.Minute)
 	c := h.client(t)
-	tokens := make([]uint64, 0, 500)
-	for i := range cap(tokens) {
-		l, err := c.TryAcquire(ctx, k)
-		if err != nil {
-			t.Fatalf("acquisition %d: %v", i, err)
-		}
-		tokens = append(tokens, l.Token())
-		if err := l.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	checkIncreasing(t, "acquisition", tokens)
+	checkTokensIncrease(t, ctx, k, 500, func(int) *turnstile.Client { return c })
 }

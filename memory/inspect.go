@@ -17,12 +17,10 @@ var (
 // is -1. Token is the holder's token; a free key reports 0, since tokens
 // come from one counter for every key.
 func (b *Backend) Inspect(ctx context.Context, key string) (driver.LockState, error) {
-	if err := ctx.Err(); err != nil {
+	s, now, err := b.lockShard(ctx, key)
+	if err != nil {
 		return driver.LockState{}, err
 	}
-	s := b.shard(key)
-	now := time.Now()
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	return state(key, s.locks[key], now), nil
 }
@@ -71,12 +69,10 @@ func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]driver.
 // store sends no release notices; waiters find the lock free on their
 // next attempt.
 func (b *Backend) ForceRelease(ctx context.Context, key string) (driver.LockState, error) {
-	if err := ctx.Err(); err != nil {
+	s, now, err := b.lockShard(ctx, key)
+	if err != nil {
 		return driver.LockState{}, err
 	}
-	s := b.shard(key)
-	now := time.Now()
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := state(key, s.locks[key], now)
 	delete(s.locks, key)

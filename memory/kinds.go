@@ -121,20 +121,41 @@ func sortStates(s []driver.LockState) {
 	sort.Slice(s, func(i, j int) bool { return s[i].Key < s[j].Key })
 }
 
-// listStates collects the states of the keys with prefix, at most limit.
-func listStates[H any](ctx context.Context, mu *kinds, m func() map[string]H, prefix string, limit int, state func(string, H, time.Time) driver.LockState) ([]driver.LockState, bool, error) {
+// kindHolds are the holds of one lock kind in b's kinds: the map that
+// keeps them, read with the kinds locked, and the function that
+// describes one (a missing hold, a free key).
+type kindHolds[H any] struct {
+	b     *Backend
+	m     func(*kinds) map[string]H
+	state func(key string, h H, now time.Time) driver.LockState
+}
+
+// inspect describes key's hold.
+func (t kindHolds[H]) inspect(ctx context.Context, key string) (driver.LockState, error) {
+	if err := ctx.Err(); err != nil {
+		return driver.LockState{}, err
+	}
+	k := &t.b.kinds
+	k.lock()
+	defer k.mu.Unlock()
+	return t.state(key, t.m(k)[key], time.Now()), nil
+}
+
+// list collects the states of the held keys with prefix, at most limit.
+func (t kindHolds[H]) list(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
-	mu.lock()
-	defer mu.mu.Unlock()
+	k := &t.b.kinds
+	k.lock()
+	defer k.mu.Unlock()
 	now := time.Now()
 	var out []driver.LockState
-	for k, h := range m() {
-		if !strings.HasPrefix(k, prefix) {
+	for key, h := range t.m(k) {
+		if !strings.HasPrefix(key, prefix) {
 			continue
 		}
-		if st := state(k, h, now); st.Held {
+		if st := t.state(key, h, now); st.Held {
 			out = append(out, st)
 		}
 	}
@@ -143,6 +164,22 @@ func listStates[H any](ctx context.Context, mu *kinds, m func() map[string]H, pr
 		return out[:limit], true, nil
 	}
 	return out, false, nil
+}
+
+// forceRelease removes key's hold and describes it as it was, with the
+// token counter as its Token, which every later token passes.
+func (t kindHolds[H]) forceRelease(ctx context.Context, key string) (driver.LockState, error) {
+	if err := ctx.Err(); err != nil {
+		return driver.LockState{}, err
+	}
+	k := &t.b.kinds
+	k.lock()
+	defer k.mu.Unlock()
+	m := t.m(k)
+	st := t.state(key, m[key], time.Now())
+	delete(m, key)
+	st.Token = t.b.tokens.Load()
+	return st, nil
 }
 
 // PermitsError is the refusal of a semaphore's permit while the key's

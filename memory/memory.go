@@ -70,14 +70,24 @@ func (b *Backend) shard(key string) *shard {
 	return &b.shards[maphash.String(b.seed, key)%shards]
 }
 
-// Acquire implements driver.Backend.
-func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+// lockShard locks key's shard, unless ctx has ended, and returns it with
+// the time read just before; the caller unlocks it.
+func (b *Backend) lockShard(ctx context.Context, key string) (*shard, time.Time, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, false, err
+		return nil, time.Time{}, err
 	}
 	s := b.shard(key)
 	now := time.Now()
 	s.mu.Lock()
+	return s, now, nil
+}
+
+// Acquire implements driver.Backend.
+func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	s, now, err := b.lockShard(ctx, key)
+	if err != nil {
+		return 0, false, err
+	}
 	defer s.mu.Unlock()
 	s.sweep(now)
 	if e, held := s.locks[key]; held && now.Before(e.expires) && e.owner != owner {
@@ -98,12 +108,10 @@ func (b *Backend) Extend(ctx context.Context, key, owner string, ttl time.Durati
 // live runs change on key's entry, with its shard locked, if owner holds
 // key and its lease has not expired; it reports whether it did.
 func (b *Backend) live(ctx context.Context, key, owner string, change func(e *entry, now time.Time)) (bool, error) {
-	if err := ctx.Err(); err != nil {
+	s, now, err := b.lockShard(ctx, key)
+	if err != nil {
 		return false, err
 	}
-	s := b.shard(key)
-	now := time.Now()
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, held := s.locks[key]
 	if !held || e.owner != owner || !now.Before(e.expires) {
@@ -125,12 +133,10 @@ func (b *Backend) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) [
 
 // Release implements driver.Backend.
 func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) {
-	if err := ctx.Err(); err != nil {
+	s, now, err := b.lockShard(ctx, key)
+	if err != nil {
 		return false, err
 	}
-	s := b.shard(key)
-	now := time.Now()
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, held := s.locks[key]
 	if !held || e.owner != owner {

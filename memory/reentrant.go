@@ -118,37 +118,27 @@ func reentrantState(key string, h *reentrantHold, now time.Time) driver.LockStat
 	return st
 }
 
+// holds are the Reentrant holds of r's Backend.
+func (r *Reentrant) holds() kindHolds[*reentrantHold] {
+	return kindHolds[*reentrantHold]{r.b, func(k *kinds) map[string]*reentrantHold { return k.reentrant }, reentrantState}
+}
+
 // Inspect implements driver.Inspector: the holder, with the token of its
 // first acquisition.
 func (r *Reentrant) Inspect(ctx context.Context, key string) (driver.LockState, error) {
-	if err := ctx.Err(); err != nil {
-		return driver.LockState{}, err
-	}
-	k := &r.b.kinds
-	k.lock()
-	defer k.mu.Unlock()
-	return reentrantState(key, k.reentrant[key], time.Now()), nil
+	return r.holds().inspect(ctx, key)
 }
 
 // List implements driver.Inspector.
 func (r *Reentrant) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
-	return listStates(ctx, &r.b.kinds, func() map[string]*reentrantHold { return r.b.kinds.reentrant }, prefix, limit, reentrantState)
+	return r.holds().list(ctx, prefix, limit)
 }
 
 // ForceRelease implements driver.ForceReleaser: it removes the hold
 // whatever its count. The returned Token is the token counter, which
 // every later token passes.
 func (r *Reentrant) ForceRelease(ctx context.Context, key string) (driver.LockState, error) {
-	if err := ctx.Err(); err != nil {
-		return driver.LockState{}, err
-	}
-	k := &r.b.kinds
-	k.lock()
-	defer k.mu.Unlock()
-	st := reentrantState(key, k.reentrant[key], time.Now())
-	delete(k.reentrant, key)
-	st.Token = r.b.tokens.Load()
-	return st, nil
+	return r.holds().forceRelease(ctx, key)
 }
 
 // later returns the later of a and b.

@@ -35,18 +35,9 @@ func rwState(key string, h *rwHold, now time.Time) driver.LockState {
 	return st
 }
 
-func (rw *rwLock) inspect(ctx context.Context, key string) (driver.LockState, error) {
-	if err := ctx.Err(); err != nil {
-		return driver.LockState{}, err
-	}
-	k := &rw.b.kinds
-	k.lock()
-	defer k.mu.Unlock()
-	return rwState(key, k.rws[key], time.Now()), nil
-}
-
-func (rw *rwLock) list(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
-	return listStates(ctx, &rw.b.kinds, func() map[string]*rwHold { return rw.b.kinds.rws }, prefix, limit, rwState)
+// holds are the read-write locks of rw's Backend.
+func (rw *rwLock) holds() kindHolds[*rwHold] {
+	return kindHolds[*rwHold]{rw.b, func(k *kinds) map[string]*rwHold { return k.rws }, rwState}
 }
 
 // forceRelease removes key's writer and readers; waiting writers keep
@@ -71,12 +62,12 @@ func (rw *rwLock) forceRelease(ctx context.Context, key string) (driver.LockStat
 // Inspect implements driver.Inspector: the writer or the readers of
 // key, each with its token. Both sides see the same state.
 func (r *ReadLock) Inspect(ctx context.Context, key string) (driver.LockState, error) {
-	return r.rw.inspect(ctx, key)
+	return r.rw.holds().inspect(ctx, key)
 }
 
 // List implements driver.Inspector.
 func (r *ReadLock) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
-	return r.rw.list(ctx, prefix, limit)
+	return r.rw.holds().list(ctx, prefix, limit)
 }
 
 // ForceRelease implements driver.ForceReleaser: the writer and every
@@ -87,12 +78,12 @@ func (r *ReadLock) ForceRelease(ctx context.Context, key string) (driver.LockSta
 
 // Inspect implements driver.Inspector, as ReadLock's.
 func (w *WriteLock) Inspect(ctx context.Context, key string) (driver.LockState, error) {
-	return w.rw.inspect(ctx, key)
+	return w.rw.holds().inspect(ctx, key)
 }
 
 // List implements driver.Inspector, as ReadLock's.
 func (w *WriteLock) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
-	return w.rw.list(ctx, prefix, limit)
+	return w.rw.holds().list(ctx, prefix, limit)
 }
 
 // ForceRelease implements driver.ForceReleaser, as ReadLock's.

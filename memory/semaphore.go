@@ -139,34 +139,24 @@ func semState(key string, h *semHold, now time.Time) driver.LockState {
 	return st
 }
 
+// holds are the permits of s's Backend.
+func (s *Semaphore) holds() kindHolds[*semHold] {
+	return kindHolds[*semHold]{s.b, func(k *kinds) map[string]*semHold { return k.sems }, semState}
+}
+
 // Inspect implements driver.Inspector: every live permit with its token.
 func (s *Semaphore) Inspect(ctx context.Context, key string) (driver.LockState, error) {
-	if err := ctx.Err(); err != nil {
-		return driver.LockState{}, err
-	}
-	k := &s.b.kinds
-	k.lock()
-	defer k.mu.Unlock()
-	return semState(key, k.sems[key], time.Now()), nil
+	return s.holds().inspect(ctx, key)
 }
 
 // List implements driver.Inspector.
 func (s *Semaphore) List(ctx context.Context, prefix string, limit int) ([]driver.LockState, bool, error) {
-	return listStates(ctx, &s.b.kinds, func() map[string]*semHold { return s.b.kinds.sems }, prefix, limit, semState)
+	return s.holds().list(ctx, prefix, limit)
 }
 
 // ForceRelease implements driver.ForceReleaser: it takes back every
 // permit of key. The returned Token is the token counter, which every
 // later token passes.
 func (s *Semaphore) ForceRelease(ctx context.Context, key string) (driver.LockState, error) {
-	if err := ctx.Err(); err != nil {
-		return driver.LockState{}, err
-	}
-	k := &s.b.kinds
-	k.lock()
-	defer k.mu.Unlock()
-	st := semState(key, k.sems[key], time.Now())
-	delete(k.sems, key)
-	st.Token = s.b.tokens.Load()
-	return st, nil
+	return s.holds().forceRelease(ctx, key)
 }

@@ -44,6 +44,22 @@ func holdStream(t *testing.T, ctx context.Context, c apiClients, req *v1.HoldReq
 	return s, g
 }
 
+// forceReleaseLost force-releases key through c and reads s until it
+// says the lease was lost; it returns what it said, or nil if the stream
+// ended first.
+func forceReleaseLost(t *testing.T, c apiClients, key string, s *connect.ServerStreamForClient[v1.HoldResponse]) *v1.Ended {
+	t.Helper()
+	if _, err := c.locks.ForceRelease(ctxFor(t, 10*time.Second), connect.NewRequest(&v1.ForceReleaseRequest{Key: key})); err != nil {
+		t.Fatal(err)
+	}
+	for s.Receive() {
+		if lost := s.Msg().GetLost(); lost != nil {
+			return lost
+		}
+	}
+	return nil
+}
+
 // TestHoldLostIsSaid: a lease removed by force under a Hold stream is
 // reported lost on the stream at its next renewal, and the stream ends
 // with FAILED_PRECONDITION, reason LOCK_LOST.
@@ -51,15 +67,7 @@ func TestHoldLostIsSaid(t *testing.T) {
 	in := startInstance(t, service.Config{Backend: memory.New()})
 	c := clientsOf(t, in.addr)
 	s, g := holdStream(t, ctxFor(t, time.Minute), c, &v1.HoldRequest{Key: "hold:lost", Ttl: durationpb.New(600 * time.Millisecond)})
-	if _, err := c.locks.ForceRelease(ctxFor(t, 10*time.Second), connect.NewRequest(&v1.ForceReleaseRequest{Key: "hold:lost"})); err != nil {
-		t.Fatal(err)
-	}
-	var lost *v1.Ended
-	for s.Receive() {
-		if lost = s.Msg().GetLost(); lost != nil {
-			break
-		}
-	}
+	lost := forceReleaseLost(t, c, "hold:lost", s)
 	if lost == nil || lost.Reason != "LOCK_LOST" {
 		t.Fatalf("stream of lease %v ended without Lost (%v)", g.Lease, s.Err())
 	}
@@ -79,15 +87,7 @@ func TestHoldForceReleaseSaidAtOnce(t *testing.T) {
 	const ttl = 30 * time.Second // renewed every 10 s
 	s, _ := holdStream(t, ctxFor(t, time.Minute), c, &v1.HoldRequest{Key: "hold:forced", Ttl: durationpb.New(ttl)})
 	start := time.Now()
-	if _, err := c.locks.ForceRelease(ctxFor(t, 10*time.Second), connect.NewRequest(&v1.ForceReleaseRequest{Key: "hold:forced"})); err != nil {
-		t.Fatal(err)
-	}
-	var lost *v1.Ended
-	for s.Receive() {
-		if lost = s.Msg().GetLost(); lost != nil {
-			break
-		}
-	}
+	lost := forceReleaseLost(t, c, "hold:forced", s)
 	took := time.Since(start)
 	if lost == nil || lost.Reason != "LOCK_LOST" {
 		t.Fatalf("stream ended without Lost (%v)", s.Err())

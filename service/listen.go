@@ -3,8 +3,6 @@ package service
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/turnstilelock/turnstile/internal/storeurl"
 )
 
 // ErrExposed: the instance would listen beyond this host with neither
@@ -93,7 +93,7 @@ func ServerTLS(files TLSFiles) (*tls.Config, func() error, error) {
 		NextProtos:     []string{"h2", "http/1.1"},
 	}
 	if files.ClientCAFile != "" {
-		pool, err := readCAs(files.ClientCAFile)
+		pool, err := storeurl.ReadCAs(files.ClientCAFile)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--ca-file %s: %w", files.ClientCAFile, err)
 		}
@@ -114,39 +114,6 @@ func (c *certs) load() error {
 	}
 	c.cert.Store(&pair)
 	return nil
-}
-
-func readCAs(path string) (*x509.CertPool, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	n := 0
-	for rest := data; ; {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			break
-		}
-		if block.Type != "CERTIFICATE" {
-			continue
-		}
-		cert, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("certificate %d: %v", n+1, err)
-		}
-		pool.AddCert(cert)
-		n++
-	}
-	if n == 0 {
-		return nil, errors.New("no PEM certificate in the file")
-	}
-	return pool, nil
 }
 
 // ServeOptions are how Serve serves.

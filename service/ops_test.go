@@ -84,12 +84,16 @@ func TestMetrics(t *testing.T) {
 		waited <- err
 	}()
 	gauge := func(name string) float64 { return metricValue(t, reg, name, map[string]string{}) }
-	if err := proc.Poll(10*time.Second, 5*time.Millisecond, func() error {
-		if gauge("turnstile_serve_waiters") != 1 {
-			return errNotYet
-		}
-		return nil
-	}); err != nil {
+	// gaugeBecomes reports whether gauge name reads want within 10 s.
+	gaugeBecomes := func(name string, want float64) bool {
+		return proc.Poll(10*time.Second, 5*time.Millisecond, func() error {
+			if gauge(name) != want {
+				return errNotYet
+			}
+			return nil
+		}) == nil
+	}
+	if !gaugeBecomes("turnstile_serve_waiters", 1) {
 		t.Fatalf("waiters gauge never 1: %v", gauge("turnstile_serve_waiters"))
 	}
 	if _, err := c.locks.Release(ctx, connect.NewRequest(&v1.ReleaseRequest{Lease: g.Msg.Lease})); err != nil {
@@ -106,12 +110,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("holds gauge %v while a Hold holds, want 1", h)
 	}
 	_ = s.Close()
-	if err := proc.Poll(10*time.Second, 5*time.Millisecond, func() error {
-		if gauge("turnstile_serve_holds") != 0 {
-			return errNotYet
-		}
-		return nil
-	}); err != nil {
+	if !gaugeBecomes("turnstile_serve_holds", 0) {
 		t.Fatalf("holds gauge %v after the stream closed", gauge("turnstile_serve_holds"))
 	}
 	if up := gauge("turnstile_serve_store_up"); up != 1 {

@@ -130,28 +130,9 @@ func TestFaultClientPartition(t *testing.T) {
 	a := startServe(t, "--backend", srv.URL())
 	b := startServe(t, "--backend", srv.URL())
 	toA := newPartition(t, "client-a", a.addr)
-	url := "turnstile://" + toA.addr() + "," + b.addr
-	const ttl = 2 * time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-
-	gc, err := turnstile.Open(ctx, url, turnstile.WithTTL(ttl))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gc.Close()
-	lease, err := gc.Acquire(ctx, "partition:go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := startWorkers(t, ctx, url, "partition:work", 4, ttl)
-	time.Sleep(2 * time.Second)
-	w.cut.Store(true)
-	toA.cut(t)
-	time.Sleep(5 * ttl)
-	w.check(t)
-	toA.heal() // the clients' streams to A close at once, not at their ping timeout
-	leaseHeld(t, lease, b.addr)
+	// Healed, the clients' streams to A close at once, not at their ping
+	// timeout.
+	partitionWhileHeld(t, "turnstile://"+toA.addr()+","+b.addr, toA, b.addr)
 }
 
 // TestFaultStorePartition: the network between instance A and the store
@@ -164,7 +145,14 @@ func TestFaultStorePartition(t *testing.T) {
 	toStore := newPartition(t, "a-store", srv.Addr())
 	a := startServe(t, "--backend", "redis://"+toStore.addr())
 	b := startServe(t, "--backend", srv.URL())
-	url := "turnstile://" + a.addr + "," + b.addr
+	partitionWhileHeld(t, "turnstile://"+a.addr+","+b.addr, toStore, b.addr)
+}
+
+// partitionWhileHeld holds a lease and runs fenced workers through url
+// (with a TTL of 2 s), cuts pt for five TTLs, checks the workers, heals
+// pt and checks the lease through the instance at via.
+func partitionWhileHeld(t *testing.T, url string, pt *partition, via string) {
+	t.Helper()
 	const ttl = 2 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -181,11 +169,11 @@ func TestFaultStorePartition(t *testing.T) {
 	w := startWorkers(t, ctx, url, "partition:work", 4, ttl)
 	time.Sleep(2 * time.Second)
 	w.cut.Store(true)
-	toStore.cut(t)
+	pt.cut(t)
 	time.Sleep(5 * ttl)
 	w.check(t)
-	toStore.heal()
-	leaseHeld(t, lease, b.addr)
+	pt.heal()
+	leaseHeld(t, lease, via)
 }
 
 // leaseHeld checks a lease after a partition: if its holder still

@@ -112,22 +112,20 @@ func TestQueuePositions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := c.locks.Queue(ctx, connect.NewRequest(&v1.AcquireRequest{Key: "q", Kind: fair}))
-	if err != nil {
-		t.Fatal(err)
+	// Two join the line, one after the other.
+	var line [2]*connect.ServerStreamForClient[v1.QueueResponse]
+	for i, name := range []string{"first", "second"} {
+		s, err := c.locks.Queue(ctx, connect.NewRequest(&v1.AcquireRequest{Key: "q", Kind: fair}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if p := nextPosition(t, s); p != uint32(i+1) {
+			t.Fatalf("%s in line: position %d, want %d", name, p, i+1)
+		}
+		line[i] = s
 	}
-	defer first.Close()
-	if p := nextPosition(t, first); p != 1 {
-		t.Fatalf("first in line: position %d, want 1", p)
-	}
-	second, err := c.locks.Queue(ctx, connect.NewRequest(&v1.AcquireRequest{Key: "q", Kind: fair}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer second.Close()
-	if p := nextPosition(t, second); p != 2 {
-		t.Fatalf("second in line: position %d, want 2", p)
-	}
+	first, second := line[0], line[1]
 	if _, err := c.locks.Release(ctx, connect.NewRequest(&v1.ReleaseRequest{Lease: g.Msg.Lease})); err != nil {
 		t.Fatal(err)
 	}

@@ -45,10 +45,7 @@ func parallel(b *testing.B, take func(worker int) error) {
 func BenchmarkCounterTake(b *testing.B) {
 	srv := testserver.StartRedis(b)
 	ctx := ctxFor(b, 10*time.Minute)
-	c, err := stock.NewCounter(redisClient(b, srv.Addr()), "bench:counter")
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := newCounter(b, srv, "bench:counter")
 	if err := c.Set(ctx, stock.MaxQuantity); err != nil {
 		b.Fatal(err)
 	}

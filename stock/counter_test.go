@@ -10,17 +10,25 @@ import (
 	"github.com/turnstilelock/turnstile/stock"
 )
 
+// newCounter returns a Counter of key on srv, over a client of its own.
+func newCounter(t testing.TB, srv *testserver.Redis, key string) *stock.Counter {
+	t.Helper()
+	c, err := stock.NewCounter(redisClient(t, srv.Addr()), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // The flash sale on a Counter: 3,847 concurrent orders for 1,000 units.
 func TestCounterFlashSale(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, 30*time.Second)
-	clients := redisClients(t, srv, 8)
-	counters := make([]*stock.Counter, len(clients))
-	for i, c := range clients {
-		var err error
-		if counters[i], err = stock.NewCounter(c, "stock:sale:1"); err != nil {
-			t.Fatal(err)
-		}
+	// A client each, so that orders reach the server over several
+	// sockets at once.
+	counters := make([]*stock.Counter, 8)
+	for i := range counters {
+		counters[i] = newCounter(t, srv, "stock:sale:1")
 	}
 	if err := counters[0].Set(ctx, saleUnits); err != nil {
 		t.Fatal(err)
@@ -51,10 +59,7 @@ func TestCounterFlashSale(t *testing.T) {
 func TestCounterTakePutLeft(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, 10*time.Second)
-	c, err := stock.NewCounter(redisClient(t, srv.Addr()), "stock:tpl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newCounter(t, srv, "stock:tpl")
 	if left, err := c.Left(ctx); err != nil || left != 0 {
 		t.Fatalf("Left of a missing key = %d, %v; want 0", left, err)
 	}
@@ -99,10 +104,7 @@ func TestCounterTakePutLeft(t *testing.T) {
 func TestCounterLeftNeverNegative(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, 10*time.Second)
-	c, err := stock.NewCounter(redisClient(t, srv.Addr()), "stock:neg")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newCounter(t, srv, "stock:neg")
 	srv.MustDo(t, "SET", "stock:neg", "-3")
 	if left, err := c.Left(ctx); err != nil || left != 0 {
 		t.Fatalf("Left = %d, %v; want 0", left, err)
@@ -118,10 +120,7 @@ func TestCounterLeftNeverNegative(t *testing.T) {
 // A Take with a cancelled context sends nothing and says why.
 func TestCounterCancelledContext(t *testing.T) {
 	srv := testserver.StartRedis(t)
-	c, err := stock.NewCounter(redisClient(t, srv.Addr()), "stock:ctx")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newCounter(t, srv, "stock:ctx")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := c.Take(ctx, 1); !errors.Is(err, context.Canceled) {

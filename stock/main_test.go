@@ -49,16 +49,6 @@ func redisClient(t testing.TB, addrs ...string) rueidis.Client {
 	return c
 }
 
-// redisClients returns n clients, each with connections of its own, so
-// that orders reach the server over several sockets at once.
-func redisClients(t testing.TB, srv *testserver.Redis, n int) []rueidis.Client {
-	cs := make([]rueidis.Client, n)
-	for i := range cs {
-		cs[i] = redisClient(t, srv.Addr())
-	}
-	return cs
-}
-
 // pgPool returns a pool of up to conns connections, closed when the test
 // ends.
 func pgPool(t testing.TB, conns int32) *pgxpool.Pool {

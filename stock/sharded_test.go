@@ -13,6 +13,8 @@ import (
 	"github.com/turnstilelock/turnstile/stock"
 )
 
+// newSharded returns a Sharded stock of key on srv in shards shards, over
+// a client of its own.
 func newSharded(t testing.TB, srv *testserver.Redis, key string, shards int) *stock.Sharded {
 	t.Helper()
 	s, err := stock.NewSharded(redisClient(t, srv.Addr()), key, shards)
@@ -37,13 +39,9 @@ func levels(t testing.TB, ctx context.Context, s *stock.Sharded) []int64 {
 func TestShardedFlashSale(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, 30*time.Second)
-	clients := redisClients(t, srv, 8)
-	stocks := make([]*stock.Sharded, len(clients))
-	for i, c := range clients {
-		var err error
-		if stocks[i], err = stock.NewSharded(c, "sale:2", 8); err != nil {
-			t.Fatal(err)
-		}
+	stocks := make([]*stock.Sharded, 8)
+	for i := range stocks {
+		stocks[i] = newSharded(t, srv, "sale:2", 8)
 	}
 	if err := stocks[0].Set(ctx, saleUnits); err != nil {
 		t.Fatal(err)
@@ -105,14 +103,10 @@ func TestShardedFlashSale(t *testing.T) {
 func TestShardedMixedOrders(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, 30*time.Second)
-	clients := redisClients(t, srv, 4)
 	const total = 500
-	stocks := make([]*stock.Sharded, len(clients))
-	for i, c := range clients {
-		var err error
-		if stocks[i], err = stock.NewSharded(c, "sale:mixed", 16); err != nil {
-			t.Fatal(err)
-		}
+	stocks := make([]*stock.Sharded, 4)
+	for i := range stocks {
+		stocks[i] = newSharded(t, srv, "sale:mixed", 16)
 	}
 	if err := stocks[0].Set(ctx, total); err != nil {
 		t.Fatal(err)

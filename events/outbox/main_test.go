@@ -49,9 +49,9 @@ var ctxFor = testserver.Ctx
 
 var dbSeq atomic.Int64
 
-// newDB creates a database for the test, migrated, and returns its URL
-// and a pool on it, closed when the test ends.
-func newDB(t testing.TB) (string, *pgxpool.Pool) {
+// createDB creates an empty database (not migrated) for the test and
+// returns its URL and a pool on it, closed when the test ends.
+func createDB(t testing.TB) (string, *pgxpool.Pool) {
 	t.Helper()
 	ctx := ctxFor(t, 20*time.Second)
 	admin, err := pgx.Connect(ctx, srv.URL())
@@ -69,7 +69,15 @@ func newDB(t testing.TB) (string, *pgxpool.Pool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := outbox.Migrate(ctx, pool); err != nil {
+	return url, pool
+}
+
+// newDB creates a database for the test, migrated, and returns its URL
+// and a pool on it, closed when the test ends.
+func newDB(t testing.TB) (string, *pgxpool.Pool) {
+	t.Helper()
+	url, pool := createDB(t)
+	if err := outbox.Migrate(ctxFor(t, 20*time.Second), pool); err != nil {
 		t.Fatal(err)
 	}
 	return url, pool

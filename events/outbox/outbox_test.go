@@ -2,7 +2,6 @@ package outbox_test
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/turnstilelock/turnstile/events"
@@ -19,32 +17,10 @@ import (
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// createDB creates an empty database (not migrated) and returns a pool on
-// it, closed when the test ends.
-func createDB(t testing.TB) *pgxpool.Pool {
-	t.Helper()
-	ctx := ctxFor(t, 20*time.Second)
-	admin, err := pgx.Connect(ctx, srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	name := fmt.Sprintf("outbox_empty_%d", dbSeq.Add(1))
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(ctx, "postgres://postgres@"+srv.Addr()+"/"+name+"?sslmode=disable")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
-
 // TestMigrateConcurrent: migrations started together all succeed, and
 // running one again changes nothing.
 func TestMigrateConcurrent(t *testing.T) {
-	pool := createDB(t)
+	_, pool := createDB(t)
 	ctx := ctxFor(t, 20*time.Second)
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)

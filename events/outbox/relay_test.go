@@ -308,7 +308,7 @@ func TestRelayPublishFails(t *testing.T) {
 }
 
 func TestRelayNoTable(t *testing.T) {
-	pool := createDB(t)
+	_, pool := createDB(t)
 	r, err := outbox.NewRelay(pool, &memPublisher{})
 	if err != nil {
 		t.Fatal(err)

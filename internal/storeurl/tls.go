@@ -102,7 +102,7 @@ func (t *TLS) RefuseWithout(how string) error {
 func (t *TLS) Config() (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
 	if t.CAFile != "" {
-		pool, err := readCAs(t.CAFile)
+		pool, err := ReadCAs(t.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("ca_file=%q: %w", t.CAFile, err)
 		}
@@ -148,8 +148,9 @@ func fileErr(err error) error {
 	return err
 }
 
-// readCAs reads a PEM file of certificates.
-func readCAs(path string) (*x509.CertPool, error) {
+// ReadCAs reads a PEM file of certificates into a pool. An error
+// reading the file leaves its path out, for the caller to name.
+func ReadCAs(path string) (*x509.CertPool, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fileErr(err)

@@ -22,11 +22,7 @@ type RedisCluster struct {
 func StartRedisCluster(t testing.TB) *RedisCluster {
 	t.Helper()
 	c, err := redisproc.StartCluster(t.TempDir(), ClusterMasters)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Kill)
-	return &RedisCluster{Cluster: c}
+	return &RedisCluster{Cluster: started(t, c, err)}
 }
 
 // StartRedisClusterTLS starts a Redis Cluster as StartRedisCluster does,
@@ -36,9 +32,5 @@ func StartRedisCluster(t testing.TB) *RedisCluster {
 func StartRedisClusterTLS(t testing.TB, certs *testcerts.Set, authClients bool) *RedisCluster {
 	t.Helper()
 	c, err := redisproc.StartClusterTLS(t.TempDir(), ClusterMasters, RedisTLS(certs, authClients))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Kill)
-	return &RedisCluster{Cluster: c}
+	return &RedisCluster{Cluster: started(t, c, err)}
 }

@@ -24,11 +24,7 @@ type Etcd struct {
 func StartEtcd(t testing.TB) *Etcd {
 	t.Helper()
 	s, err := etcdproc.Start(etcdDataDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Kill)
-	return &Etcd{Server: s}
+	return &Etcd{Server: started(t, s, err)}
 }
 
 // etcdDataDir is a temporary directory for etcd's data, in memory where
@@ -43,9 +39,5 @@ func etcdDataDir(t testing.TB) string { return proctest.MemDir(t, "turnstile-etc
 func StartEtcdTLS(t testing.TB, certs *testcerts.Set) *Etcd {
 	t.Helper()
 	s, err := etcdproc.StartTLS(etcdDataDir(t), certs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Kill)
-	return &Etcd{Server: s}
+	return &Etcd{Server: started(t, s, err)}
 }

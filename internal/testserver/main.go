@@ -10,7 +10,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/turnstilelock/turnstile/internal/mysqlproc"
 	"github.com/turnstilelock/turnstile/internal/pgproc"
+	"github.com/turnstilelock/turnstile/internal/redisproc"
 )
 
 // A MainOption adds to what Main does around a package's tests.
@@ -39,6 +41,42 @@ func SharedPostgres(pg **Postgres) MainOption {
 		}
 		*pg = &Postgres{Server: s}
 		return s.Kill, nil
+	})
+}
+
+// SharedRedis starts one redis-server for the whole package and puts it
+// in *r.
+func SharedRedis(r **redisproc.Server) MainOption {
+	return sharedIn("", "turnstile-redis-", r, redisproc.Start, (*redisproc.Server).Kill)
+}
+
+// SharedMySQL starts one MariaDB server for the whole package, in memory
+// where /dev/shm exists, and puts it in *m.
+func SharedMySQL(m **mysqlproc.Server) MainOption {
+	return sharedIn("/dev/shm", "turnstile-mysql-", m, mysqlproc.Start, func(s *mysqlproc.Server) { s.Kill(); s.Remove() })
+}
+
+// sharedIn is Shared for a server that start starts with its files in a
+// temporary directory of their own, made under parent (or the system's
+// temporary directory, if parent is "" or cannot hold one) and removed
+// once stop has stopped the server, or once it failed to start. It puts
+// the server in *into.
+func sharedIn[S any](parent, prefix string, into *S, start func(dir string) (S, error), stop func(S)) MainOption {
+	return Shared(func() (func(), error) {
+		dir, err := os.MkdirTemp(parent, prefix)
+		if err != nil && parent != "" {
+			dir, err = os.MkdirTemp("", prefix)
+		}
+		if err != nil {
+			return nil, err
+		}
+		s, err := start(dir)
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+		*into = s
+		return func() { stop(s); _ = os.RemoveAll(dir) }, nil
 	})
 }
 

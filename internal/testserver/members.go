@@ -24,11 +24,7 @@ type EtcdCluster struct {
 func StartEtcdCluster(t testing.TB, members int, opts ...etcdproc.ClusterOption) *EtcdCluster {
 	t.Helper()
 	c, err := etcdproc.StartCluster(etcdDataDir(t), members, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Kill)
-	return &EtcdCluster{Cluster: c}
+	return &EtcdCluster{Cluster: started(t, c, err)}
 }
 
 // ZooKeeperEnsemble is a replicated ZooKeeper service of several servers
@@ -44,11 +40,7 @@ type ZooKeeperEnsemble struct {
 func StartZooKeeperEnsemble(t testing.TB, servers int, opts ...zkproc.EnsembleOption) *ZooKeeperEnsemble {
 	t.Helper()
 	e, err := zkproc.StartEnsemble(t.TempDir(), servers, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Kill)
-	return &ZooKeeperEnsemble{Ensemble: e}
+	return &ZooKeeperEnsemble{Ensemble: started(t, e, err)}
 }
 
 // StartRedisClusterWith starts a Redis Cluster of ClusterMasters masters
@@ -58,11 +50,7 @@ func StartZooKeeperEnsemble(t testing.TB, servers int, opts ...zkproc.EnsembleOp
 func StartRedisClusterWith(t testing.TB, opts ...redisproc.ClusterOption) *RedisCluster {
 	t.Helper()
 	c, err := redisproc.StartClusterWith(t.TempDir(), ClusterMasters, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Kill)
-	return &RedisCluster{Cluster: c}
+	return &RedisCluster{Cluster: started(t, c, err)}
 }
 
 // NewClock is a wrong wall clock at offset 0 for the servers of one test
@@ -82,9 +70,5 @@ func NewClock(t testing.TB) *proc.Clock {
 func StartRedisWith(t testing.TB, opts ...redisproc.Option) *Redis {
 	t.Helper()
 	s, err := redisproc.StartWith(t.TempDir(), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Kill)
-	return &Redis{Server: s, t: t}
+	return &Redis{Server: started(t, s, err), t: t}
 }

@@ -17,11 +17,7 @@ type Postgres struct {
 func StartPostgres(t testing.TB) *Postgres {
 	t.Helper()
 	s, err := pgproc.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Kill)
-	return &Postgres{Server: s}
+	return &Postgres{Server: started(t, s, err)}
 }
 
 // StartPostgresWith is StartPostgres with the TLS and client
@@ -30,9 +26,5 @@ func StartPostgres(t testing.TB) *Postgres {
 func StartPostgresWith(t testing.TB, o pgproc.Options) *Postgres {
 	t.Helper()
 	s, err := pgproc.StartWith(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Kill)
-	return &Postgres{Server: s}
+	return &Postgres{Server: started(t, s, err)}
 }

@@ -19,16 +19,23 @@ type Redis struct {
 	t testing.TB
 }
 
+// started fails t with err, if any, and otherwise kills s when the test
+// (or benchmark) ends; it returns s.
+func started[S interface{ Kill() }](t testing.TB, s S, err error) S {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Kill)
+	return s
+}
+
 // StartRedis starts redis-server on a free loopback port with persistence
 // off, and stops it when the test (or benchmark) ends.
 func StartRedis(t testing.TB) *Redis {
 	t.Helper()
 	s, err := redisproc.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Kill)
-	return &Redis{Server: s, t: t}
+	return &Redis{Server: started(t, s, err), t: t}
 }
 
 // Restart kills the server and starts it again on the same port with an
@@ -48,11 +55,7 @@ func (r *Redis) Restart() {
 func StartRedisTLS(t testing.TB, certs *testcerts.Set, authClients bool) *Redis {
 	t.Helper()
 	s, err := redisproc.StartTLS(t.TempDir(), RedisTLS(certs, authClients))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Kill)
-	return &Redis{Server: s, t: t}
+	return &Redis{Server: started(t, s, err), t: t}
 }
 
 // RedisTLS is the redis-server TLS of certs: its server certificate, its

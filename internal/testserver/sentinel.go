@@ -23,11 +23,7 @@ type RedisSentinel struct {
 func StartRedisSentinel(t testing.TB, replicas, sentinels int) *RedisSentinel {
 	t.Helper()
 	g, err := redisproc.StartSentinel(t.TempDir(), replicas, sentinels)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Kill)
-	return &RedisSentinel{Sentinel: g, t: t}
+	return &RedisSentinel{Sentinel: started(t, g, err), t: t}
 }
 
 // MustPrimary is the node the Sentinels name the primary; it fails the
@@ -48,9 +44,5 @@ func (g *RedisSentinel) MustPrimary() *redisproc.Server {
 func StartRedisSentinelTLS(t testing.TB, certs *testcerts.Set, replicas, sentinels int) *RedisSentinel {
 	t.Helper()
 	g, err := redisproc.StartSentinelTLS(t.TempDir(), replicas, sentinels, RedisTLS(certs, true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Kill)
-	return &RedisSentinel{Sentinel: g, t: t}
+	return &RedisSentinel{Sentinel: started(t, g, err), t: t}
 }

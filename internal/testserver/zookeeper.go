@@ -19,11 +19,7 @@ type ZooKeeper struct {
 func StartZooKeeper(t testing.TB) *ZooKeeper {
 	t.Helper()
 	s, err := zkproc.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Kill)
-	return &ZooKeeper{Server: s}
+	return &ZooKeeper{Server: started(t, s, err)}
 }
 
 // StartZooKeeperTLS starts a standalone ZooKeeper server as
@@ -33,9 +29,5 @@ func StartZooKeeper(t testing.TB) *ZooKeeper {
 func StartZooKeeperTLS(t testing.TB, certs *testcerts.Set) *ZooKeeper {
 	t.Helper()
 	s, err := zkproc.StartTLS(t.TempDir(), certs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Kill)
-	return &ZooKeeper{Server: s}
+	return &ZooKeeper{Server: started(t, s, err)}
 }
