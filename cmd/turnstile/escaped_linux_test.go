@@ -7,8 +7,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 // escapingScript is a command that starts a daemon of its own: a process
@@ -56,9 +54,7 @@ func assertDaemonGone(t *testing.T, dir string, pid int) {
 // exits. It used to run on, re-parented to PID 1, beside the next holder.
 func TestRunLeaseLostKillsEscapedDaemon(t *testing.T) {
 	t.Parallel()
-	srv := testserver.StartRedis(t)
-	dir := t.TempDir()
-	env := []string{"TURNSTILE_BACKEND=" + srv.URL(), "DIR=" + dir}
+	srv, dir, env := redisDir(t)
 	const key, ttl, grace = "lock:test:escaped", 600 * time.Millisecond, time.Second
 	p := startTurnstile(t, env, "run", "--key", key, "--ttl", ttl.String(), "--grace", grace.String(), "--", "sh", "-c", escapingScript)
 	daemon := startEscaping(t, dir)

@@ -62,9 +62,7 @@ func TestRunExcludesConcurrentHolders(t *testing.T) {
 
 func TestRunWhileHeldElsewhere(t *testing.T) {
 	t.Parallel()
-	srv := testserver.StartRedis(t)
-	dir := t.TempDir()
-	env := []string{"TURNSTILE_BACKEND=" + srv.URL(), "DIR=" + dir}
+	srv, dir, env := redisDir(t)
 	const key = "lock:test:busy"
 	ran := filepath.Join(dir, "ran")
 

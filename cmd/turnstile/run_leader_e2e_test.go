@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 // leaderScript records the term and value, says it leads, and leads
@@ -25,9 +23,7 @@ while [ ! -e "$DIR/$TURNSTILE_VALUE-go" ]; do sleep 0.05; done`
 // once — not after the TTL — with a greater term.
 func TestRunLeaderHandsOver(t *testing.T) {
 	t.Parallel()
-	srv := testserver.StartRedis(t)
-	dir := t.TempDir()
-	env := []string{"TURNSTILE_BACKEND=" + srv.URL(), "DIR=" + dir}
+	_, dir, env := redisDir(t)
 	const name = "leader:test:handover"
 
 	a := startTurnstile(t, env, "run", "--leader", name, "--value", "a", "--", "sh", "-c", leaderScript)
@@ -93,9 +89,7 @@ func TestRunLeaderHandsOver(t *testing.T) {
 // back is stopped and turnstile exits 79, as for a lost lock.
 func TestRunLeaderLostExits79(t *testing.T) {
 	t.Parallel()
-	srv := testserver.StartRedis(t)
-	dir := t.TempDir()
-	env := []string{"TURNSTILE_BACKEND=" + srv.URL(), "DIR=" + dir}
+	srv, dir, env := redisDir(t)
 	const name = "leader:test:lost"
 
 	p := startTurnstile(t, env, "run", "--leader", name, "--value", "a", "--ttl", "600ms", "--grace", "5s", "--",
