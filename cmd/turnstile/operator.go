@@ -42,9 +42,7 @@ func (o *opFlags) register(fs *flag.FlagSet) {
 // flagSet returns the flags of operator command name, with o's
 // registered.
 func (o *opFlags) flagSet(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs := cli.NewFlagSet(name)
 	o.register(fs)
 	return fs
 }
@@ -52,15 +50,11 @@ func (o *opFlags) flagSet(name string) *flag.FlagSet {
 // parse parses args with fs, as parseArgs does, and resolves o. help
 // reports that -h asked for the usage, which it has written to stdout.
 func (o *opFlags) parse(fs *flag.FlagSet, args []string, stdout io.Writer, usage func() string) (pos []string, help bool, err error) {
-	pos, err = parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, usage())
-		return nil, true, nil
-	}
-	if err == nil {
+	pos, help, err = parseOrHelp(fs, args, stdout, usage)
+	if err == nil && !help {
 		err = o.resolve()
 	}
-	return pos, false, err
+	return pos, help, err
 }
 
 // kindFlag is --kind: a lock kind's name.
@@ -136,6 +130,17 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// parseOrHelp parses args with fs as parseArgs does. help reports that
+// -h asked for the usage, which it has written to stdout.
+func parseOrHelp(fs *flag.FlagSet, args []string, stdout io.Writer, usage func() string) (pos []string, help bool, err error) {
+	pos, err = parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage())
+		return nil, true, nil
+	}
+	return pos, false, err
 }
 
 // checkKeyArg checks the KEY argument of status and unlock.
