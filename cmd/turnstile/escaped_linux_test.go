@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -102,16 +101,7 @@ func TestRunSignalKillsEscapedDaemon(t *testing.T) {
 // The end of runCmd's context (a deadline of the caller) stops the
 // command as a signal does: nothing it started outlives runCmd.
 func TestRunInProcessDeadlineKillsEscapedDaemon(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("DIR", dir)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		for ctx.Err() == nil && !exists(filepath.Join(dir, "ready")) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		cancel()
-	}()
+	ctx, dir := cancelWhenReady(t)
 	code, _, stderr := runInProcess(t, ctx, "--key", "k", "--grace", "300ms", "--", "sh", "-c", escapingScript)
 	// The script wrote the daemon's PID before it said it was ready.
 	daemon := readPID(t, filepath.Join(dir, "escaped"))
