@@ -57,6 +57,16 @@ func (o *opFlags) parse(fs *flag.FlagSet, args []string, stdout io.Writer, usage
 	return pos, help, err
 }
 
+// parseKey is parse for a command that takes one argument, KEY, which it
+// checks and returns.
+func (o *opFlags) parseKey(fs *flag.FlagSet, args []string, stdout io.Writer, usage func() string) (key string, help bool, err error) {
+	pos, help, err := o.parse(fs, args, stdout, usage)
+	if err == nil && !help {
+		key, err = checkKeyArg(pos)
+	}
+	return key, help, err
+}
+
 // kindFlag is --kind: a lock kind's name.
 type kindFlag struct{ k **opKind }
 
@@ -194,6 +204,23 @@ func (o *opFlags) openStore(ctx context.Context, name string, stderr io.Writer) 
 		return nil, nil, o.storeError(stderr, name, err)
 	}
 	return c, ks, exitOK
+}
+
+// openBounded is openStore under a context that --timeout bounds from
+// now, which it returns for the command's calls, with the function that
+// closes what it opened and cancels the context. On failure ks is nil.
+func (o *opFlags) openBounded(ctx context.Context, name string, stderr io.Writer) (_ context.Context, ks *kindClients, done func(), code int) {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(o.timeout))
+	c, ks, code := o.openStore(ctx, name, stderr)
+	if c == nil {
+		cancel()
+		return ctx, nil, nil, code
+	}
+	return ctx, ks, func() {
+		ks.close()
+		_ = c.Close()
+		cancel()
+	}, exitOK
 }
 
 // storeError is the package's storeError, saying also, for a store that
