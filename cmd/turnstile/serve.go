@@ -62,8 +62,8 @@ type serviceFlags struct {
 	o       *service.RunOptions
 }
 
-// newServiceFlags returns the flags of command name, --listen's default
-// listen.
+// newServiceFlags registers the shared flags on a new flag set for
+// command name, with listen as --listen's default.
 func newServiceFlags(name, listen string, o *service.RunOptions) *serviceFlags {
 	f := &serviceFlags{fs: cli.NewFlagSet(name), o: o}
 	f.backend.Register(f.fs, "backend")
