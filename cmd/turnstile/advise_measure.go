@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strconv"
 	"time"
 
@@ -26,12 +24,8 @@ func measureCost(ctx context.Context, in *adviseInput, stderr io.Writer) (cost, 
 		fmt.Fprintf(stderr, "turnstile advise: %v\nRun \"turnstile advise -h\" for usage.\n", err)
 		return cost{}, exitUsage
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, forwardedSignals...)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	defer cli.CancelOnSignal(sigs, cancel)()
+	ctx, stop := cli.CancelOnStopSignals(ctx)
+	defer stop()
 
 	fail := func(err error) (cost, int) {
 		if ctx.Err() != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"maps"
 	"os"
@@ -10,21 +9,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
-type adviseResult struct {
-	code           int
-	stdout, stderr string
-}
-
-func runAdvise(t *testing.T, args ...string) adviseResult {
+// runAdvise runs "turnstile advise args..." in this process.
+func runAdvise(t *testing.T, args ...string) dispatched {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	code := dispatch(ctx, append([]string{"advise"}, args...), &stdout, &stderr)
-	return adviseResult{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	return runDispatch(t, append([]string{"advise"}, args...)...)
 }
 
 // adviseJSON runs "turnstile advise --json" with args and decodes its

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -72,9 +71,7 @@ func (in *adviseInput) has(store string) bool {
 
 func parseAdvise(args []string) (*adviseInput, error) {
 	in := &adviseInput{}
-	fs := flag.NewFlagSet("advise", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported by adviseCmd, with a hint
-	fs.Usage = func() {}
+	fs := cli.NewFlagSet("advise")
 	var rate, share, stores string
 	fs.StringVar(&rate, "rate", "", "")
 	hold := adviseDuration(defaultAdviseHold)

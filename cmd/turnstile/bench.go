@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
 	"slices"
 	"strings"
@@ -27,13 +25,8 @@ const preflightTimeout = 15 * time.Second
 // benchCmd implements "turnstile bench".
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseBench(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, benchUsage())
-		return exitOK
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "turnstile bench: %s\nRun \"turnstile bench -h\" for usage.\n", cli.Scrub(err.Error()))
-		return exitUsage
+	if code, done := cli.FlagsDone("bench", err, benchUsage, stdout, stderr); done {
+		return code
 	}
 	return o.run(ctx, stdout, stderr)
 }
@@ -41,12 +34,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // run sets up the target, runs the cells one after another and prints
 // what they measured, also when interrupted part-way.
 func (o *benchOptions) run(ctx context.Context, stdout, stderr io.Writer) int {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, forwardedSignals...)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	defer cli.CancelOnSignal(sigs, cancel)()
+	ctx, stop := cli.CancelOnStopSignals(ctx)
+	defer stop()
 
 	t := o.target
 	if o.url == "" {

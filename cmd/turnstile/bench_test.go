@@ -21,20 +21,10 @@ import (
 	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
-// benchResult is how an in-process "turnstile bench" ended.
-type benchResult struct {
-	code           int
-	stdout, stderr string
-}
-
 // runBench runs "turnstile bench args..." in this process.
-func runBench(t *testing.T, args ...string) benchResult {
+func runBench(t *testing.T, args ...string) dispatched {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	code := dispatch(ctx, append([]string{"bench"}, args...), &stdout, &stderr)
-	return benchResult{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	return runDispatch(t, append([]string{"bench"}, args...)...)
 }
 
 // benchTable is the cell rows of the text table, each a map from column

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -50,9 +49,7 @@ type benchCell struct {
 
 func parseBench(args []string) (*benchOptions, error) {
 	o := &benchOptions{}
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported by benchCmd, with a hint
-	fs.Usage = func() {}
+	fs := cli.NewFlagSet("bench")
 	backend := cli.BackendFlags{Want: benchURLForms}
 	backend.Register(fs, "url", "backend")
 	var only string

@@ -33,10 +33,9 @@ func pauseStore(t *testing.T, srv *testserver.Redis) time.Time {
 // to wait out a 5 s release and a 2 s close.
 func TestRunLeaseLostOnSilentStoreExitsPromptly(t *testing.T) {
 	t.Parallel()
-	srv := testserver.StartRedis(t)
-	dir := t.TempDir()
+	srv, dir, env := redisDir(t)
 	const ttl = 600 * time.Millisecond
-	p := startTurnstile(t, []string{"TURNSTILE_BACKEND=" + srv.URL(), "DIR=" + dir}, "run", "--key", "lock:test:silent-lost", "--ttl", ttl.String(), "--grace", "5s", "--",
+	p := startTurnstile(t, env, "run", "--key", "lock:test:silent-lost", "--ttl", ttl.String(), "--grace", "5s", "--",
 		"sh", "-c", `trap 'exit 3' TERM; touch "$DIR/ready"; sleep 300 & wait`)
 	waitForFile(t, filepath.Join(dir, "ready"), 20*time.Second)
 	paused := pauseStore(t, srv)
@@ -63,9 +62,8 @@ func TestRunLeaseLostOnSilentStoreExitsPromptly(t *testing.T) {
 // command's status and a warning that the lock expires by itself.
 func TestRunReleaseOnSilentStoreIsBounded(t *testing.T) {
 	t.Parallel()
-	srv := testserver.StartRedis(t)
-	dir := t.TempDir()
-	p := startTurnstile(t, []string{"TURNSTILE_BACKEND=" + srv.URL(), "DIR=" + dir}, "run", "--key", "lock:test:silent-release", "--ttl", "30s", "--",
+	srv, dir, env := redisDir(t)
+	p := startTurnstile(t, env, "run", "--key", "lock:test:silent-release", "--ttl", "30s", "--",
 		"sh", "-c", `touch "$DIR/ready"; while [ ! -e "$DIR/go" ]; do sleep 0.01; done; exit 4`)
 	waitForFile(t, filepath.Join(dir, "ready"), 20*time.Second)
 	pauseStore(t, srv)

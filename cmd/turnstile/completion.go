@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"regexp"
@@ -62,14 +61,8 @@ func specs(ctx context.Context) []cmdSpec {
 
 // completionCmd implements "turnstile completion SHELL".
 func completionCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("completion", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs := cli.NewFlagSet("completion")
 	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, completionUsage)
-		return exitOK
-	}
 	var write func(io.Writer, []cmdSpec)
 	if err == nil {
 		switch fs.NArg() {
@@ -88,9 +81,8 @@ func completionCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 			err = fmt.Errorf("unexpected argument %s after the shell", cli.QuoteArg(fs.Arg(1)))
 		}
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "turnstile completion: %s\nRun \"turnstile completion -h\" for usage.\n", cli.Scrub(err.Error()))
-		return exitUsage
+	if code, done := cli.FlagsDone("completion", err, func() string { return completionUsage }, stdout, stderr); done {
+		return code
 	}
 	write(stdout, specs(ctx))
 	return exitOK

@@ -3,13 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
-	"fmt"
 	"io"
-	"os"
 	"time"
 
-	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
 	"github.com/turnstilelock/turnstile/service"
 )
 
@@ -17,24 +13,10 @@ import (
 // "turnstile serve" for a store no service runs over, served by an
 // instance of the service on this machine that takes no locks itself.
 func dashboardCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("dashboard", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	var backend cli.BackendFlags
-	backend.Register(fs, "backend")
 	o := service.RunOptions{DrainTimeout: 5 * time.Second, PageOnly: true}
-	fs.StringVar(&o.Listen, "listen", "127.0.0.1:7080", "")
-	fs.StringVar(&o.TokensFile, "tokens", "", "")
-	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, dashboardUsage())
+	help, err := newServiceFlags("dashboard", "127.0.0.1:7080", &o).parse(args, stdout, dashboardUsage)
+	if help {
 		return exitOK
-	}
-	if err == nil && len(pos) > 0 {
-		err = fmt.Errorf("unexpected argument %q", pos[0])
-	}
-	if err == nil {
-		o.Backend, _, err = backend.Resolve(os.Getenv)
 	}
 	if err == nil && o.Backend == "" {
 		err = errors.New("--backend is required: the store whose locks to show")

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 // escapingScript is a command that starts a daemon of its own: a process
@@ -56,9 +53,7 @@ func assertDaemonGone(t *testing.T, dir string, pid int) {
 // exits. It used to run on, re-parented to PID 1, beside the next holder.
 func TestRunLeaseLostKillsEscapedDaemon(t *testing.T) {
 	t.Parallel()
-	srv := testserver.StartRedis(t)
-	dir := t.TempDir()
-	env := []string{"TURNSTILE_BACKEND=" + srv.URL(), "DIR=" + dir}
+	srv, dir, env := redisDir(t)
 	const key, ttl, grace = "lock:test:escaped", 600 * time.Millisecond, time.Second
 	p := startTurnstile(t, env, "run", "--key", key, "--ttl", ttl.String(), "--grace", grace.String(), "--", "sh", "-c", escapingScript)
 	daemon := startEscaping(t, dir)
@@ -106,16 +101,7 @@ func TestRunSignalKillsEscapedDaemon(t *testing.T) {
 // The end of runCmd's context (a deadline of the caller) stops the
 // command as a signal does: nothing it started outlives runCmd.
 func TestRunInProcessDeadlineKillsEscapedDaemon(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("DIR", dir)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		for ctx.Err() == nil && !exists(filepath.Join(dir, "ready")) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		cancel()
-	}()
+	ctx, dir := cancelWhenReady(t)
 	code, _, stderr := runInProcess(t, ctx, "--key", "k", "--grace", "300ms", "--", "sh", "-c", escapingScript)
 	// The script wrote the daemon's PID before it said it was ready.
 	daemon := readPID(t, filepath.Join(dir, "escaped"))

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 // proc is a turnstile process started by a test.
@@ -117,4 +119,14 @@ func waitForFile(t *testing.T, path string, timeout time.Duration) {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// redisDir starts a redis-server for the test and makes a temporary
+// directory; env points turnstile at the server ($TURNSTILE_BACKEND) and
+// the command's shell at the directory ($DIR).
+func redisDir(t *testing.T) (srv *testserver.Redis, dir string, env []string) {
+	t.Helper()
+	srv = testserver.StartRedis(t)
+	dir = t.TempDir()
+	return srv, dir, []string{"TURNSTILE_BACKEND=" + srv.URL(), "DIR=" + dir}
 }

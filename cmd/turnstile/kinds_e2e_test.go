@@ -107,6 +107,23 @@ func TestRunFairRedis(t *testing.T) {
 	checkFairOrder(t, srv.URL())
 }
 
+// startHolders starts a turnstile run with args per name, one after
+// another, each holding with holdScript and $DIR a new directory of that
+// name in dir; each holds before the next starts.
+func startHolders(t *testing.T, env []string, dir string, names []string, args ...string) []*proc {
+	t.Helper()
+	var holders []*proc
+	for _, n := range names {
+		d := filepath.Join(dir, n)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		holders = append(holders, startTurnstile(t, append(env, "DIR="+d), append(append([]string{"run"}, args...), "--", "sh", "-c", holdScript)...))
+		waitForFile(t, filepath.Join(d, "held"), time.Minute)
+	}
+	return holders
+}
+
 // TestRunShared: two --shared runs hold KEY together, while an
 // --exclusive run waits for both and runs alone.
 func TestRunShared(t *testing.T) {
@@ -115,17 +132,8 @@ func TestRunShared(t *testing.T) {
 	dir := t.TempDir()
 	env := []string{"TURNSTILE_BACKEND=" + srv.URL()}
 	const key = "lock:cli:rw"
-	var readers []*proc
-	for _, n := range []string{"r1", "r2"} {
-		d := filepath.Join(dir, n)
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		readers = append(readers, startTurnstile(t, append(env, "DIR="+d), "run", "--shared", "--key", key, "--", "sh", "-c", holdScript))
-		// Each holds before the next starts: the second gets in while
-		// the first holds.
-		waitForFile(t, filepath.Join(d, "held"), time.Minute)
-	}
+	// The second gets in while the first holds.
+	readers := startHolders(t, env, dir, []string{"r1", "r2"}, "--shared", "--key", key)
 	if r := runTurnstile(t, env, "run", "--exclusive", "--no-wait", "--key", key, "--", "true"); r.code != exitNotAcquired {
 		t.Fatalf("--exclusive --no-wait while two readers hold: exit code %d, want %d; stderr:\n%s", r.code, exitNotAcquired, r.stderr)
 	}
@@ -160,15 +168,7 @@ func TestRunSemaphore(t *testing.T) {
 	dir := t.TempDir()
 	env := []string{"TURNSTILE_BACKEND=" + srv.URL()}
 	const key = "lock:cli:sem"
-	var holders []*proc
-	for _, n := range []string{"h1", "h2"} {
-		d := filepath.Join(dir, n)
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		holders = append(holders, startTurnstile(t, append(env, "DIR="+d), "run", "--semaphore", "2", "--key", key, "--", "sh", "-c", holdScript))
-		waitForFile(t, filepath.Join(d, "held"), time.Minute)
-	}
+	holders := startHolders(t, env, dir, []string{"h1", "h2"}, "--semaphore", "2", "--key", key)
 	if r := runTurnstile(t, env, "run", "--semaphore", "2", "--no-wait", "--key", key, "--", "true"); r.code != exitNotAcquired {
 		t.Fatalf("a third --semaphore 2 run: exit code %d, want %d; stderr:\n%s", r.code, exitNotAcquired, r.stderr)
 	}

@@ -25,32 +25,19 @@ func deleteLock(t *testing.T, srv *testserver.Redis, key string) time.Time {
 
 func TestRunStopsCommandWhenLeaseLost(t *testing.T) {
 	t.Parallel()
-	srv := testserver.StartRedis(t)
-	dir := t.TempDir()
-	env := []string{"TURNSTILE_BACKEND=" + srv.URL(), "DIR=" + dir}
-	const key = "lock:test:lost"
-
-	p := startTurnstile(t, env, "run", "--key", key, "--ttl", "600ms", "--grace", "5s", "--",
-		"sh", "-c", `trap 'echo term > "$DIR/term"; exit 0' TERM
-sleep 30 & echo $! > "$DIR/grandchild"
-touch "$DIR/ready"
-wait`)
-	waitForFile(t, filepath.Join(dir, "ready"), 10*time.Second)
-	grandchild := readPID(t, filepath.Join(dir, "grandchild"))
-	deleted := deleteLock(t, srv, key)
-
-	r := p.wait(t, 10*time.Second)
+	l := runThenDeleteLock(t, "lock:test:lost", 5*time.Second, `'echo term > "$DIR/term"; exit 0'`)
+	r := l.p.wait(t, 10*time.Second)
 	if r.code != exitLeaseLost {
 		t.Errorf("exit code %d, want %d (lease lost) even though the command exited 0; stderr:\n%s", r.code, exitLeaseLost, r.stderr)
 	}
-	if took := time.Since(deleted); took > 3*time.Second {
+	if took := time.Since(l.deleted); took > 3*time.Second {
 		t.Errorf("turnstile exited %v after the lock was deleted, want within a few renewals", took)
 	}
-	if !exists(filepath.Join(dir, "term")) {
+	if !exists(filepath.Join(l.dir, "term")) {
 		t.Error("the command did not get SIGTERM")
 	}
-	if !processGone(grandchild) {
-		t.Errorf("grandchild %d still runs: the process group was not stopped", grandchild)
+	if !processGone(l.grandchild) {
+		t.Errorf("grandchild %d still runs: the process group was not stopped", l.grandchild)
 	}
 	if !strings.Contains(r.stderr, "lost") {
 		t.Errorf("stderr does not say the lease was lost:\n%s", r.stderr)
@@ -59,23 +46,10 @@ wait`)
 
 func TestRunKillsCommandIgnoringSIGTERM(t *testing.T) {
 	t.Parallel()
-	srv := testserver.StartRedis(t)
-	dir := t.TempDir()
-	env := []string{"TURNSTILE_BACKEND=" + srv.URL(), "DIR=" + dir}
-	const key = "lock:test:stubborn"
 	const grace = 500 * time.Millisecond
-
-	p := startTurnstile(t, env, "run", "--key", key, "--ttl", "600ms", "--grace", grace.String(), "--",
-		"sh", "-c", `trap '' TERM
-sleep 30 & echo $! > "$DIR/grandchild"
-touch "$DIR/ready"
-wait`)
-	waitForFile(t, filepath.Join(dir, "ready"), 10*time.Second)
-	grandchild := readPID(t, filepath.Join(dir, "grandchild"))
-	deleted := deleteLock(t, srv, key)
-
-	r := p.wait(t, 10*time.Second)
-	took := time.Since(deleted)
+	l := runThenDeleteLock(t, "lock:test:stubborn", grace, `''`)
+	r := l.p.wait(t, 10*time.Second)
+	took, grandchild := time.Since(l.deleted), l.grandchild
 	if r.code != exitLeaseLost {
 		t.Errorf("exit code %d, want %d (lease lost); stderr:\n%s", r.code, exitLeaseLost, r.stderr)
 	}
@@ -85,6 +59,31 @@ wait`)
 	if !processGone(grandchild) {
 		t.Errorf("grandchild %d survived SIGKILL of its process group", grandchild)
 	}
+}
+
+// lostRun is a turnstile run whose lock runThenDeleteLock deleted.
+type lostRun struct {
+	p          *proc
+	dir        string    // $DIR of the command
+	grandchild int       // the PID of the command's background process
+	deleted    time.Time // when the lock was deleted
+}
+
+// runThenDeleteLock starts "turnstile run" on key with a 600ms TTL and
+// grace against a redis-server of its own. The command is a shell that
+// sets trap as its SIGTERM handler and waits for a background process it
+// starts; once the command runs, the lock is deleted behind its back.
+func runThenDeleteLock(t *testing.T, key string, grace time.Duration, trap string) lostRun {
+	t.Helper()
+	srv, dir, env := redisDir(t)
+	p := startTurnstile(t, env, "run", "--key", key, "--ttl", "600ms", "--grace", grace.String(), "--",
+		"sh", "-c", `trap `+trap+` TERM
+sleep 30 & echo $! > "$DIR/grandchild"
+touch "$DIR/ready"
+wait`)
+	waitForFile(t, filepath.Join(dir, "ready"), 10*time.Second)
+	grandchild := readPID(t, filepath.Join(dir, "grandchild"))
+	return lostRun{p: p, dir: dir, grandchild: grandchild, deleted: deleteLock(t, srv, key)}
 }
 
 // readPID reads the process id a test command wrote to path.
@@ -116,9 +115,7 @@ func processGone(pid int) bool {
 // by its local deadline, before the store could have let another holder in.
 func TestRunStopsCommandWhenStoreDies(t *testing.T) {
 	t.Parallel()
-	srv := testserver.StartRedis(t)
-	dir := t.TempDir()
-	env := []string{"TURNSTILE_BACKEND=" + srv.URL(), "DIR=" + dir}
+	srv, dir, env := redisDir(t)
 	const ttl = 600 * time.Millisecond
 
 	p := startTurnstile(t, env, "run", "--key", "lock:test:store-dies", "--ttl", ttl.String(), "--grace", "5s", "--",

@@ -7,8 +7,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/turnstilelock/turnstile/internal/testserver"
 )
 
 // TestRunLockDelay: a turnstile run with --lock-delay that is SIGKILLed
@@ -17,9 +15,7 @@ import (
 // less than a TTL before it); a run that exits cleanly releases at once.
 func TestRunLockDelay(t *testing.T) {
 	t.Parallel()
-	srv := testserver.StartRedis(t)
-	dir := t.TempDir()
-	env := []string{"TURNSTILE_BACKEND=" + srv.URL(), "DIR=" + dir}
+	_, dir, env := redisDir(t)
 	const key = "lock:test:lockdelay"
 	const ttl, delay = time.Second, 3 * time.Second
 	// Redis counts the expiry in whole milliseconds, and its clock and

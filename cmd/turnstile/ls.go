@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"text/tabwriter"
-	"time"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/cmd/turnstile/internal/cli"
@@ -37,14 +36,11 @@ func lsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "ls", err)
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(o.timeout))
-	defer cancel()
-	c, ks, code := o.openStore(ctx, "ls", stderr)
-	if c == nil {
+	ctx, ks, done, code := o.openBounded(ctx, "ls", stderr)
+	if ks == nil {
 		return code
 	}
-	defer c.Close()
-	defer ks.close()
+	defer done()
 	found, more, err := ks.list(ctx, *prefix, *limit)
 	if err != nil {
 		return o.storeError(stderr, "ls", err)

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -44,4 +48,35 @@ func testMain(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// dispatched is how a command run in this process ended.
+type dispatched struct {
+	code           int
+	stdout, stderr string
+}
+
+// runDispatch runs "turnstile args..." in this process, for two minutes
+// at the most.
+func runDispatch(t *testing.T, args ...string) dispatched {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := dispatch(ctx, args, &stdout, &stderr)
+	return dispatched{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// checkUsageError checks that "turnstile args...", run in this process,
+// is a usage error whose stderr says want, and returns how it ended.
+func checkUsageError(t *testing.T, args []string, want string) dispatched {
+	t.Helper()
+	r := runDispatch(t, args...)
+	if r.code != exitUsage {
+		t.Errorf("exit code %d, want %d (usage); stderr:\n%s", r.code, exitUsage, r.stderr)
+	}
+	if !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr does not say %q:\n%s", want, r.stderr)
+	}
+	return r
 }

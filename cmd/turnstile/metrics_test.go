@@ -21,17 +21,7 @@ import (
 // keeps serving until interrupted, then exits with the verdict's status.
 func TestDemoServesMetrics(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command(binary, "demo", "flash-sale", "--json", "--in-process", "--units", "100", "--orders", "400", "--metrics-addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	cmd, stderr := startReadingStderr(t, "demo", "flash-sale", "--json", "--in-process", "--units", "100", "--orders", "400", "--metrics-addr", "127.0.0.1:0")
 
 	lines := make(chan string)
 	go func() {
@@ -98,16 +88,7 @@ wait:
 // turnstile run holds.
 func TestRunServesMetrics(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command(binary, "run", "--backend", "mem://", "--key", "lock:job:metrics", "--metrics-addr", "127.0.0.1:0", "--", "sleep", "30")
-	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	cmd, stderr := startReadingStderr(t, "run", "--backend", "mem://", "--key", "lock:job:metrics", "--metrics-addr", "127.0.0.1:0", "--", "sleep", "30")
 	sc := bufio.NewScanner(stderr)
 	var url string
 	for url == "" && sc.Scan() {
@@ -143,6 +124,24 @@ func TestRunServesMetrics(t *testing.T) {
 	// SIGTERM goes to the command; turnstile releases and exits with its
 	// status (143).
 	stopWithin30s(t, cmd, syscall.SIGTERM, "turnstile run")
+}
+
+// startReadingStderr starts the built binary with args, its stdout
+// discarded, and returns it with its stderr to read. The process is
+// killed when the test ends.
+func startReadingStderr(t *testing.T, args ...string) (*exec.Cmd, io.Reader) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil { // stdout goes to the null device
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, stderr
 }
 
 // stopWithin30s sends sig to cmd, which it calls what, and waits for it

@@ -42,9 +42,7 @@ func (o *opFlags) register(fs *flag.FlagSet) {
 // flagSet returns the flags of operator command name, with o's
 // registered.
 func (o *opFlags) flagSet(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs := cli.NewFlagSet(name)
 	o.register(fs)
 	return fs
 }
@@ -52,15 +50,21 @@ func (o *opFlags) flagSet(name string) *flag.FlagSet {
 // parse parses args with fs, as parseArgs does, and resolves o. help
 // reports that -h asked for the usage, which it has written to stdout.
 func (o *opFlags) parse(fs *flag.FlagSet, args []string, stdout io.Writer, usage func() string) (pos []string, help bool, err error) {
-	pos, err = parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, usage())
-		return nil, true, nil
-	}
-	if err == nil {
+	pos, help, err = parseOrHelp(fs, args, stdout, usage)
+	if err == nil && !help {
 		err = o.resolve()
 	}
-	return pos, false, err
+	return pos, help, err
+}
+
+// parseKey is parse for a command that takes one argument, KEY, which it
+// checks and returns.
+func (o *opFlags) parseKey(fs *flag.FlagSet, args []string, stdout io.Writer, usage func() string) (key string, help bool, err error) {
+	pos, help, err := o.parse(fs, args, stdout, usage)
+	if err == nil && !help {
+		key, err = checkKeyArg(pos)
+	}
+	return key, help, err
 }
 
 // kindFlag is --kind: a lock kind's name.
@@ -138,6 +142,17 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseOrHelp parses args with fs as parseArgs does. help reports that
+// -h asked for the usage, which it has written to stdout.
+func parseOrHelp(fs *flag.FlagSet, args []string, stdout io.Writer, usage func() string) (pos []string, help bool, err error) {
+	pos, err = parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage())
+		return nil, true, nil
+	}
+	return pos, false, err
+}
+
 // checkKeyArg checks the KEY argument of status and unlock.
 func checkKeyArg(pos []string) (string, error) {
 	switch {
@@ -189,6 +204,23 @@ func (o *opFlags) openStore(ctx context.Context, name string, stderr io.Writer) 
 		return nil, nil, o.storeError(stderr, name, err)
 	}
 	return c, ks, exitOK
+}
+
+// openBounded is openStore under a context that --timeout bounds from
+// now, which it returns for the command's calls, with the function that
+// closes what it opened and cancels the context. On failure ks is nil.
+func (o *opFlags) openBounded(ctx context.Context, name string, stderr io.Writer) (_ context.Context, ks *kindClients, done func(), code int) {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(o.timeout))
+	c, ks, code := o.openStore(ctx, name, stderr)
+	if c == nil {
+		cancel()
+		return ctx, nil, nil, code
+	}
+	return ctx, ks, func() {
+		ks.close()
+		_ = c.Close()
+		cancel()
+	}, exitOK
 }
 
 // storeError is the package's storeError, saying also, for a store that

@@ -106,9 +106,7 @@ func TestOperatorHelp(t *testing.T) {
 // by a running "turnstile run" and by a Client.
 func TestStatusAndLs(t *testing.T) {
 	t.Parallel()
-	srv := testserver.StartRedis(t)
-	dir := t.TempDir()
-	env := []string{"TURNSTILE_BACKEND=" + srv.URL(), "DIR=" + dir}
+	srv, dir, env := redisDir(t)
 	ctx := testserver.Ctx(t, 2*time.Minute)
 
 	const ttl = 6 * time.Second
@@ -202,9 +200,7 @@ func TestStatusAndLs(t *testing.T) {
 // still after the next holder wrote.
 func TestUnlockForceStopsRun(t *testing.T) {
 	t.Parallel()
-	srv := testserver.StartRedis(t)
-	dir := t.TempDir()
-	env := []string{"TURNSTILE_BACKEND=" + srv.URL(), "DIR=" + dir}
+	srv, dir, env := redisDir(t)
 	ctx := testserver.Ctx(t, 2*time.Minute)
 	const key = "ops:stuck"
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -31,13 +30,8 @@ const closeTimeout = time.Second
 // runCmd implements "turnstile run".
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseRun(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, runUsage())
-		return exitOK
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "turnstile run: %s\nRun \"turnstile run -h\" for usage.\n", cli.Scrub(err.Error()))
-		return exitUsage
+	if code, done := cli.FlagsDone("run", err, runUsage, stdout, stderr); done {
+		return code
 	}
 	return o.run(ctx, stdout, stderr)
 }

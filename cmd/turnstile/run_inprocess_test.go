@@ -25,6 +25,23 @@ func runInProcess(t *testing.T, ctx context.Context, args ...string) (code int, 
 	return code, out.String(), errOut.String()
 }
 
+// cancelWhenReady sets $DIR to a new temporary directory and returns a
+// context that is cancelled once the command has created the file ready
+// in it, and the directory.
+func cancelWhenReady(t *testing.T) (context.Context, string) {
+	dir := t.TempDir()
+	t.Setenv("DIR", dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		for ctx.Err() == nil && !exists(filepath.Join(dir, "ready")) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	return ctx, dir
+}
+
 func TestRunInProcessPassesKeyTokenAndEnvironment(t *testing.T) {
 	t.Setenv("TURNSTILE_TEST_EXTRA", "inherited")
 	code, stdout, stderr := runInProcess(t, context.Background(), "--key", "lock:report:daily", "--",
@@ -79,16 +96,7 @@ func TestRunInProcessExitStatus(t *testing.T) {
 // Cancelling runCmd's context is what a signal to the process does: the
 // command's process group gets SIGTERM, and its status comes back.
 func TestRunInProcessCancelStopsCommandGroup(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("DIR", dir)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		for ctx.Err() == nil && !exists(filepath.Join(dir, "ready")) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		cancel()
-	}()
+	ctx, dir := cancelWhenReady(t)
 	code, _, stderr := runInProcess(t, ctx, "--key", "k", "--",
 		"sh", "-c", `trap 'echo term > "$DIR/term"; exit 5' TERM; sleep 30 & touch "$DIR/ready"; wait`)
 	if code != 5 {

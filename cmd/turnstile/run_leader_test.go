@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"strconv"
@@ -71,14 +70,7 @@ func TestRunLeaderUsageErrors(t *testing.T) {
 		{"leader and no-wait and wait", []string{"--leader", "e", "--wait", "1s", "--no-wait", "--", "true"}, "exclude each other"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := runCmd(context.Background(), tt.args, &stdout, &stderr)
-			if code != exitUsage {
-				t.Errorf("exit code %d, want %d (usage); stderr:\n%s", code, exitUsage, stderr.String())
-			}
-			if !strings.Contains(stderr.String(), tt.want) {
-				t.Errorf("stderr does not say %q:\n%s", tt.want, stderr.String())
-			}
+			checkUsageError(t, append([]string{"run"}, tt.args...), tt.want)
 		})
 	}
 }

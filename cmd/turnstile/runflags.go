@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -98,9 +97,7 @@ func (p permitsFlag) Set(s string) error {
 // newRunFlagSet returns the flags of "turnstile run", parsed into o and the
 // values it returns.
 func newRunFlagSet(o *runOptions) (fs *flag.FlagSet, backend *cli.BackendFlags, ttl, wait, grace *durationFlag) {
-	fs = flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported by runCmd, with a hint
-	fs.Usage = func() {}
+	fs = cli.NewFlagSet("run")
 	backend = &cli.BackendFlags{}
 	backend.Register(fs, "backend")
 	fs.StringVar(&o.key, "key", "", "")

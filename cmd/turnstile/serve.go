@@ -21,17 +21,12 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if len(args) > 0 && args[0] == "token" {
 		return serveTokenCmd(args[1:], stdout, stderr)
 	}
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	var backend cli.BackendFlags
-	backend.Register(fs, "backend")
 	o := service.RunOptions{DrainTimeout: 30 * time.Second}
-	fs.StringVar(&o.Listen, "listen", "127.0.0.1:7070", "")
+	sf := newServiceFlags("serve", "127.0.0.1:7070", &o)
+	fs := sf.fs
 	fs.StringVar(&o.TLS.CertFile, "cert-file", "", "")
 	fs.StringVar(&o.TLS.KeyFile, "key-file", "", "")
 	fs.StringVar(&o.TLS.ClientCAFile, "ca-file", "", "")
-	fs.StringVar(&o.TokensFile, "tokens", "", "")
 	fs.BoolVar(&o.Insecure, "insecure", false, "")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "")
 	fs.BoolVar(&o.NoDashboard, "no-dashboard", false, "")
@@ -44,16 +39,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Var(&drain, "drain-timeout", "")
 	fs.IntVar(&o.Config.MaxStreamsPerConn, "max-streams-per-conn", service.DefaultMaxStreamsPerConn, "")
 	fs.IntVar(&o.Config.MaxHolds, "max-holds", service.DefaultMaxHolds, "")
-	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, serveUsage())
+	help, err := sf.parse(args, stdout, serveUsage)
+	if help {
 		return exitOK
-	}
-	if err == nil && len(pos) > 0 {
-		err = fmt.Errorf("unexpected argument %q", pos[0])
-	}
-	if err == nil {
-		o.Backend, _, err = backend.Resolve(os.Getenv)
 	}
 	if err == nil {
 		o.Config.TTL, o.Config.MaxWait, o.DrainTimeout = time.Duration(ttl), time.Duration(maxWait), time.Duration(drain)
@@ -63,6 +51,38 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageError(stderr, "serve", err)
 	}
 	return runService(ctx, "serve", o, stderr)
+}
+
+// serviceFlags are the flags of a command that runs the service (serve,
+// dashboard): --backend, --backend-file, --listen and --tokens, into o,
+// and those the command adds to fs.
+type serviceFlags struct {
+	fs      *flag.FlagSet
+	backend cli.BackendFlags
+	o       *service.RunOptions
+}
+
+// newServiceFlags registers the shared flags on a new flag set for
+// command name, with listen as --listen's default.
+func newServiceFlags(name, listen string, o *service.RunOptions) *serviceFlags {
+	f := &serviceFlags{fs: cli.NewFlagSet(name), o: o}
+	f.backend.Register(f.fs, "backend")
+	f.fs.StringVar(&o.Listen, "listen", listen, "")
+	f.fs.StringVar(&o.TokensFile, "tokens", "", "")
+	return f
+}
+
+// parse parses args, which hold flags only, as parseOrHelp does, and
+// sets o.Backend to the URL of the store they name.
+func (f *serviceFlags) parse(args []string, stdout io.Writer, usage func() string) (help bool, err error) {
+	pos, help, err := parseOrHelp(f.fs, args, stdout, usage)
+	if err == nil && !help && len(pos) > 0 {
+		err = fmt.Errorf("unexpected argument %q", pos[0])
+	}
+	if err == nil && !help {
+		f.o.Backend, _, err = f.backend.Resolve(os.Getenv)
+	}
+	return help, err
 }
 
 func checkServeFlags(o service.RunOptions) error {
@@ -83,15 +103,12 @@ func checkServeFlags(o service.RunOptions) error {
 
 // serveTokenCmd implements "turnstile serve token": a new bearer token.
 func serveTokenCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve token", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs := cli.NewFlagSet("serve token")
 	role := fs.String("role", "lock", "")
 	var prefixes stringsFlag
 	fs.Var(&prefixes, "prefix", "")
-	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, serveUsage())
+	pos, help, err := parseOrHelp(fs, args, stdout, serveUsage)
+	if help {
 		return exitOK
 	}
 	if err == nil && len(pos) != 1 {

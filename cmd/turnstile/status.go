@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"time"
 )
 
 // statusCmd implements "turnstile status".
@@ -14,26 +13,19 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := o.flagSet("status")
 	asJSON := fs.Bool("json", false, "")
 	held := fs.Bool("held", false, "")
-	pos, help, err := o.parse(fs, args, stdout, statusUsage)
+	key, help, err := o.parseKey(fs, args, stdout, statusUsage)
 	if help {
 		return exitOK
-	}
-	var key string
-	if err == nil {
-		key, err = checkKeyArg(pos)
 	}
 	if err != nil {
 		return usageError(stderr, "status", err)
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(o.timeout))
-	defer cancel()
-	c, ks, code := o.openStore(ctx, "status", stderr)
-	if c == nil {
+	ctx, ks, done, code := o.openBounded(ctx, "status", stderr)
+	if ks == nil {
 		return code
 	}
-	defer c.Close()
-	defer ks.close()
+	defer done()
 	states, err := ks.inspect(ctx, key)
 	if err != nil {
 		return o.storeError(stderr, "status", err)

@@ -36,15 +36,24 @@ func readToken(t *testing.T, path string) uint64 {
 	return tok
 }
 
+// startHolder starts a turnstile run that holds key on the store at
+// backend with --ttl ttl and holdScript, and waits until it holds. env is
+// its environment, $DIR in it dir, where the script works.
+func startHolder(t *testing.T, backend, key, ttl string) (holder *proc, dir string, env []string) {
+	t.Helper()
+	dir = t.TempDir()
+	env = []string{"TURNSTILE_BACKEND=" + backend, "DIR=" + dir}
+	holder = startTurnstile(t, env, "run", "--key", key, "--ttl", ttl, "--", "sh", "-c", holdScript)
+	waitForFile(t, filepath.Join(dir, "held"), time.Minute)
+	return holder, dir, env
+}
+
 // checkRunsUnderLock runs a command under a lock on the store at
 // backend: while it holds the lock another run cannot take it, and the
 // next holder's token is greater.
 func checkRunsUnderLock(t *testing.T, backend string) {
-	dir := t.TempDir()
-	env := []string{"TURNSTILE_BACKEND=" + backend, "DIR=" + dir}
 	const key = "lock:cli:store"
-	holder := startTurnstile(t, env, "run", "--key", key, "--ttl", "5s", "--", "sh", "-c", holdScript)
-	waitForFile(t, filepath.Join(dir, "held"), time.Minute)
+	holder, dir, env := startHolder(t, backend, key, "5s")
 	first := readToken(t, filepath.Join(dir, "held"))
 
 	if r := runTurnstile(t, env, "run", "--key", key, "--no-wait", "--", "true"); r.code != exitNotAcquired {
@@ -72,11 +81,8 @@ func checkRunsUnderLock(t *testing.T, backend string) {
 // session that ignored the TTL — and not at once (the lock did outlive
 // its crashed holder for a while).
 func checkKilledHolderFreesWithinTTL(t *testing.T, backend string) {
-	dir := t.TempDir()
-	env := []string{"TURNSTILE_BACKEND=" + backend, "DIR=" + dir}
 	const key = "lock:cli:killed"
-	holder := startTurnstile(t, env, "run", "--key", key, "--ttl", "3s", "--", "sh", "-c", holdScript)
-	waitForFile(t, filepath.Join(dir, "held"), time.Minute)
+	holder, _, env := startHolder(t, backend, key, "3s")
 	if err := holder.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

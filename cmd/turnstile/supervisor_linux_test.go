@@ -163,9 +163,7 @@ func supervisorOf(t *testing.T, parent int) int {
 // of it printing its goroutines over the command's output.
 func TestRunPassesSIGQUIT(t *testing.T) {
 	t.Parallel()
-	srv := testserver.StartRedis(t)
-	dir := t.TempDir()
-	env := []string{"TURNSTILE_BACKEND=" + srv.URL(), "DIR=" + dir}
+	srv, dir, env := redisDir(t)
 	const key = "lock:test:sigquit"
 
 	holder := startTurnstile(t, env, "run", "--key", key, "--",

@@ -26,13 +26,9 @@ func unlockCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := o.flagSet("unlock")
 	force := fs.Bool("force", false, "")
 	yes := fs.Bool("yes", false, "")
-	pos, help, err := o.parse(fs, args, stdout, unlockUsage)
+	key, help, err := o.parseKey(fs, args, stdout, unlockUsage)
 	if help {
 		return exitOK
-	}
-	var key string
-	if err == nil {
-		key, err = checkKeyArg(pos)
 	}
 	switch {
 	case err != nil:

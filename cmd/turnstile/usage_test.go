@@ -51,16 +51,8 @@ func TestUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := dispatch(context.Background(), tt.args, &stdout, &stderr)
-			if code != exitUsage {
-				t.Errorf("exit code %d, want %d (usage); stderr:\n%s", code, exitUsage, stderr.String())
-			}
-			if !strings.Contains(stderr.String(), tt.want) {
-				t.Errorf("stderr does not say %q:\n%s", tt.want, stderr.String())
-			}
-			if stdout.Len() != 0 {
-				t.Errorf("stdout not empty on a usage error:\n%s", stdout.String())
+			if r := checkUsageError(t, tt.args, tt.want); r.stdout != "" {
+				t.Errorf("stdout not empty on a usage error:\n%s", r.stdout)
 			}
 		})
 	}

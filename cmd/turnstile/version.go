@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -94,21 +92,14 @@ func (bi buildInfo) text() string {
 
 // versionCmd implements "turnstile version" (and "turnstile --version").
 func versionCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs := cli.NewFlagSet("version")
 	asJSON := fs.Bool("json", false, "")
 	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, versionUsage)
-		return exitOK
-	}
 	if err == nil && fs.NArg() > 0 {
 		err = fmt.Errorf("unexpected argument %s", cli.QuoteArg(fs.Arg(0)))
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "turnstile version: %s\nRun \"turnstile version -h\" for usage.\n", cli.Scrub(err.Error()))
-		return exitUsage
+	if code, done := cli.FlagsDone("version", err, func() string { return versionUsage }, stdout, stderr); done {
+		return code
 	}
 	bi := readBuildInfo()
 	if *asJSON {

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"flag"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,20 +54,32 @@ func TestReadURLFile(t *testing.T) {
 	}
 }
 
+// backendEnv is a Getenv for which $TURNSTILE_BACKEND is v and every
+// other variable is unset.
+func backendEnv(v string) func(string) string {
+	return func(k string) string {
+		if k == BackendEnv {
+			return v
+		}
+		return ""
+	}
+}
+
+// parseURLFlags parses args with BackendFlags registered as --url and
+// --backend, the way bench has them.
+func parseURLFlags(args []string) (*BackendFlags, error) {
+	var b BackendFlags
+	fs := NewFlagSet("t")
+	b.Register(fs, "url", "backend")
+	return &b, fs.Parse(args)
+}
+
 // Every command takes its store from --backend (or its older name),
 // --backend-file or $TURNSTILE_BACKEND, in that order, and says which
 // one was wrong.
 func TestBackendSources(t *testing.T) {
 	t.Parallel()
 	file := fileWith(t, "url", "redis://from-file:6379\n")
-	env := func(v string) func(string) string {
-		return func(k string) string {
-			if k == BackendEnv {
-				return v
-			}
-			return ""
-		}
-	}
 	for _, tc := range []struct {
 		name     string
 		args     []string
@@ -85,17 +95,14 @@ func TestBackendSources(t *testing.T) {
 		{"empty flag", []string{"--backend", ""}, "redis://env", "", "", "--backend must not be empty"},
 		{"old and new name", []string{"--url", "redis://a", "--backend", "redis://b"}, "", "", "", "--url and --backend name the same thing"},
 	} {
-		var b BackendFlags
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		b.Register(fs, "url", "backend")
-		if err := fs.Parse(tc.args); err != nil {
+		b, err := parseURLFlags(tc.args)
+		if err != nil {
 			if tc.err == "" || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%s: parse: %v", tc.name, err)
 			}
 			continue
 		}
-		url, src, err := b.Resolve(env(tc.env))
+		url, src, err := b.Resolve(backendEnv(tc.env))
 		switch {
 		case tc.err != "":
 			if err == nil || !strings.Contains(err.Error(), tc.err) {

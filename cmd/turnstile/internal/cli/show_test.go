@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/url"
 	"slices"
 	"strings"
@@ -86,14 +85,6 @@ func TestBackendNotShown(t *testing.T) {
 	t.Parallel()
 	pwFile := fileWith(t, "pw", secretPW+"\n")
 	colonFile := fileWith(t, "colon", "user:"+secretPW+"\n")
-	env := func(v string) func(string) string {
-		return func(k string) string {
-			if k == BackendEnv {
-				return v
-			}
-			return ""
-		}
-	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -107,13 +98,9 @@ func TestBackendNotShown(t *testing.T) {
 		{"scheme-less", []string{"--backend", "//u:" + secretPW + "@h"}, "", "--backend is not a URL"},
 		{"old and new name", []string{"--url", "redis://u:" + secretPW + "@a", "--backend", "redis://u:" + secretPW + "@b"}, "", "--url and --backend name the same thing: give one"},
 	} {
-		var b BackendFlags
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		b.Register(fs, "url", "backend")
-		err := fs.Parse(tc.args)
+		b, err := parseURLFlags(tc.args)
 		if err == nil {
-			_, _, err = b.Resolve(env(tc.env))
+			_, _, err = b.Resolve(backendEnv(tc.env))
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/signal"
 	"sync"
 	"syscall"
 )
@@ -41,5 +42,20 @@ func CancelOnSignal(sigs <-chan os.Signal, cancel context.CancelCauseFunc) (stop
 	return func() {
 		close(done)
 		wg.Wait()
+	}
+}
+
+// CancelOnStopSignals returns ctx, cancelled with a SignalError when one
+// of StopSignals arrives, and the function that stops watching for them
+// and cancels the context, to be deferred.
+func CancelOnStopSignals(ctx context.Context) (context.Context, func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, StopSignals...)
+	ctx, cancel := context.WithCancelCause(ctx)
+	stopWatch := CancelOnSignal(sigs, cancel)
+	return ctx, func() {
+		stopWatch()
+		cancel(nil)
+		signal.Stop(sigs)
 	}
 }

@@ -5,11 +5,9 @@ package demo
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
 	"time"
@@ -77,22 +75,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return workerMain(ctx, args[1:], stdout, stderr)
 	}
 	o, err := parseArgs(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, usage())
-		return cli.ExitOK
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "turnstile demo: %s\nRun \"turnstile demo -h\" for usage.\n", cli.Scrub(err.Error()))
-		return cli.ExitUsage
+	if code, done := cli.FlagsDone("demo", err, usage, stdout, stderr); done {
+		return code
 	}
 	return o.run(ctx, stdout, stderr)
 }
 
 func parseArgs(args []string) (*options, error) {
 	o := &options{}
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs := cli.NewFlagSet("demo")
 	fs.BoolVar(&o.json, "json", false, "")
 	redisFlags := cli.BackendFlags{Want: "want a URL such as redis://127.0.0.1:6379"}
 	pgFlags := cli.BackendFlags{Want: "want a URL such as postgres://user@127.0.0.1:5432/db"}
@@ -190,12 +181,8 @@ func scenarioNames() string {
 
 // run starts the servers, runs the scenarios and prints their verdicts.
 func (o *options) run(ctx context.Context, stdout, stderr io.Writer) int {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, cli.StopSignals...)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	defer cli.CancelOnSignal(sigs, cancel)()
+	ctx, stop := cli.CancelOnStopSignals(ctx)
+	defer stop()
 	started := time.Now()
 
 	env, err := startEnv(ctx, o, stderr)

@@ -74,18 +74,33 @@ func checkTurnstileRuns(t *testing.T, runs []demoRun) {
 	}
 }
 
-func TestDemoJSONAllScenarios(t *testing.T) {
-	rs := testserver.StartRedis(t)
-	pg := testserver.StartPostgres(t)
-	r := runDemo(t, "--json", "--redis", rs.URL(), "--postgres", pg.URL(), "--waiters", "200", "--outage-ttl", outageTestTTL, "--outage-phase", outageTestPhase)
+// runDemoOK runs the demo with args, which must exit 0.
+func runDemoOK(t *testing.T, args ...string) outcome {
+	t.Helper()
+	r := runDemo(t, args...)
 	if r.code != 0 {
 		t.Fatalf("exit code %d, want 0; stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
+	return r
+}
+
+// runDemoJSON runs the demo with args, --json among them, which must
+// exit 0, and returns its runs, having checked those with turnstile.
+func runDemoJSON(t *testing.T, args ...string) (outcome, []demoRun) {
+	t.Helper()
+	r := runDemoOK(t, args...)
+	runs := parseDemoJSON(t, r.stdout)
+	checkTurnstileRuns(t, runs)
+	return r, runs
+}
+
+func TestDemoJSONAllScenarios(t *testing.T) {
+	rs := testserver.StartRedis(t)
+	pg := testserver.StartPostgres(t)
+	r, runs := runDemoJSON(t, "--json", "--redis", rs.URL(), "--postgres", pg.URL(), "--waiters", "200", "--outage-ttl", outageTestTTL, "--outage-phase", outageTestPhase)
 	if !strings.Contains(r.stderr, "given with --redis") || !strings.Contains(r.stderr, "given with --postgres") {
 		t.Errorf("stderr does not say which servers were used:\n%s", r.stderr)
 	}
-	runs := parseDemoJSON(t, r.stdout)
-	checkTurnstileRuns(t, runs)
 	checkOutageRuns(t, runs, "postgres")
 	checkOutageRealServers(t, r.stderr)
 	want := map[string][]string{
@@ -151,12 +166,7 @@ func TestDemoJSONAllScenarios(t *testing.T) {
 // acquisition, fewer than retrying at a fixed interval costs.
 func TestDemoHerd(t *testing.T) {
 	rs := testserver.StartRedis(t)
-	r := runDemo(t, "herd", "--json", "--redis", rs.URL(), "--waiters", "600")
-	if r.code != 0 {
-		t.Fatalf("exit code %d, want 0; stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-	}
-	runs := parseDemoJSON(t, r.stdout)
-	checkTurnstileRuns(t, runs)
+	_, runs := runDemoJSON(t, "herd", "--json", "--redis", rs.URL(), "--waiters", "600")
 	best := find(t, runs, "herd", "notify+coalesce")
 	fixed := find(t, runs, "herd", "fixed-interval")
 	if number(t, best, "acquired") != 600 || number(t, best, "failed") != 0 {
@@ -181,15 +191,10 @@ func TestDemoHerd(t *testing.T) {
 }
 
 func TestDemoInProcess(t *testing.T) {
-	r := runDemo(t, "--json", "--in-process", "--units", "250", "--orders", "1000", "flash-sale", "gc-pause")
-	if r.code != 0 {
-		t.Fatalf("exit code %d, want 0; stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-	}
+	r, runs := runDemoJSON(t, "--json", "--in-process", "--units", "250", "--orders", "1000", "flash-sale", "gc-pause")
 	if !strings.Contains(r.stderr, "redis: in-process (miniredis)") || !strings.Contains(r.stderr, "postgres: none (--in-process)") {
 		t.Errorf("stderr does not say that the stores are in-process:\n%s", r.stderr)
 	}
-	runs := parseDemoJSON(t, r.stdout)
-	checkTurnstileRuns(t, runs)
 	if len(runs) != 6 { // flash-sale without cas, gc-pause
 		t.Errorf("%d runs, want 6:\n%s", len(runs), r.stdout)
 	}
@@ -209,10 +214,7 @@ func TestDemoInProcess(t *testing.T) {
 
 func TestDemoTable(t *testing.T) {
 	rs := testserver.StartRedis(t)
-	r := runDemo(t, "--redis", rs.URL(), "--in-process=false", "owner-id", "long-job")
-	if r.code != 0 {
-		t.Fatalf("exit code %d, want 0; stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-	}
+	r := runDemoOK(t, "--redis", rs.URL(), "--in-process=false", "owner-id", "long-job")
 	for _, want := range []string{"SCENARIO", "VERDICT", "owner-id", "long-job", "naive: ", "WRONG", "watchdog", "ok"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("table has no %q:\n%s", want, r.stdout)
