@@ -8,6 +8,7 @@ import (
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/redis"
 	"github.com/turnstilelock/turnstile/redlock"
 )
@@ -124,7 +125,7 @@ func phaseClients(t *testing.T, n int, query, key string) (holder, other *turnst
 	srvs := startNodes(t, n)
 	url := redlockURL(srvs, "quarantine="+phaseRedlockTTL.String()+"&node_timeout="+phaseNodeTimeout.String()+query)
 	holder, other = openClient(t, url, phaseRedlockTTL), openClient(t, url, phaseRedlockTTL)
-	waitQuarantine(t, holder, key)
+	waitQuarantine(t, holder, srvs, key)
 	return holder, other
 }
 
@@ -138,17 +139,23 @@ func openClient(t *testing.T, url string, ttl time.Duration) *turnstile.Client {
 	return c
 }
 
-// waitQuarantine waits until servers started by the test grant key. The
-// start markers are per hash slot, and the start time they hold is read
-// in whole seconds, so another slot may be refused up to a second longer.
-func waitQuarantine(t *testing.T, c *turnstile.Client, key string) {
+// waitQuarantine waits until every one of srvs, started by the test,
+// grants key: until a lock c takes stands on all of them. The start
+// markers are per hash slot, and the start time they hold is read in
+// whole seconds, so another slot may be refused up to a second longer;
+// and a quorum's grant leaves other nodes refusing a little longer.
+func waitQuarantine(t *testing.T, c *turnstile.Client, srvs []*testserver.Redis, key string) {
 	t.Helper()
 	ctx := ctxFor(t, 30*time.Second)
 	waitFor(t, 10*time.Second, "the fresh servers' quarantine ends", func() bool {
 		l, err := c.TryAcquire(ctx, key)
 		if err == nil {
+			all := true
+			for _, srv := range srvs {
+				all = all && exists(t, srv, key)
+			}
 			_ = l.Release(ctx)
-			return true
+			return all
 		}
 		// A node timeout is not yet either: the first calls on the new
 		// connections load the scripts, which on a busy machine has taken
