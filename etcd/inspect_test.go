@@ -46,6 +46,9 @@ func TestInspect(t *testing.T) {
 		if ok, err := b.Release(ctx, k, "alice"); !ok || err != nil {
 			t.Fatalf("Release = %v, %v", ok, err)
 		}
+		// A cancelled waiter's queue key is deleted in the background,
+		// after its AcquireWait has returned.
+		waitQueued(t, raw, k, 0)
 		if st, err := b.Inspect(ctx, k); err != nil || st.Held || st.Waiters != 0 {
 			t.Fatalf("Inspect after release = %+v, %v; want free, no waiters", st, err)
 		}
