@@ -19,10 +19,16 @@ const (
 	maxBatch = 512
 )
 
+// idleLinger is how long the scheduler waits with no lease held before
+// it ends: a lease added meanwhile, due after the linger, costs it no
+// wake-up.
+const idleLinger = 500 * time.Millisecond
+
 // watchdog renews every held lease of one Client from a single scheduler:
 // leases sit in a heap ordered by their next action, so a million held
 // leases cost a million heap entries, not a million goroutines or timers.
-// The scheduler goroutine runs only while leases are held.
+// The scheduler goroutine runs only while leases are held, and for
+// idleLinger after the last one ends.
 //
 // A lease is in the heap exactly while it is held. Its due time is its next
 // renewal; while a renewal is in flight, or when the lease has no watchdog,
@@ -218,14 +224,30 @@ func (w *watchdog) loop() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var expired []*Lease
+	idle := false // the last look found no lease
 	for {
 		w.mu.Lock()
 		w.scans.Add(1)
-		if w.closed || len(w.h) == 0 {
+		if w.closed || (len(w.h) == 0 && idle) {
 			w.running = false
 			w.mu.Unlock()
 			return
 		}
+		if len(w.h) == 0 {
+			// Linger before ending: a Client that takes one lock at a time
+			// mostly finds its heap empty, and would otherwise start the
+			// scheduler anew for every lease.
+			idle = true
+			w.wakeAt = now().add(idleLinger)
+			w.mu.Unlock()
+			timer.Reset(idleLinger)
+			select {
+			case <-timer.C:
+			case <-w.kick:
+			}
+			continue
+		}
+		idle = false
 		t := now()
 		var batch []pending
 		expired = expired[:0]
