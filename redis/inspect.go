@@ -319,9 +319,11 @@ func (b *Backend) scan(ctx context.Context, pattern string, found func([]string)
 		}
 		for _, nc := range nodes {
 			if cn.c.Mode() == rueidis.ClientModeCluster {
-				role, err := nc.Do(ctx, nc.B().Role().Build()).ToArray()
+				lctx, lc := cn.cuts.lone(ctx)
+				role, err := nc.Do(lctx, nc.B().Role().Build()).ToArray()
+				lc.end()
 				if err != nil {
-					return fmt.Errorf("redis: scan: ROLE: %w", storeError(err, "", call{}, ""))
+					return fmt.Errorf("redis: scan: ROLE: %w", storeError(cutError(ctx, err), "", call{}, ""))
 				}
 				if r, _ := role[0].ToString(); r != "master" {
 					continue // a replica: its primary is scanned
@@ -329,9 +331,11 @@ func (b *Backend) scan(ctx context.Context, pattern string, found func([]string)
 			}
 			var cursor uint64
 			for {
-				e, err := nc.Do(ctx, nc.B().Scan().Cursor(cursor).Match(pattern).Count(scanCount).Build()).AsScanEntry()
+				lctx, lc := cn.cuts.lone(ctx)
+				e, err := nc.Do(lctx, nc.B().Scan().Cursor(cursor).Match(pattern).Count(scanCount).Build()).AsScanEntry()
+				lc.end()
 				if err != nil {
-					return fmt.Errorf("redis: scan: %w", storeError(err, "", call{}, ""))
+					return fmt.Errorf("redis: scan: %w", storeError(cutError(ctx, err), "", call{}, ""))
 				}
 				if err := found(e.Elements); err != nil {
 					return err
@@ -348,7 +352,7 @@ func (b *Backend) scan(ctx context.Context, pattern string, found func([]string)
 			for {
 				keys, next, err := c.Scan(ctx, cursor, pattern, scanCount).Result()
 				if err != nil {
-					return fmt.Errorf("redis: scan: %w", storeError(err, "", call{}, ""))
+					return fmt.Errorf("redis: scan: %w", storeError(cutError(ctx, err), "", call{}, ""))
 				}
 				if err := found(keys); err != nil {
 					return err

@@ -60,7 +60,10 @@ func execOne[T any](ctx context.Context, b *Backend, s *kindScript, c call,
 	var err error
 	switch cn := b.conn.(type) {
 	case *rueidisConn:
-		v, err = fromR(s.r.Exec(ctx, cn.c, c.keys, c.args))
+		lctx, lc := cn.cuts.lone(ctx)
+		v, err = fromR(s.r.Exec(lctx, cn.c, c.keys, c.args))
+		lc.end()
+		err = cutError(ctx, err)
 	case *goredisConn:
 		v, err = fromG(s.g.Run(ctx, cn.c, c.keys, anys(c.args)...))
 	default:
@@ -116,8 +119,12 @@ func execMulti[T any](ctx context.Context, b *Backend, s *kindScript, cs []call,
 		for i, c := range cs {
 			execs[i] = rueidis.LuaExec{Keys: c.keys, Args: c.args}
 		}
-		for i, r := range s.r.ExecMulti(ctx, cn.c, execs...) {
+		ctx, lc := cn.cuts.lone(ctx)
+		res := s.r.ExecMulti(ctx, cn.c, execs...)
+		lc.end()
+		for i, r := range res {
 			out[i], errs[i] = fromR(r)
+			errs[i] = cutError(ctx, errs[i])
 		}
 	case *goredisConn:
 		// Load first, so that no call of the pipeline meets NOSCRIPT.
