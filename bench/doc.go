@@ -15,7 +15,8 @@
 // takes one: turnstile opened by URL at its defaults, its default
 // backoff (10 ms … 1 s) without a retry limit ("turnstile"), and the
 // same with a 1 … 8 ms backoff ("turnstile-shared-backoff", a variant,
-// no peer); redsync with its default retry delay and unlimited tries;
+// no peer), and over a go-redis v9 client instead of rueidis on one
+// server ("turnstile-goredis", a variant); redsync with its default retry delay and unlimited tries;
 // redislock retrying every millisecond; rueidislock at its defaults, and
 // with KeyMajority 1 ("rueidislock-km1"). See package peers.
 //

@@ -46,11 +46,11 @@ func main() {
 	}
 }
 
-// libraries are turnstile (at its defaults, and with the short shared
-// backoff: a variant, no peer) and, with peers, the libraries it is
+// libraries are turnstile (at its defaults; with the short shared
+// backoff, and over go-redis: variants, no peers) and, with peers, the libraries it is
 // compared with.
 func libraries(withPeers bool) []workload.Library {
-	libs := []workload.Library{workload.Turnstile(), workload.TurnstileSharedBackoff()}
+	libs := []workload.Library{workload.Turnstile(), workload.TurnstileSharedBackoff(), workload.TurnstileGoRedis()}
 	if withPeers {
 		libs = append(libs, peers.All()...)
 	}

@@ -48,7 +48,7 @@ func TestQuickRun(t *testing.T) {
 	rep := runCells(ctx, cfg, wls, env, &log)
 	t.Logf("progress:\n%s", log.String())
 
-	all := []string{"turnstile", "turnstile-shared-backoff", "redsync", "redislock", "rueidislock", "rueidislock-km1"}
+	all := []string{"turnstile", "turnstile-shared-backoff", "turnstile-goredis", "redsync", "redislock", "rueidislock", "rueidislock-km1"}
 	want := map[string][]string{
 		"uncontended/c=2":             all,
 		"contended-1/c=4/clients=2":   all,

@@ -66,7 +66,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	workers := fs.String("workers", "1", "comma-separated worker counts, e.g. 1,16")
 	passes := fs.Int("passes", 5, "interleaved passes: every library runs once per pass and worker count")
 	duration := fs.Duration("duration", 2*time.Second, "how long each cell runs")
-	libs := fs.String("libs", "^(turnstile|redsync|redislock)$", "regular expression of the libraries to run")
+	libs := fs.String("libs", "^(turnstile|turnstile-goredis|redsync|redislock)$", "regular expression of the libraries to run")
 	cpu := fs.String("cpuprofile", "", "write a CPU profile of the whole run here")
 	tr := fs.String("trace", "", "write an execution trace of the whole run here")
 	block := fs.String("blockprofile", "", "write a block profile (every blocking event) here")
@@ -95,7 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 
 func libraries(re *regexp.Regexp) []workload.Library {
 	var out []workload.Library
-	for _, l := range append([]workload.Library{workload.Turnstile()}, peers.All()...) {
+	for _, l := range append([]workload.Library{workload.Turnstile(), workload.TurnstileGoRedis()}, peers.All()...) {
 		if re.MatchString(l.Name) {
 			out = append(out, l)
 		}

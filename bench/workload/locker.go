@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/turnstilelock/turnstile"
 
-	_ "github.com/turnstilelock/turnstile/redis"   // registers redis://
-	_ "github.com/turnstilelock/turnstile/redlock" // registers redlock://
+	tsredis "github.com/turnstilelock/turnstile/redis" // registers redis://
+	_ "github.com/turnstilelock/turnstile/redlock"     // registers redlock://
 )
 
 // ErrUsage reports a workload, cell or library setting that cannot run.
@@ -93,6 +95,48 @@ func Turnstile() Library {
 func TurnstileSharedBackoff() Library {
 	return turnstileLibrary("turnstile-shared-backoff",
 		fmt.Sprintf("turnstile-shared-backoff: the same with backoff %v…%v (full jitter), a variant, no peer", Backoff.Base, Backoff.Cap))
+}
+
+// TurnstileGoRedis is Turnstile on one redis-server over a go-redis v9
+// client (redis.NewGoRedis) instead of rueidis: a variant, no peer, that
+// sets turnstile's own cost apart from its client library's. The pool
+// holds a connection per worker, as the peers' do; go-redis sends each
+// command on the caller's goroutine over a connection of the pool,
+// without pipelining concurrent callers.
+func TurnstileGoRedis() Library {
+	return Library{
+		Name:     "turnstile-goredis",
+		Settings: "turnstile-goredis: turnstile as above over a go-redis v9 client (a pool of a connection per worker, at least 10 per CPU), a variant, no peer; one server only",
+		Open: func(ctx context.Context, addrs []string, concurrency int) (Locker, error) {
+			if len(addrs) != 1 {
+				return nil, fmt.Errorf("%w: turnstile-goredis takes one address, not %d", ErrUsage, len(addrs))
+			}
+			gc := goredis.NewClient(&goredis.Options{Addr: addrs[0], PoolSize: max(10*runtime.GOMAXPROCS(0), concurrency)})
+			b, err := tsredis.NewGoRedis(gc)
+			if err != nil {
+				_ = gc.Close()
+				return nil, err
+			}
+			c, err := turnstile.New(b, turnstile.WithTTL(TTL), turnstile.WithBackoff(DefaultBackoff))
+			if err != nil {
+				_ = gc.Close()
+				return nil, err
+			}
+			return goredisTurnstile{turnstileLocker{c}, gc}, nil
+		},
+	}
+}
+
+// goredisTurnstile closes the go-redis client its Backend does not own.
+type goredisTurnstile struct {
+	turnstileLocker
+	gc *goredis.Client
+}
+
+func (g goredisTurnstile) Close() error {
+	err := g.turnstileLocker.Close()
+	_ = g.gc.Close()
+	return err
 }
 
 func turnstileLibrary(name, settings string, opts ...turnstile.Option) Library {

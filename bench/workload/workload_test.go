@@ -346,7 +346,7 @@ func TestRunClients(t *testing.T) {
 func TestTurnstileSettings(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := context.Background()
-	for _, lib := range []workload.Library{workload.Turnstile(), workload.TurnstileSharedBackoff()} {
+	for _, lib := range []workload.Library{workload.Turnstile(), workload.TurnstileSharedBackoff(), workload.TurnstileGoRedis()} {
 		t.Run(lib.Name, func(t *testing.T) {
 			t.Parallel()
 			lk, err := lib.Open(ctx, []string{srv.Addr()}, 1)
