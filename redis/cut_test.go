@@ -66,7 +66,7 @@ func TestCutOnlyItsOwnRoundTrip(t *testing.T) {
 		wantCut(t, d, false)
 		cancel()
 		waitFor(t, func() bool { return d.last().Equal(past) })
-		lc.end()
+		k.done(lc)
 	})
 	t.Run("ended before the deadline was set", func(t *testing.T) {
 		k, c, d := newCut(t)
@@ -81,7 +81,7 @@ func TestCutOnlyItsOwnRoundTrip(t *testing.T) {
 		dl, _ := lctx.Deadline()
 		_ = c.SetDeadline(dl)
 		wantCut(t, d, true)
-		lc.end()
+		k.done(lc)
 	})
 	for _, next := range []string{"another deadline", "no deadline"} {
 		t.Run("connection moved on to "+next, func(t *testing.T) {
@@ -98,7 +98,7 @@ func TestCutOnlyItsOwnRoundTrip(t *testing.T) {
 			lc.cutNow() // as the context's end would, before end()
 			wantCut(t, d, false)
 			cancel()
-			lc.end()
+			k.done(lc)
 		})
 	}
 	t.Run("after the call ended", func(t *testing.T) {
@@ -107,7 +107,7 @@ func TestCutOnlyItsOwnRoundTrip(t *testing.T) {
 		lctx, lc := k.lone(ctx)
 		dl, _ := lctx.Deadline()
 		_ = c.SetDeadline(dl)
-		lc.end()
+		k.done(lc)
 		cancel()
 		time.Sleep(10 * time.Millisecond) // an AfterFunc, if left, has run
 		wantCut(t, d, false)
@@ -121,18 +121,34 @@ func TestCutOnlyItsOwnRoundTrip(t *testing.T) {
 		ctx, cancel := context.WithDeadline(context.Background(), dl)
 		defer cancel()
 		seen := map[int64]bool{}
-		var calls []*loneCall
 		for range 1000 {
 			lctx, lc := k.lone(ctx)
 			at, _ := lctx.Deadline()
-			if !at.Before(dl) || seen[at.UnixNano()] {
-				t.Fatalf("deadline %v: not before the context's %v, or handed out twice", at, dl)
+			if lc == nil || !at.Before(dl) || seen[at.UnixNano()] {
+				t.Fatalf("deadline %v (call %v): not watched, not before the context's %v, or handed out twice", at, lc, dl)
 			}
 			seen[at.UnixNano()] = true
-			calls = append(calls, lc)
+			k.done(lc)
 		}
-		for _, lc := range calls {
-			lc.end()
+	})
+	t.Run("overlapping calls", func(t *testing.T) {
+		k, _, _ := newCut(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		_, first := k.lone(ctx)
+		second, lc := k.lone(ctx)
+		if first == nil || lc != nil || second != ctx {
+			t.Fatalf("first call watched: %v; the overlapping one: %v, its context %v (want the caller's)", first != nil, lc != nil, second)
+		}
+		k.done(lc)
+		k.done(first)
+		if _, third := k.lone(ctx); third == nil {
+			t.Error("a call after the overlap ended is not watched")
+		} else {
+			k.done(third)
+		}
+		if n := k.inflight.Load(); n != 0 {
+			t.Errorf("%d calls counted in flight after all ended", n)
 		}
 	})
 	t.Run("a context that never ends", func(t *testing.T) {
@@ -141,7 +157,7 @@ func TestCutOnlyItsOwnRoundTrip(t *testing.T) {
 		if _, ok := ctx.Deadline(); ok || lc != nil {
 			t.Fatal("a context that never ends got a deadline or a call")
 		}
-		lc.end() // nil: nothing
+		k.done(lc) // nil: nothing
 	})
 }
 

@@ -321,7 +321,7 @@ func (b *Backend) scan(ctx context.Context, pattern string, found func([]string)
 			if cn.c.Mode() == rueidis.ClientModeCluster {
 				lctx, lc := cn.cuts.lone(ctx)
 				role, err := nc.Do(lctx, nc.B().Role().Build()).ToArray()
-				lc.end()
+				cn.cuts.done(lc)
 				if err != nil {
 					return fmt.Errorf("redis: scan: ROLE: %w", storeError(cutError(ctx, err), "", call{}, ""))
 				}
@@ -333,7 +333,7 @@ func (b *Backend) scan(ctx context.Context, pattern string, found func([]string)
 			for {
 				lctx, lc := cn.cuts.lone(ctx)
 				e, err := nc.Do(lctx, nc.B().Scan().Cursor(cursor).Match(pattern).Count(scanCount).Build()).AsScanEntry()
-				lc.end()
+				cn.cuts.done(lc)
 				if err != nil {
 					return fmt.Errorf("redis: scan: %w", storeError(cutError(ctx, err), "", call{}, ""))
 				}

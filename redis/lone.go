@@ -42,6 +42,12 @@ type cutter struct {
 	longest time.Duration
 	seq     atomic.Uint64
 	shards  [cutShards]cutShard
+	// inflight counts the calls between lone and done. Only a call
+	// that finds no other in flight is watched: concurrent calls
+	// overlap on rueidis's connections, which then serve them in the
+	// background mode, where rueidis watches each context itself, and
+	// the watching would cost them allocations for nothing.
+	inflight atomic.Int64
 }
 
 const cutShards = 16
@@ -80,9 +86,13 @@ func (lc *loneCall) cutNow() {
 	}
 }
 
-// end is called once the call's reply is in (or it failed): the
-// context's end no longer cuts anything. A nil lc does nothing.
-func (lc *loneCall) end() {
+// done is called once the reply of a call that lone returned lc for is
+// in (or the call failed): the context's end no longer cuts anything.
+func (k *cutter) done(lc *loneCall) {
+	if k == nil {
+		return
+	}
+	k.inflight.Add(-1)
 	if lc == nil {
 		return
 	}
@@ -148,15 +158,19 @@ const unbounded = 24 * time.Hour
 var past = time.Unix(1, 0)
 
 // lone returns the context to run one command (or one pipeline) on, and
-// the call whose end() the caller runs when its reply is in. A context
-// that can never end is returned as it is, with no call: rueidis bounds
-// its round trip by its own timeout. Any other gets a deadline of its
-// own — the context's, or longest from now, whichever is sooner, made a
+// the call to pass to done when its reply is in. A context that can
+// never end, or one of a call that overlaps another (inflight), is
+// returned as it is, with no call: rueidis bounds the round trip of the
+// first by its own timeout, and watches the second's context in its
+// background mode. Any other gets a deadline of its own — the context's, or longest from now, whichever is sooner, made a
 // few nanoseconds earlier so that no other call in flight has the same —
 // and is watched: when it ends first, the call's round trip is cut. k
 // nil (a caller's client) returns ctx as it is.
 func (k *cutter) lone(ctx context.Context) (context.Context, *loneCall) {
-	if k == nil || ctx.Done() == nil {
+	if k == nil {
+		return ctx, nil
+	}
+	if k.inflight.Add(1) > 1 || ctx.Done() == nil {
 		return ctx, nil
 	}
 	base := time.Now().Add(k.longest)

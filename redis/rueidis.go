@@ -41,7 +41,7 @@ func (r *rueidisConn) eval(ctx context.Context, s script, c call) (int64, error)
 		return rep.n, rep.err
 	}
 	ctx, lc := r.cuts.lone(ctx)
-	defer lc.end()
+	defer r.cuts.done(lc)
 	n, err := rueidisScripts[s].Exec(ctx, r.c, c.keys, c.args).AsInt64()
 	if err != nil && ctx.Err() == nil && !pastDeadline(ctx) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		// Not this call's context: rueidis closes a pipelined connection
@@ -64,7 +64,7 @@ func (r *rueidisConn) failsOver() bool {
 func (r *rueidisConn) serverTime(ctx context.Context) (int64, error) {
 	ctx, lc := r.cuts.lone(ctx)
 	parts, err := r.c.Do(ctx, r.c.B().Time().Build()).AsIntSlice()
-	lc.end()
+	r.cuts.done(lc)
 	if err != nil {
 		return 0, cutError(ctx, err)
 	}
@@ -87,7 +87,7 @@ func (r *rueidisConn) evalMulti(ctx context.Context, s script, cs []call) []repl
 	}
 	ctx, lc := r.cuts.lone(ctx)
 	res := rueidisScripts[s].ExecMulti(ctx, r.c, execs...)
-	lc.end()
+	r.cuts.done(lc)
 	out := make([]reply, len(cs))
 	for i := range out {
 		out[i].n, out[i].err = res[i].AsInt64()

@@ -62,7 +62,7 @@ func execOne[T any](ctx context.Context, b *Backend, s *kindScript, c call,
 	case *rueidisConn:
 		lctx, lc := cn.cuts.lone(ctx)
 		v, err = fromR(s.r.Exec(lctx, cn.c, c.keys, c.args))
-		lc.end()
+		cn.cuts.done(lc)
 		err = cutError(ctx, err)
 	case *goredisConn:
 		v, err = fromG(s.g.Run(ctx, cn.c, c.keys, anys(c.args)...))
@@ -121,7 +121,7 @@ func execMulti[T any](ctx context.Context, b *Backend, s *kindScript, cs []call,
 		}
 		ctx, lc := cn.cuts.lone(ctx)
 		res := s.r.ExecMulti(ctx, cn.c, execs...)
-		lc.end()
+		cn.cuts.done(lc)
 		for i, r := range res {
 			out[i], errs[i] = fromR(r)
 			errs[i] = cutError(ctx, errs[i])
