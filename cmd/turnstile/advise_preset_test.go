@@ -58,7 +58,7 @@ func TestAdvisePresetsOpen(t *testing.T) {
 		{1, []string{"--rate", "5000"}, documentedCost()},
 		{2, []string{"--rate", "20k"}, documentedCost()},
 		{3, []string{"--rate", "5000", "--safety", "money", "--stores", "redis"}, documentedCost()},
-		{4, []string{"--rate", "20k", "--safety", "money", "--stores", "redis,postgres,kafka"}, bigDB},
+		{4, []string{"--rate", "10k", "--safety", "money", "--stores", "redis,postgres,kafka"}, bigDB},
 	} {
 		in, err := parseAdvise(tt.args)
 		if err != nil {
