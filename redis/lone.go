@@ -118,7 +118,9 @@ func newCutter(opt *rueidis.ClientOption) *cutter {
 	// (the dial timeout) when the context's is later: the call's
 	// deadline, no later than that, still names the handshake's round
 	// trip, so that a call whose context ends while a stalled server
-	// keeps it there is cut too.
+	// keeps it there is cut too. (Dial shortens the dial timeout to fit
+	// its own context after this: the handshake's deadline is then the
+	// sooner one, and bounds the wait by itself.)
 	dial := opt.Dialer.Timeout
 	if dial <= 0 {
 		dial = rueidis.DefaultDialTimeout
