@@ -15,9 +15,9 @@ import (
 // served a subscription stays in rueidis's background mode for good:
 // every round trip of a lone caller on it then goes through a writer and
 // a reader goroutine, and a lock client that once waited for a key paid
-// 112 µs per uncontended pair instead of 78 (docs/performance.md). On a
-// connection of their own the notices leave the lock commands on the
-// synchronous path. Over RESP2 rueidis keeps subscriptions on a
+// that on every pair after (docs/performance.md, "One worker, one
+// node"). On a connection of their own the notices leave the lock
+// commands on the synchronous path. Over RESP2 rueidis keeps subscriptions on a
 // connection of their own already.
 type noticeClient struct {
 	opt     rueidis.ClientOption
