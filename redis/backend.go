@@ -35,11 +35,7 @@ var (
 )
 
 // New returns a Backend over an existing rueidis client. The caller keeps
-// owning client; Close on the Backend leaves it open. Release notices
-// share client's connections (over RESP3): the connection that carries
-// them serves every command in rueidis's background mode from then on,
-// slower for a lone caller; Dial and URLs give notices a connection of
-// their own.
+// owning client; Close on the Backend leaves it open.
 func New(client rueidis.Client, opts ...Option) (*Backend, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil rueidis client", turnstile.ErrInvalidOption)
@@ -63,8 +59,6 @@ func Dial(ctx context.Context, opt rueidis.ClientOption, opts ...Option) (*Backe
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	notices := newNoticeClient(opt) // dialled later, without ctx's deadline
-	cuts := newCutter(&opt)
 	if dl, ok := ctx.Deadline(); ok {
 		if opt.Dialer.Timeout == 0 {
 			opt.Dialer.Timeout = rueidis.DefaultDialTimeout
@@ -81,7 +75,7 @@ func Dial(ctx context.Context, opt rueidis.ClientOption, opts ...Option) (*Backe
 		}
 		return nil, connectError(opt, err)
 	}
-	c := &rueidisConn{c: client, owns: true, notices: notices, cuts: cuts}
+	c := &rueidisConn{c: client, owns: true}
 	if err := checkWait(c, cfg); err != nil {
 		client.Close()
 		return nil, err

@@ -319,11 +319,9 @@ func (b *Backend) scan(ctx context.Context, pattern string, found func([]string)
 		}
 		for _, nc := range nodes {
 			if cn.c.Mode() == rueidis.ClientModeCluster {
-				lctx, lc := cn.cuts.lone(ctx)
-				role, err := nc.Do(lctx, nc.B().Role().Build()).ToArray()
-				cn.cuts.done(lc)
+				role, err := nc.Do(ctx, nc.B().Role().Build()).ToArray()
 				if err != nil {
-					return fmt.Errorf("redis: scan: ROLE: %w", storeError(cutError(ctx, err), "", call{}, ""))
+					return fmt.Errorf("redis: scan: ROLE: %w", storeError(err, "", call{}, ""))
 				}
 				if r, _ := role[0].ToString(); r != "master" {
 					continue // a replica: its primary is scanned
@@ -331,11 +329,9 @@ func (b *Backend) scan(ctx context.Context, pattern string, found func([]string)
 			}
 			var cursor uint64
 			for {
-				lctx, lc := cn.cuts.lone(ctx)
-				e, err := nc.Do(lctx, nc.B().Scan().Cursor(cursor).Match(pattern).Count(scanCount).Build()).AsScanEntry()
-				cn.cuts.done(lc)
+				e, err := nc.Do(ctx, nc.B().Scan().Cursor(cursor).Match(pattern).Count(scanCount).Build()).AsScanEntry()
 				if err != nil {
-					return fmt.Errorf("redis: scan: %w", storeError(cutError(ctx, err), "", call{}, ""))
+					return fmt.Errorf("redis: scan: %w", storeError(err, "", call{}, ""))
 				}
 				if err := found(e.Elements); err != nil {
 					return err
@@ -352,7 +348,7 @@ func (b *Backend) scan(ctx context.Context, pattern string, found func([]string)
 			for {
 				keys, next, err := c.Scan(ctx, cursor, pattern, scanCount).Result()
 				if err != nil {
-					return fmt.Errorf("redis: scan: %w", storeError(cutError(ctx, err), "", call{}, ""))
+					return fmt.Errorf("redis: scan: %w", storeError(err, "", call{}, ""))
 				}
 				if err := found(keys); err != nil {
 					return err

@@ -28,11 +28,9 @@ const unsubscribeTimeout = 2 * time.Second
 // concurrent commands on shared connections by itself, and its Lua helper
 // falls back from EVALSHA to EVAL when the server lost its script cache.
 type rueidisConn struct {
-	c       rueidis.Client
-	owns    bool
-	wait    waitConfig    // WithWaitReplicas: renewals wait for replicas
-	notices *noticeClient // where subscriptions go; nil: they share c
-	cuts    *cutter       // lone calls' deadlines (lone.go); nil over a caller's client
+	c    rueidis.Client
+	owns bool
+	wait waitConfig // WithWaitReplicas: renewals wait for replicas
 }
 
 func (r *rueidisConn) eval(ctx context.Context, s script, c call) (int64, error) {
@@ -40,20 +38,17 @@ func (r *rueidisConn) eval(ctx context.Context, s script, c call) (int64, error)
 		rep := r.evalWait(ctx, sources[s], plainSHA[s], []call{c}, "extend")[0]
 		return rep.n, rep.err
 	}
-	ctx, lc := r.cuts.lone(ctx)
-	defer r.cuts.done(lc)
 	n, err := rueidisScripts[s].Exec(ctx, r.c, c.keys, c.args).AsInt64()
-	if err != nil && ctx.Err() == nil && !pastDeadline(ctx) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+	if err != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		// Not this call's context: rueidis closes a pipelined connection
 		// when a call on it is cancelled while in flight (here, a
 		// subscription being renewed after a reconnect and stopped at the
 		// same moment), and fails every call sharing it with that call's
-		// error. (A deadline that passed is this call's own, whether
-		// its context ended yet or not.) Every script is safe to run again: acquire and extend by
+		// error. Every script is safe to run again: acquire and extend by
 		// the same owner, and release, are owner-checked.
 		n, err = rueidisScripts[s].Exec(ctx, r.c, c.keys, c.args).AsInt64()
 	}
-	return n, storeError(cutError(ctx, err), sources[s], c, "")
+	return n, storeError(err, sources[s], c, "")
 }
 
 func (r *rueidisConn) failsOver() bool {
@@ -62,11 +57,9 @@ func (r *rueidisConn) failsOver() bool {
 }
 
 func (r *rueidisConn) serverTime(ctx context.Context) (int64, error) {
-	ctx, lc := r.cuts.lone(ctx)
 	parts, err := r.c.Do(ctx, r.c.B().Time().Build()).AsIntSlice()
-	r.cuts.done(lc)
 	if err != nil {
-		return 0, cutError(ctx, err)
+		return 0, err
 	}
 	if len(parts) != 2 {
 		return 0, fmt.Errorf("redis: TIME answered %d values, want 2", len(parts))
@@ -85,19 +78,16 @@ func (r *rueidisConn) evalMulti(ctx context.Context, s script, cs []call) []repl
 	for i, c := range cs {
 		execs[i] = rueidis.LuaExec{Keys: c.keys, Args: c.args}
 	}
-	ctx, lc := r.cuts.lone(ctx)
 	res := rueidisScripts[s].ExecMulti(ctx, r.c, execs...)
-	r.cuts.done(lc)
 	out := make([]reply, len(cs))
 	for i := range out {
 		out[i].n, out[i].err = res[i].AsInt64()
-		out[i].err = storeError(cutError(ctx, out[i].err), sources[s], cs[i], "")
+		out[i].err = storeError(out[i].err, sources[s], cs[i], "")
 	}
 	return out
 }
 
-// subscribe runs on the notice client when the Backend dialled its own
-// (notices.go), or else shares the client's pipelined connection. On a cluster,
+// subscribe shares the client's pipelined connection. On a cluster,
 // rueidis sends SSUBSCRIBE to the node that owns the channel's slot, and
 // after a connection failure (a failover) subscribes again on whichever
 // node owns it then. A server older than Redis 7.0 refuses SSUBSCRIBE as
@@ -129,29 +119,25 @@ func (r *rueidisConn) subscribe(ctx context.Context, channel string, ready, mess
 // (the connection is broken) is Receive cancelled, and the channel then
 // unsubscribed once nothing listens to it any more.
 func (r *rueidisConn) receive(ctx context.Context, channel string, sharded bool, ready, message func()) error {
-	c := r.notices.client(ctx)
-	if c == nil {
-		c = r.c
-	}
 	var kind string
 	var sub rueidis.Completed
 	if sharded {
-		kind, sub = "ssubscribe", c.B().Ssubscribe().Channel(channel).Build()
+		kind, sub = "ssubscribe", r.c.B().Ssubscribe().Channel(channel).Build()
 	} else {
-		kind, sub = "subscribe", c.B().Subscribe().Channel(channel).Build()
+		kind, sub = "subscribe", r.c.B().Subscribe().Channel(channel).Build()
 	}
 	// rueidis recycles a command once sent: build the unsubscribe anew
 	// each time.
 	unsubscribe := func() {
 		var unsub rueidis.Completed
 		if sharded {
-			unsub = c.B().Sunsubscribe().Channel(channel).Build()
+			unsub = r.c.B().Sunsubscribe().Channel(channel).Build()
 		} else {
-			unsub = c.B().Unsubscribe().Channel(channel).Build()
+			unsub = r.c.B().Unsubscribe().Channel(channel).Build()
 		}
 		uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
 		defer cancel()
-		_ = c.Do(uctx, unsub).Error() // a broken connection has no subscriptions left
+		_ = r.c.Do(uctx, unsub).Error() // a broken connection has no subscriptions left
 	}
 	var confirmed atomic.Bool
 	subscribed := make(chan struct{})
@@ -169,7 +155,7 @@ func (r *rueidisConn) receive(ctx context.Context, channel string, sharded bool,
 		}
 	})
 	done := make(chan error, 1)
-	go func() { done <- c.Receive(rctx, sub, func(rueidis.PubSubMessage) { message() }) }()
+	go func() { done <- r.c.Receive(rctx, sub, func(rueidis.PubSubMessage) { message() }) }()
 	select {
 	case err := <-done:
 		return err
@@ -212,7 +198,6 @@ func (r *rueidisConn) addr() string {
 
 func (r *rueidisConn) close() {
 	if r.owns {
-		r.notices.close()
 		r.c.Close()
 	}
 }

@@ -15,10 +15,8 @@ import (
 const settleWait = time.Second
 
 // settling returns the context an acquisition's round trip runs on: it
-// ends settleWait after ctx does, or when stop is called, and a deadline
-// of ctx comes with it, settleWait later, so that a lone caller's round
-// trip stays on rueidis's synchronous path (lone.go), its socket bounded
-// by that deadline. A context that can never end is returned as it is.
+// ends settleWait after ctx does, or when stop is called. A context that
+// can never end is returned as it is.
 func settling(ctx context.Context) (sctx context.Context, stop func()) {
 	if ctx.Done() == nil {
 		return ctx, func() {}
@@ -28,9 +26,6 @@ func settling(ctx context.Context) (sctx context.Context, stop func()) {
 		// Once stop ran, the timer's cancel is a no-op.
 		time.AfterFunc(settleWait, func() { cancel(context.Cause(ctx)) })
 	})
-	if dl, ok := ctx.Deadline(); ok {
-		sctx = bounded{sctx, dl.Add(settleWait)}
-	}
 	return sctx, func() {
 		unwatch()
 		cancel(nil)

@@ -60,10 +60,7 @@ func execOne[T any](ctx context.Context, b *Backend, s *kindScript, c call,
 	var err error
 	switch cn := b.conn.(type) {
 	case *rueidisConn:
-		lctx, lc := cn.cuts.lone(ctx)
-		v, err = fromR(s.r.Exec(lctx, cn.c, c.keys, c.args))
-		cn.cuts.done(lc)
-		err = cutError(ctx, err)
+		v, err = fromR(s.r.Exec(ctx, cn.c, c.keys, c.args))
 	case *goredisConn:
 		v, err = fromG(s.g.Run(ctx, cn.c, c.keys, anys(c.args)...))
 	default:
@@ -119,12 +116,8 @@ func execMulti[T any](ctx context.Context, b *Backend, s *kindScript, cs []call,
 		for i, c := range cs {
 			execs[i] = rueidis.LuaExec{Keys: c.keys, Args: c.args}
 		}
-		ctx, lc := cn.cuts.lone(ctx)
-		res := s.r.ExecMulti(ctx, cn.c, execs...)
-		cn.cuts.done(lc)
-		for i, r := range res {
+		for i, r := range s.r.ExecMulti(ctx, cn.c, execs...) {
 			out[i], errs[i] = fromR(r)
-			errs[i] = cutError(ctx, errs[i])
 		}
 	case *goredisConn:
 		// Load first, so that no call of the pipeline meets NOSCRIPT.
