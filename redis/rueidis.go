@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -47,8 +50,20 @@ func (r *rueidisConn) eval(ctx context.Context, s script, c call) (int64, error)
 		// error. Every script is safe to run again: acquire and extend by
 		// the same owner, and release, are owner-checked.
 		n, err = rueidisScripts[s].Exec(ctx, r.c, c.keys, c.args).AsInt64()
+	} else if err != nil && s == releaseScript && ctx.Err() == nil && connectionLost(err) {
+		// The connection closed under the release (a killed client, a
+		// server's timeout): it may or may not have run. It is
+		// owner-checked, so it runs once more on a connection rueidis
+		// dials again, rather than leave the lock standing until its TTL.
+		n, err = rueidisScripts[s].Exec(ctx, r.c, c.keys, c.args).AsInt64()
 	}
 	return n, storeError(err, sources[s], c, "")
+}
+
+// connectionLost reports whether err is a connection that closed under
+// a call, not an answer of the server.
+func connectionLost(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET)
 }
 
 func (r *rueidisConn) failsOver() bool {
