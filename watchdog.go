@@ -233,21 +233,10 @@ func (w *watchdog) loop() {
 			w.mu.Unlock()
 			return
 		}
-		if len(w.h) == 0 {
-			// Linger before ending: a Client that takes one lock at a time
-			// mostly finds its heap empty, and would otherwise start the
-			// scheduler anew for every lease.
-			idle = true
-			w.wakeAt = now().add(idleLinger)
-			w.mu.Unlock()
-			timer.Reset(idleLinger)
-			select {
-			case <-timer.C:
-			case <-w.kick:
-			}
-			continue
-		}
-		idle = false
+		// An empty heap: linger before ending. A Client that takes one
+		// lock at a time mostly finds its heap empty, and would otherwise
+		// start the scheduler anew for every lease.
+		idle = len(w.h) == 0
 		t := now()
 		var batch []pending
 		expired = expired[:0]
@@ -267,7 +256,10 @@ func (w *watchdog) loop() {
 			batch = append(batch, pending{l: l, gen: l.gen, ttl: l.ttl})
 		}
 		var wait time.Duration
-		if len(batch) == 0 && len(expired) == 0 && len(w.h) > 0 {
+		switch {
+		case idle:
+			wait = idleLinger
+		case len(batch) == 0 && len(expired) == 0 && len(w.h) > 0:
 			wait = time.Duration(w.h[0].due - t)
 		}
 		w.wakeAt = 0
