@@ -42,19 +42,18 @@ func (r *rueidisConn) eval(ctx context.Context, s script, c call) (int64, error)
 		return rep.n, rep.err
 	}
 	n, err := rueidisScripts[s].Exec(ctx, r.c, c.keys, c.args).AsInt64()
-	if err != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-		// Not this call's context: rueidis closes a pipelined connection
-		// when a call on it is cancelled while in flight (here, a
-		// subscription being renewed after a reconnect and stopped at the
-		// same moment), and fails every call sharing it with that call's
-		// error. Every script is safe to run again: acquire and extend by
-		// the same owner, and release, are owner-checked.
-		n, err = rueidisScripts[s].Exec(ctx, r.c, c.keys, c.args).AsInt64()
-	} else if err != nil && s == releaseScript && ctx.Err() == nil && connectionLost(err) {
-		// The connection closed under the release (a killed client, a
-		// server's timeout): it may or may not have run. It is
-		// owner-checked, so it runs once more on a connection rueidis
-		// dials again, rather than leave the lock standing until its TTL.
+	notOurs := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	if err != nil && ctx.Err() == nil && (notOurs || (s == releaseScript && connectionLost(err))) {
+		// Run once more. A context error that is not this call's:
+		// rueidis closes a pipelined connection when a call on it is
+		// cancelled while in flight (here, a subscription being renewed
+		// after a reconnect and stopped at the same moment), and fails
+		// every call sharing it with that call's error. A release whose
+		// connection closed under it (a killed client, a server's
+		// timeout) may or may not have run, and would otherwise leave
+		// the lock standing until its TTL. Every script is safe to run
+		// again: acquire and extend by the same owner, and release, are
+		// owner-checked.
 		n, err = rueidisScripts[s].Exec(ctx, r.c, c.keys, c.args).AsInt64()
 	}
 	return n, storeError(err, sources[s], c, "")
