@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/turnstilelock/turnstile/driver"
 )
@@ -31,7 +32,7 @@ func (c *Client) acquireQueued(ctx context.Context, q driver.Queuer, key string,
 		qctx = driver.WithPositionFunc(qctx, cfg.position)
 	}
 	owner := newOwner(cfg)
-	token, err := q.AcquireWait(qctx, key, owner, cfg.storeTTL(cfg.ttl))
+	token, since, err := acquireWait(qctx, q, key, owner, cfg.storeTTL(cfg.ttl))
 	if err != nil {
 		switch {
 		case c.closed.Load():
@@ -44,24 +45,38 @@ func (c *Client) acquireQueued(ctx context.Context, q driver.Queuer, key string,
 		c.abandon(cfg, key, owner)
 		return nil, c.wrap("acquire", key, err)
 	}
-	// The store granted the lock at some moment during the wait; renewing
-	// it now gives the lease a send time that is certainly no later than
-	// the start of the TTL the store counts.
-	sent := now()
-	ok, err := c.backend.Extend(ctx, key, owner, cfg.storeTTL(cfg.ttl))
-	if err != nil || !ok {
-		c.abandon(cfg, key, owner)
-		if err == nil {
-			err = fmt.Errorf("%w: lost right after the store's queue granted it", ErrNotAcquired)
+	sent, why := mono(since.Sub(epoch)), "the store's queue granted it longer ago"
+	if since.IsZero() {
+		// The store granted the lock at some moment during the wait;
+		// renewing it now gives the lease a send time that is certainly
+		// no later than the start of the TTL the store counts.
+		sent, why = now(), "renewal took longer"
+		ok, err := c.backend.Extend(ctx, key, owner, cfg.storeTTL(cfg.ttl))
+		if err != nil || !ok {
+			c.abandon(cfg, key, owner)
+			if err == nil {
+				err = fmt.Errorf("%w: lost right after the store's queue granted it", ErrNotAcquired)
+			}
+			return nil, c.wrap("acquire", key, err)
 		}
-		return nil, c.wrap("acquire", key, err)
 	}
 	l, err := c.newLease(ctx, key, owner, token, sent, cfg)
 	if errors.Is(err, errBornExpired) {
-		err = fmt.Errorf("%w: renewal took longer than the ttl %v allows", ErrNotAcquired, cfg.ttl)
+		err = fmt.Errorf("%w: %s than the ttl %v allows", ErrNotAcquired, why, cfg.ttl)
 	}
 	if err != nil {
 		return nil, c.wrap("acquire", key, err)
 	}
 	return l, nil
+}
+
+// acquireWait waits in q for key. since is from when the store holds the
+// lock when q says so (driver.TimedQueuer), else zero: the lock must then
+// be renewed to learn it.
+func acquireWait(ctx context.Context, q driver.Queuer, key, owner string, ttl time.Duration) (token uint64, since time.Time, err error) {
+	if tq, ok := q.(driver.TimedQueuer); ok {
+		return tq.AcquireWaitSince(ctx, key, owner, ttl)
+	}
+	token, err = q.AcquireWait(ctx, key, owner, ttl)
+	return token, time.Time{}, err
 }

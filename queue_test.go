@@ -197,3 +197,111 @@ func TestClientWideOptionsRefusedPerCall(t *testing.T) {
 		_ = held.Release(ctx)
 	}
 }
+
+// timedQueued is a queued store whose grants say from when it holds them
+// (driver.TimedQueuer): age before the grant.
+type timedQueued struct {
+	*queued
+	age time.Duration
+}
+
+func (q *timedQueued) AcquireWaitSince(ctx context.Context, key, owner string, ttl time.Duration) (uint64, time.Time, error) {
+	since := time.Now().Add(-q.age)
+	tok, err := q.AcquireWait(ctx, key, owner, ttl)
+	return tok, since, err
+}
+
+// TestTimedQueueGrantIsNotRenewed: a grant from a queue that says from
+// when the store holds it starts the lease then, without a renewal; one
+// the store holds for less than nothing is refused and given back.
+func TestTimedQueueGrantIsNotRenewed(t *testing.T) {
+	ctx := context.Background()
+	q := &timedQueued{queued: &queued{flaky: newFlaky()}}
+	const ttl = 10 * time.Second
+	c := newClient(t, q, turnstile.WithTTL(ttl), turnstile.WithoutWatchdog())
+	for _, age := range []time.Duration{0, 4 * time.Second} {
+		q.age = age
+		extends := q.extends.Load()
+		l, err := c.Acquire(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := q.extends.Load() - extends; n != 0 {
+			t.Fatalf("granted %v ago: %d renewals before the lease started, want none", age, n)
+		}
+		// The validity counts from the store's time, less drift: above
+		// ttl − age − 1 s, not above ttl − age.
+		if v := l.Validity(); v > ttl-age || v < ttl-age-time.Second {
+			t.Fatalf("granted %v ago: validity %v, want (%v, %v]", age, v, ttl-age-time.Second, ttl-age)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.age = ttl + time.Second
+	_, err := c.Acquire(ctx, "k")
+	if !errors.Is(err, turnstile.ErrNotAcquired) || !strings.Contains(err.Error(), "granted it longer ago than the ttl") {
+		t.Fatalf("granted %v ago: err = %v, want ErrNotAcquired saying so", q.age, err)
+	}
+	awaitGivenBack(t, newClient(t, q.flaky), "k", ttl/2)
+}
+
+// timedStore is a store whose grants say from when it holds them
+// (driver.TimedAcquirer): age before the grant.
+type timedStore struct {
+	*flaky
+	age time.Duration
+}
+
+func (s *timedStore) AcquireSince(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, time.Time, error) {
+	since := time.Now().Add(-s.age)
+	tok, ok, err := s.Acquire(ctx, key, owner, ttl)
+	return tok, ok, since, err
+}
+
+// TestTimedGrantStartsTheLease: a grant that says from when the store
+// holds it starts the lease then, or at the call's start if that is
+// earlier; one the store holds for less than nothing is refused and
+// given back.
+func TestTimedGrantStartsTheLease(t *testing.T) {
+	ctx := context.Background()
+	s := &timedStore{flaky: newFlaky()}
+	const ttl = 10 * time.Second
+	c := newClient(t, s, turnstile.WithTTL(ttl), turnstile.WithoutWatchdog())
+	for _, age := range []time.Duration{-5 * time.Second, 0, 4 * time.Second} {
+		s.age = age
+		l, err := c.TryAcquire(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := max(age, 0)
+		if v := l.Validity(); v > ttl-from || v < ttl-from-time.Second {
+			t.Fatalf("granted %v ago: validity %v, want (%v, %v]", age, v, ttl-from-time.Second, ttl-from)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.age = ttl + time.Second
+	_, err := c.TryAcquire(ctx, "k")
+	if !errors.Is(err, turnstile.ErrNotAcquired) || !strings.Contains(err.Error(), "longer than the ttl") {
+		t.Fatalf("granted %v ago: err = %v, want ErrNotAcquired saying so", s.age, err)
+	}
+	awaitGivenBack(t, newClient(t, s.flaky), "k", ttl/2)
+}
+
+// awaitGivenBack waits until c can take key, a lock given back in the
+// background, for up to within.
+func awaitGivenBack(t *testing.T, c *turnstile.Client, key string, within time.Duration) {
+	t.Helper()
+	for give := time.Now().Add(within); ; time.Sleep(time.Millisecond) {
+		l, err := c.TryAcquire(context.Background(), key)
+		if err == nil {
+			_ = l.Release(context.Background())
+			return
+		}
+		if time.Now().After(give) {
+			t.Fatalf("a grant refused as too old was not given back: %v", err)
+		}
+	}
+}

@@ -15,6 +15,8 @@
 //   - BatchExtender: many renewals in one round trip (the watchdog).
 //   - Notifier: release notices, so waiters need not poll.
 //   - Queuer: a first-come-first-served queue of waiters kept by the store.
+//   - TimedQueuer, TimedAcquirer: grants that say from when the store
+//     holds them.
 //   - TokenRoom: tokens that leave room for handoffs within a Client.
 //   - NoticeReleaser: a release that says when to send the release notice,
 //     and whether someone else was waiting to be told.
@@ -116,6 +118,36 @@ type Queuer interface {
 	// ctx.Err(). As with Acquire, an error from the store means the outcome
 	// is unknown.
 	AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (token uint64, err error)
+}
+
+// TimedQueuer is a Queuer whose grants say from when the store holds the
+// lock: the Client then need not renew a lock the queue granted before
+// handing it out, which costs the store a round trip per acquisition.
+type TimedQueuer interface {
+	Queuer
+	// AcquireWaitSince is AcquireWait that also returns since, a time on
+	// this machine's clock (with its monotonic reading) such that the
+	// store holds the lock until since + ttl at least, unless it is
+	// released or taken away meanwhile. since is not later than the
+	// call's return. A zero since says nothing: the Client then renews
+	// the lock as it does a Queuer's grant.
+	AcquireWaitSince(ctx context.Context, key, owner string, ttl time.Duration) (token uint64, since time.Time, err error)
+}
+
+// TimedAcquirer is a Backend whose grants say from when the store holds
+// the lock, as a TimedQueuer's do: its Acquire need not then renew
+// whatever else holds the lock (a lease that other locks share) with
+// every grant, since the holder's deadline may count from an earlier
+// renewal.
+type TimedAcquirer interface {
+	// AcquireSince is Acquire that also returns since when ok, a time on
+	// this machine's clock (with its monotonic reading) such that the
+	// store holds the lock until since + ttl at least, unless it is
+	// released or taken away meanwhile. since may be earlier than the
+	// call's start, and is not later than its return. A zero since says
+	// nothing: the lock is then held for ttl from the call's start, as
+	// Acquire's is.
+	AcquireSince(ctx context.Context, key, owner string, ttl time.Duration) (token uint64, ok bool, since time.Time, err error)
 }
 
 type positionKey struct{}
