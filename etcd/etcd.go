@@ -57,6 +57,11 @@
 // one write per handoff instead of a delete and the waiter's put after a
 // watch event. Locks pass to queued waiters in arrival order;
 // TryAcquire does not queue and may take a free lock ahead of the queue.
+// A grant says from when the shared lease holds the lock
+// (driver.TimedQueuer), so the Client does not renew it before handing
+// it out; the lease is renewed with the grant only when its last
+// renewal is over a tenth of the TTL old. A Client's Acquire and Release
+// of a free key are then two calls to etcd, the two writes.
 //
 // Lock kinds (turnstile.Reentrant, Semaphore, ReadWrite, Fair): Reentrant,
 // Semaphore, ReadLock and WriteLock are views of a Backend that keep
@@ -121,9 +126,11 @@ import (
 )
 
 var (
-	_ driver.Backend = (*Backend)(nil)
-	_ driver.Queuer  = (*Backend)(nil)
-	_ driver.Namer   = (*Backend)(nil)
+	_ driver.Backend       = (*Backend)(nil)
+	_ driver.Queuer        = (*Backend)(nil)
+	_ driver.TimedQueuer   = (*Backend)(nil)
+	_ driver.TimedAcquirer = (*Backend)(nil)
+	_ driver.Namer         = (*Backend)(nil)
 )
 
 // Backend is a lock store on an etcd cluster. It is safe for concurrent

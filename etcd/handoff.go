@@ -33,7 +33,13 @@ type localWaiter struct {
 	place int64  // the waiter key's create revision
 	lease *sharedLease
 	hold  time.Duration // how long a lock handed to it lasts unless renewed
-	given chan uint64   // the token, when a release hands it the lock
+	given chan handoff  // when a release hands it the lock
+}
+
+// handoff is a lock a release gave a waiter.
+type handoff struct {
+	token uint64
+	start time.Time // when the release began: its hold counts from then
 }
 
 // lines are the backend's waiters per key, in the order of their places.
@@ -127,7 +133,7 @@ func (b *Backend) release(ctx context.Context, key, owner string) (bool, error) 
 			if handed {
 				b.track(b.LockKey(key), w.owner, int64(tok), w.lease.id, start.Add(w.hold))
 				if b.waiting.leave(key, w) {
-					w.given <- tok
+					w.given <- handoff{tok, start}
 				}
 			}
 			return ok, nil

@@ -18,16 +18,33 @@ const leaseRetries = 3
 // lease meanwhile, so that the lock lives ttl from the call at least.
 // Nothing is left behind when the key is held by another owner; after
 // an error the key, if written, is deleted by owner.
-func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (_ uint64, _ bool, err error) {
+func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
+	tok, ok, _, err := b.acquire(ctx, key, owner, ttl, false)
+	return tok, ok, err
+}
+
+// AcquireSince implements driver.TimedAcquirer: Acquire, except that the
+// shared lease is renewed beside the write only when its last answered
+// grant or renewal would leave the lock less than nine tenths of ttl; since
+// is then that grant or renewal's send time, less what the lease's TTL
+// has above ttl (see AcquireWaitSince). Under a steady flow of
+// acquisitions a pair of TryAcquire and Release is two calls to etcd.
+func (b *Backend) AcquireSince(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, time.Time, error) {
+	return b.acquire(ctx, key, owner, ttl, true)
+}
+
+// acquire is Acquire, and AcquireSince when early (a lock held from an
+// earlier renewal of the lease will do).
+func (b *Backend) acquire(ctx context.Context, key, owner string, ttl time.Duration, early bool) (_ uint64, _ bool, _ time.Time, err error) {
 	defer func() { err = permission(err, "take the lock "+b.LockKey(key)) }()
 	lk, secs := b.LockKey(key), leaseSeconds(ttl)
 	for try := 1; ; try++ {
 		l, fresh, err := b.lease(ctx, secs)
 		if err != nil {
-			return 0, false, err
+			return 0, false, time.Time{}, err
 		}
 		start := time.Now()
-		renewed := b.renewing(ctx, l, fresh)
+		renewed := b.renewing(ctx, l, fresh || early && l.holds(start, ttl))
 		tok, ok, _, err := b.take(ctx, lk, owner, l.id)
 		rerr := <-renewed
 		switch {
@@ -41,19 +58,19 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 			if err == nil {
 				err = errLeaseLost
 			}
-			return 0, false, err
+			return 0, false, time.Time{}, err
 		case err != nil:
 			b.drop(ctx, lk, owner, "", l.id)
-			return 0, false, err
+			return 0, false, time.Time{}, err
 		case !ok:
-			return 0, false, nil
+			return 0, false, time.Time{}, nil
 		case rerr != nil:
 			// Taken, but its lease's time from now on is unknown.
 			b.drop(ctx, lk, owner, "", l.id)
-			return 0, false, rerr
+			return 0, false, time.Time{}, rerr
 		}
 		b.track(lk, owner, int64(tok), l.id, start.Add(l.hold()))
-		return tok, true, nil
+		return tok, true, l.since(start, ttl), nil
 	}
 }
 

@@ -44,7 +44,7 @@ type sharedLease struct {
 
 	mu    sync.Mutex
 	state leaseState
-	until time.Time // when the lease ends at the latest by the client's clock: last grant or renewal sent + ttl
+	until time.Time // before it the lease is certainly alive, by the client's clock: the last answered grant or renewal's send time + ttl
 }
 
 // usable reports whether the lease may still be alive on the server.
@@ -57,6 +57,27 @@ func (l *sharedLease) usable(now time.Time) bool {
 // hold is how long a lock written or renewed under l lasts, as a lease
 // of its own with the TTL etcd granted l would: the sweeper's bound.
 func (l *sharedLease) hold() time.Duration { return time.Duration(l.ttl) * time.Second }
+
+// holds reports whether etcd holds l for all but a tenth of ttl from t
+// at least, by its last grant or renewal answered: a lock granted under
+// l at t then need not renew it.
+func (l *sharedLease) holds(t time.Time, ttl time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state == leaseLive && !l.until.Before(t.Add(ttl-ttl/10))
+}
+
+// since is the time from which a lock granted under l at t is held for
+// ttl at least, by l's last grant or renewal answered: no later than t,
+// from which the sweeper counts the lock's own deadline (see sweep.go).
+func (l *sharedLease) since(t time.Time, ttl time.Duration) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.until.Add(-ttl); s.Before(t) {
+		return s
+	}
+	return t
+}
 
 // renewed records a renewal sent at sent that etcd answered with ttl.
 func (l *sharedLease) renewed(sent time.Time, ttl int64) {
@@ -185,11 +206,11 @@ func (b *Backend) renewID(ctx context.Context, id clientv3.LeaseID) (int64, erro
 	return ttl, err
 }
 
-// renewing renews l in the background unless fresh, and returns the
-// channel its outcome arrives on.
-func (b *Backend) renewing(ctx context.Context, l *sharedLease, fresh bool) <-chan error {
+// renewing renews l in the background unless skip (a lease granted or
+// renewed just now), and returns the channel its outcome arrives on.
+func (b *Backend) renewing(ctx context.Context, l *sharedLease, skip bool) <-chan error {
 	ch := make(chan error, 1)
-	if fresh {
+	if skip {
 		ch <- nil
 		return ch
 	}

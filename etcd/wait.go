@@ -18,11 +18,11 @@ import (
 type waiter struct {
 	b       *Backend
 	id      clientv3.LeaseID
-	shared  *sharedLease  // the plain lock's waiters: id is this shared lease
-	given   <-chan uint64 // the plain lock's waiters: a release handed it the lock (token)
-	token   uint64        // the token given
-	renew   time.Duration // how often the lease is renewed while waiting
-	renewed time.Time     // when the lease was granted or last renewed
+	shared  *sharedLease   // the plain lock's waiters: id is this shared lease
+	given   <-chan handoff // the plain lock's waiters: a release handed it the lock
+	handed  handoff        // the lock given
+	renew   time.Duration  // how often the lease is renewed while waiting
+	renewed time.Time      // when the lease was granted or last renewed
 }
 
 // newWaiter grants a waiting lease with ttl.
@@ -143,9 +143,9 @@ func (w *waiter) waitFor(ctx context.Context, key string, prefix bool, rev int64
 			timer.Stop()
 			return ctx.Err()
 		case <-timer.C:
-		case tok := <-w.given:
+		case h := <-w.given:
 			timer.Stop()
-			w.token = tok
+			w.handed = h
 			return errHandedOver
 		case wr, ok := <-wch:
 			timer.Stop()

@@ -50,7 +50,8 @@ func isDetached(ctx context.Context) bool {
 // discovers are all present; where the store lacks one, the method
 // behaves as the Client treats the capability's absence (notices: an
 // error, so it polls; batches: one call per renewal; ReleaseNotice: the
-// plain Release, which tells every time; inspection: ErrUnsupported). Only driver.Queuer changes how a Client
+// plain Release, which tells every time; inspection: ErrUnsupported;
+// grants that say when the store holds them: a zero time). Only driver.Queuer changes how a Client
 // waits, so it is added by queuedView where the store has it.
 type storeView struct {
 	b driver.Backend
@@ -67,6 +68,16 @@ func viewOf(b driver.Backend) driver.Backend {
 
 func (v *storeView) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, error) {
 	return v.b.Acquire(ctx, key, owner, ttl)
+}
+
+// AcquireSince implements driver.TimedAcquirer: a zero since where the
+// store cannot say.
+func (v *storeView) AcquireSince(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, time.Time, error) {
+	if ta, ok := v.b.(driver.TimedAcquirer); ok {
+		return ta.AcquireSince(ctx, key, owner, ttl)
+	}
+	tok, ok, err := v.b.Acquire(ctx, key, owner, ttl)
+	return tok, ok, time.Time{}, err
 }
 
 func (v *storeView) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
@@ -164,4 +175,14 @@ type queuedView struct {
 // AcquireWait implements driver.Queuer.
 func (v *queuedView) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (uint64, error) {
 	return v.q.AcquireWait(ctx, key, owner, ttl)
+}
+
+// AcquireWaitSince implements driver.TimedQueuer: a zero since where the
+// store's queue cannot say.
+func (v *queuedView) AcquireWaitSince(ctx context.Context, key, owner string, ttl time.Duration) (uint64, time.Time, error) {
+	if tq, ok := v.q.(driver.TimedQueuer); ok {
+		return tq.AcquireWaitSince(ctx, key, owner, ttl)
+	}
+	tok, err := v.q.AcquireWait(ctx, key, owner, ttl)
+	return tok, time.Time{}, err
 }
