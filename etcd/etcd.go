@@ -4,8 +4,9 @@
 // by default) whose value is the owner, attached to an etcd lease that
 // the backend's locks of the same TTL (in whole seconds) share, as the
 // locks of one concurrency.Session share its lease: granted once, renewed
-// by every acquisition and every Extend, left to expire when nothing
-// renews it. A pair of Acquire and Release is then two writes to etcd's
+// by every Extend and by acquisitions (by those of a Client only when its
+// last renewal is over a tenth of the TTL old: see Waiting), left to
+// expire when nothing renews it. A pair of Acquire and Release is then two writes to etcd's
 // log — the key's put and its delete, each in a transaction that
 // compares the owner — where a lease per lock cost four. The lease is
 // what expires: when the holder dies, stops renewing or is cut off, etcd

@@ -15,8 +15,10 @@ import (
 // own concurrency.Mutex do: a lease costs etcd's log a write to grant
 // and another to revoke or expire, so a lease per lock made every pair
 // of Acquire and Release cost four writes instead of two. The lease is
-// granted on first use, renewed by every acquisition and by every
-// holder's Extend (on the renewer's one stream), and left to expire
+// granted on first use, renewed by every holder's Extend and by
+// acquisitions (on the renewer's one stream; AcquireSince and
+// AcquireWaitSince only when its last renewal is over a tenth of the
+// TTL old), and left to expire
 // when nothing renews it. Each lock key is still its own: written and
 // deleted in transactions that compare its owner, so that a release or
 // a forced release ends that lock alone. A lease that ends on the
