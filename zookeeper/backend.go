@@ -57,9 +57,10 @@ type Backend struct {
 }
 
 var (
-	_ driver.Backend = (*Backend)(nil)
-	_ driver.Queuer  = (*Backend)(nil)
-	_ driver.Namer   = (*Backend)(nil)
+	_ driver.Backend     = (*Backend)(nil)
+	_ driver.Queuer      = (*Backend)(nil)
+	_ driver.TimedQueuer = (*Backend)(nil)
+	_ driver.Namer       = (*Backend)(nil)
 )
 
 // Option configures Dial.

@@ -22,17 +22,29 @@ var ErrNodeVanished = errors.New("zookeeper: lock node vanished while waiting")
 // is first. Each change wakes one waiter, so there is no herd. When ctx is
 // done the node leaves the queue (releasing the lock if it was granted
 // meanwhile) and the error matches ctx.Err().
-func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (_ uint64, err error) {
+func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.Duration) (uint64, error) {
+	tok, _, err := b.AcquireWaitSince(ctx, key, owner, ttl)
+	return tok, err
+}
+
+// AcquireWaitSince implements driver.TimedQueuer: AcquireWait, with since
+// the send time of the write that marks the node granted. ZooKeeper heard
+// the session then, so it keeps the node for the session timeout after
+// that at least, and the Backend's own timer for the hold starts after
+// it; when the session timeout granted is below ttl by then (cut at a
+// reconnection during the wait) since is zero, and the Client's renewal
+// finds the hold lost, as it would have.
+func (b *Backend) AcquireWaitSince(ctx context.Context, key, owner string, ttl time.Duration) (_ uint64, _ time.Time, err error) {
 	defer func() { err = b.permission(err, "queue for the lock in "+b.dir(key)) }()
 	if err := b.live(); err != nil {
-		return 0, err
+		return 0, time.Time{}, err
 	}
 	if err := b.fitTTL(ttl); err != nil {
-		return 0, err
+		return 0, time.Time{}, err
 	}
 	mine, _, err := b.enqueue(ctx, key, owner)
 	if err != nil {
-		return 0, err
+		return 0, time.Time{}, err
 	}
 	name, eo := path.Base(mine), escape(owner)
 	report, last := driver.PositionFunc(ctx), 0
@@ -40,7 +52,7 @@ func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.D
 		q, err := b.list(ctx, key)
 		if err != nil {
 			b.cleanup(mine)
-			return 0, err
+			return 0, time.Time{}, err
 		}
 		at := -1
 		for i, n := range q {
@@ -51,13 +63,17 @@ func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.D
 		}
 		switch {
 		case at < 0:
-			return 0, fmt.Errorf("%w: %s", ErrNodeVanished, mine)
+			return 0, time.Time{}, fmt.Errorf("%w: %s", ErrNodeVanished, mine)
 		case at == 0 || q[0].owner == eo:
-			return b.granted(ctx, key, owner, mine, q[0], ttl)
+			tok, since, err := b.granted(ctx, key, owner, mine, q[0], ttl)
+			if err == nil && b.fitTTL(ttl) != nil {
+				since = time.Time{}
+			}
+			return tok, since, err
 		}
 		dir := b.dir(key)
 		if err := b.waitBehind(ctx, mine, dir, dir+"/"+q[at-1].name, q, at, &last, report); err != nil {
-			return 0, err
+			return 0, time.Time{}, err
 		}
 	}
 }
@@ -114,25 +130,26 @@ func (b *Backend) waitBehind(ctx context.Context, mine, dir, pred string, q []no
 
 // granted finishes AcquireWait once the owner is first in the queue. The
 // token is the zxid of a write made now, so it exceeds every token handed
-// out while the owner waited.
-func (b *Backend) granted(ctx context.Context, key, owner, mine string, first node, ttl time.Duration) (uint64, error) {
+// out while the owner waited; sent is when that write was sent.
+func (b *Backend) granted(ctx context.Context, key, owner, mine string, first node, ttl time.Duration) (_ uint64, sent time.Time, _ error) {
 	held := b.dir(key) + "/" + first.name
 	if held != mine {
 		// The owner already held the key through an earlier node.
 		if err := b.remove(ctx, mine); err != nil {
-			return 0, err
+			return 0, time.Time{}, err
 		}
 	}
+	sent = time.Now()
 	st, err := call(ctx, func() (*zk.Stat, error) { return b.conn.Set(held, nil, -1) })
 	if err != nil {
 		b.cleanup(held)
 		if ctx.Err() != nil {
-			return 0, ctx.Err()
+			return 0, time.Time{}, ctx.Err()
 		}
-		return 0, fmt.Errorf("zookeeper: mark %s granted: %w", held, err)
+		return 0, time.Time{}, fmt.Errorf("zookeeper: mark %s granted: %w", held, err)
 	}
 	b.arm(holdKey{key, owner}, held, ttl)
-	return uint64(st.Mzxid), nil
+	return uint64(st.Mzxid), sent, nil
 }
 
 // sameNodes reports whether a and b are the same nodes in the same order.
