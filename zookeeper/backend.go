@@ -45,6 +45,8 @@ type Backend struct {
 	acl     []zk.ACL    // of every node the Backend creates
 	acls    *aclChecker // of the nodes the Backend uses, when user is set
 
+	beforeList func() // tests: runs between an acquisition's new node and its first look at the queue
+
 	mu     sync.Mutex
 	closed bool
 	holds  map[holdKey]*hold // locks this Backend took, with their TTL timers

@@ -41,9 +41,14 @@
 // The token is a zxid, ZooKeeper's transaction id, which the ensemble
 // makes strictly increasing across all keys and across leader changes
 // (the epoch is its high 32 bits): the zxid of the transaction that
-// created the holder's node, or, for a lock granted after waiting in the
-// queue or taken again by its owner, of a write made at the moment of the
-// grant. So every token is larger than every token issued before it.
+// created the holder's node, when the node is first in line and no node
+// came or went in the key's directory since (the directory's Pzxid is
+// still that zxid: every node ahead of it was gone before it came, so
+// nobody was granted the lock since); otherwise — a lock granted after
+// waiting in the queue, taken again by its owner, or whose queue changed
+// between the node's creation and the look that found it first — the
+// zxid of a write made at the moment of the grant. So every token is
+// larger than every token issued before it.
 //
 // # Lock kinds
 //

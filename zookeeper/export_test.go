@@ -10,3 +10,7 @@ func (b *Backend) ForgetHold(key, owner string) { b.drop(holdKey{key, owner}) }
 // connection as d, as a reconnection to a server with a lower
 // maxSessionTimeout does.
 func (b *Backend) CutSession(d time.Duration) { b.tracker.granted.Store(int64(d)) }
+
+// BeforeList makes b's Acquire and AcquireWait run f between creating
+// their node and their first look at the queue.
+func (b *Backend) BeforeList(f func()) { b.beforeList = f }

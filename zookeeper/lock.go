@@ -114,17 +114,46 @@ func (b *Backend) list(ctx context.Context, key string) ([]node, error) {
 
 // listDir returns the queue in dir; an absent directory is an empty queue.
 func (b *Backend) listDir(ctx context.Context, dir string) ([]node, error) {
-	children, err := call(ctx, func() ([]string, error) {
-		c, _, err := b.conn.Children(dir)
-		return c, err
+	q, _, err := b.listStat(ctx, dir)
+	return q, err
+}
+
+// listStat is listDir, with the directory's Stat (nil when it is absent).
+func (b *Backend) listStat(ctx context.Context, dir string) ([]node, *zk.Stat, error) {
+	type listing struct {
+		children []string
+		stat     *zk.Stat
+	}
+	l, err := call(ctx, func() (listing, error) {
+		c, st, err := b.conn.Children(dir)
+		return listing{c, st}, err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("zookeeper: list %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("zookeeper: list %s: %w", dir, err)
 	}
-	return queue(children), nil
+	return queue(l.children), l.stat, nil
+}
+
+// firstToken is the token of owner's node mine, created by the
+// transaction zxid and found first in its queue, whose directory had
+// Stat st then. When no node came or went in the directory since mine
+// was created (its Pzxid is still zxid), every node ahead of mine was
+// gone before it came, so nobody was granted the lock since, and zxid is
+// above every token issued before. Otherwise a waiter ahead of mine may
+// have been granted it and let it go meanwhile, with a larger token:
+// a write to mine now gives the token (its Mzxid).
+func (b *Backend) firstToken(ctx context.Context, mine string, zxid int64, st *zk.Stat) (uint64, error) {
+	if st != nil && st.Pzxid == zxid {
+		return uint64(zxid), nil
+	}
+	set, err := call(ctx, func() (*zk.Stat, error) { return b.conn.Set(mine, nil, -1) })
+	if err != nil {
+		return 0, fmt.Errorf("zookeeper: mark %s granted: %w", mine, err)
+	}
+	return uint64(set.Mzxid), nil
 }
 
 // remove deletes the node at p; a node already gone is no error. A delete
@@ -139,7 +168,9 @@ func (b *Backend) remove(ctx context.Context, p string) error {
 
 // Acquire implements driver.Backend. It never queues: it creates a node,
 // keeps it if the node is first in the queue (or the owner's own node is),
-// and deletes it otherwise. Two to three round trips.
+// and deletes it otherwise. Two round trips, and a third to delete the
+// node, or to write it when the queue changed between its creation and
+// the look (see firstToken).
 func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (_ uint64, _ bool, err error) {
 	defer func() { err = b.permission(err, "take the lock in "+b.dir(key)) }()
 	if err := b.live(); err != nil {
@@ -152,7 +183,10 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 	if err != nil {
 		return 0, false, err
 	}
-	q, err := b.list(ctx, key)
+	if b.beforeList != nil {
+		b.beforeList()
+	}
+	q, st, err := b.listStat(ctx, b.dir(key))
 	if err != nil {
 		b.cleanup(mine)
 		return 0, false, err
@@ -160,8 +194,13 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 	name, eo := path.Base(mine), escape(owner)
 	switch {
 	case len(q) > 0 && q[0].name == name:
+		tok, err := b.firstToken(ctx, mine, zxid, st)
+		if err != nil {
+			b.cleanup(mine)
+			return 0, false, err
+		}
 		b.arm(holdKey{key, owner}, mine, ttl)
-		return uint64(zxid), true, nil
+		return tok, true, nil
 	case len(q) > 0 && q[0].owner == eo:
 		// Taken again by its holder (a retry after a lost reply): keep the
 		// first node, whose place in the queue is the lock, and hand out

@@ -101,3 +101,63 @@ func TestQueueGrantOnACutSession(t *testing.T) {
 		t.Fatalf("the waiter granted on a cut session: %v; want ErrNotAcquired, lost right after the grant", err)
 	}
 }
+
+// TestTokenAboveAGrantMeanwhile: an acquisition — TryAcquire, or
+// Acquire through the queue — whose node was created while a waiter was
+// ahead of it, and which finds itself first only after that waiter was
+// granted the lock and let it go, gets a token above the waiter's: the
+// tokens of one key increase in the order of the grants.
+func TestTokenAboveAGrantMeanwhile(t *testing.T) {
+	for _, queued := range []bool{false, true} {
+		t.Run(map[bool]string{false: "TryAcquire", true: "queued"}[queued], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			const ttl = 10 * time.Second
+			key := "order-" + t.Name()[len("TestTokenAboveAGrantMeanwhile/"):]
+			h, w, late := dial(t), dial(t), dial(t)
+			if _, ok, err := h.Acquire(ctx, key, "h", ttl); !ok || err != nil {
+				t.Fatalf("holder: %v %v", ok, err)
+			}
+			granted := make(chan uint64, 1)
+			go func() {
+				tok, err := w.AcquireWait(ctx, key, "w", ttl)
+				if err != nil {
+					t.Error(err)
+				}
+				granted <- tok
+			}()
+			raw := rawConn(t)
+			for deadline := time.Now().Add(10 * time.Second); len(queue(t, raw, "/turnstile/locks/"+key)) < 2; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the waiter did not queue")
+				}
+			}
+			var wtok uint64
+			late.BeforeList(func() {
+				if _, err := h.Release(ctx, key, "h"); err != nil {
+					t.Error(err)
+				}
+				wtok = <-granted
+				if _, err := w.Release(ctx, key, "w"); err != nil {
+					t.Error(err)
+				}
+			})
+			var tok uint64
+			var err error
+			if queued {
+				tok, err = late.AcquireWait(ctx, key, "late", ttl)
+			} else {
+				var ok bool
+				if tok, ok, err = late.Acquire(ctx, key, "late", ttl); !ok && err == nil {
+					t.Fatal("TryAcquire after both let go found the lock held")
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tok <= wtok {
+				t.Fatalf("token %d not above %d, the token of the waiter granted and released meanwhile", tok, wtok)
+			}
+		})
+	}
+}
