@@ -28,12 +28,14 @@ func (b *Backend) AcquireWait(ctx context.Context, key, owner string, ttl time.D
 }
 
 // AcquireWaitSince implements driver.TimedQueuer: AcquireWait, with since
-// the send time of the write that marks the node granted. ZooKeeper heard
-// the session then, so it keeps the node for the session timeout after
-// that at least, and the Backend's own timer for the hold starts after
-// it; when the session timeout granted is below ttl by then (cut at a
-// reconnection during the wait) since is zero, and the Client's renewal
-// finds the hold lost, as it would have.
+// the send time of the write that marks the node granted, or, for a node
+// first in a queue that did not change since it was created (see
+// firstToken: no write is needed then), of the look at the queue that
+// found it first. ZooKeeper heard the session then, so it keeps the node
+// for the session timeout after that at least, and the Backend's own
+// timer for the hold starts after it; when the session timeout granted
+// is below ttl by then (cut at a reconnection during the wait) since is
+// zero, and the Client's renewal finds the hold lost, as it would have.
 func (b *Backend) AcquireWaitSince(ctx context.Context, key, owner string, ttl time.Duration) (_ uint64, _ time.Time, err error) {
 	defer func() { err = b.permission(err, "queue for the lock in "+b.dir(key)) }()
 	if err := b.live(); err != nil {
@@ -42,14 +44,18 @@ func (b *Backend) AcquireWaitSince(ctx context.Context, key, owner string, ttl t
 	if err := b.fitTTL(ttl); err != nil {
 		return 0, time.Time{}, err
 	}
-	mine, _, err := b.enqueue(ctx, key, owner)
+	mine, zxid, err := b.enqueue(ctx, key, owner)
 	if err != nil {
 		return 0, time.Time{}, err
 	}
+	if b.beforeList != nil {
+		b.beforeList()
+	}
 	name, eo := path.Base(mine), escape(owner)
 	report, last := driver.PositionFunc(ctx), 0
-	for {
-		q, err := b.list(ctx, key)
+	for look := 1; ; look++ {
+		sent := time.Now()
+		q, st, err := b.listStat(ctx, b.dir(key))
 		if err != nil {
 			b.cleanup(mine)
 			return 0, time.Time{}, err
@@ -64,6 +70,15 @@ func (b *Backend) AcquireWaitSince(ctx context.Context, key, owner string, ttl t
 		switch {
 		case at < 0:
 			return 0, time.Time{}, fmt.Errorf("%w: %s", ErrNodeVanished, mine)
+		case at == 0 && look == 1 && st != nil && st.Pzxid == zxid:
+			// First at the first look, and nothing came or went since
+			// the node did: its creation is the grant (firstToken), and
+			// the look itself was heard by the session's server.
+			b.arm(holdKey{key, owner}, mine, ttl)
+			if b.fitTTL(ttl) != nil {
+				sent = time.Time{}
+			}
+			return uint64(zxid), sent, nil
 		case at == 0 || q[0].owner == eo:
 			tok, since, err := b.granted(ctx, key, owner, mine, q[0], ttl)
 			if err == nil && b.fitTTL(ttl) != nil {
