@@ -117,9 +117,16 @@ func stallingBackend(t *testing.T, srv *testserver.Etcd, s *staller) *etcd.Backe
 // requests go through intercept.
 func interceptedBackend(t *testing.T, srv *testserver.Etcd, intercept grpc.UnaryClientInterceptor) *etcd.Backend {
 	t.Helper()
+	return dialWith(t, srv, grpc.WithChainUnaryInterceptor(intercept))
+}
+
+// dialWith returns a backend over a client of its own dialled with opts,
+// both closed when the test ends.
+func dialWith(t *testing.T, srv *testserver.Etcd, opts ...grpc.DialOption) *etcd.Backend {
+	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints: []string{srv.Endpoint()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(intercept)},
+		DialOptions: opts,
 	})
 	if err != nil {
 		t.Fatal(err)
