@@ -6,11 +6,12 @@
 // locks of one concurrency.Session share its lease: granted once, renewed
 // by every Extend and by acquisitions (by those of a Client only when its
 // last renewal is over a tenth of the TTL old: see Waiting), left to
-// expire when nothing renews it. A pair of Acquire and Release is then two writes to etcd's
-// log — the key's put and its delete, each in a transaction that
-// compares the owner — where a lease per lock cost four. The lease is
-// what expires: when the holder dies, stops renewing or is cut off, etcd
-// deletes the key once the lease's TTL has run out on the etcd leader.
+// expire when nothing renews it. A pair of Acquire and Release is then
+// two writes to etcd's log — the key's put and its delete, each in a
+// transaction that compares the owner — where a lease per lock cost
+// four. The lease is what expires: when the holder dies, stops renewing
+// or is cut off, etcd deletes the key once the lease's TTL has run out
+// on the etcd leader.
 // A lease that ends (expired, or revoked behind the backend's back) ends
 // exactly the locks on it: each holder's next Extend reports its lock
 // lost, and the next acquisition takes a new lease. Since other locks

@@ -51,8 +51,9 @@ func isDetached(ctx context.Context) bool {
 // behaves as the Client treats the capability's absence (notices: an
 // error, so it polls; batches: one call per renewal; ReleaseNotice: the
 // plain Release, which tells every time; inspection: ErrUnsupported;
-// grants that say when the store holds them: a zero time). Only driver.Queuer changes how a Client
-// waits, so it is added by queuedView where the store has it.
+// grants that say when the store holds them: a zero time). Only
+// driver.Queuer changes how a Client waits, so it is added by queuedView
+// where the store has it.
 type storeView struct {
 	b driver.Backend
 }

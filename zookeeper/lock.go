@@ -137,16 +137,21 @@ func (b *Backend) listStat(ctx context.Context, dir string) ([]node, *zk.Stat, e
 	return queue(l.children), l.stat, nil
 }
 
+// unchanged reports whether no node came or went in a directory, whose
+// Stat is st, since the transaction zxid created a node in it (its Pzxid
+// is still zxid). If that node is first in line, every node ahead of it
+// was gone before it came, so nobody was granted the lock since, and
+// zxid is above every token issued before.
+func unchanged(st *zk.Stat, zxid int64) bool { return st != nil && st.Pzxid == zxid }
+
 // firstToken is the token of owner's node mine, created by the
 // transaction zxid and found first in its queue, whose directory had
-// Stat st then. When no node came or went in the directory since mine
-// was created (its Pzxid is still zxid), every node ahead of mine was
-// gone before it came, so nobody was granted the lock since, and zxid is
-// above every token issued before. Otherwise a waiter ahead of mine may
-// have been granted it and let it go meanwhile, with a larger token:
-// a write to mine now gives the token (its Mzxid).
+// Stat st then: zxid when the queue is unchanged since. Otherwise a
+// waiter ahead of mine may have been granted the lock and let it go
+// meanwhile, with a larger token: a write to mine now gives the token
+// (its Mzxid).
 func (b *Backend) firstToken(ctx context.Context, mine string, zxid int64, st *zk.Stat) (uint64, error) {
-	if st != nil && st.Pzxid == zxid {
+	if unchanged(st, zxid) {
 		return uint64(zxid), nil
 	}
 	set, err := call(ctx, func() (*zk.Stat, error) { return b.conn.Set(mine, nil, -1) })

@@ -70,10 +70,10 @@ func (b *Backend) AcquireWaitSince(ctx context.Context, key, owner string, ttl t
 		switch {
 		case at < 0:
 			return 0, time.Time{}, fmt.Errorf("%w: %s", ErrNodeVanished, mine)
-		case at == 0 && look == 1 && st != nil && st.Pzxid == zxid:
+		case at == 0 && look == 1 && unchanged(st, zxid):
 			// First at the first look, and nothing came or went since
-			// the node did: its creation is the grant (firstToken), and
-			// the look itself was heard by the session's server.
+			// the node did: its creation is the grant, and the look
+			// itself was heard by the session's server.
 			b.arm(holdKey{key, owner}, mine, ttl)
 			if b.fitTTL(ttl) != nil {
 				sent = time.Time{}
