@@ -206,8 +206,20 @@ func TestClusterMigrateSlotAndFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := to.Call("WAIT", "1", "10000"); err != nil || n != int64(1) {
-		t.Fatalf("WAIT for the replica = %v, %v", n, err)
+	// (WAIT would not say: it waits for its own connection's writes, and
+	// the keys came over others.)
+	keys, err := to.Call("CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(int(slot)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		n, err := want.Call("CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(int(slot)))
+		if err == nil && n == keys {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica holds %v keys of the slot (%v), its master %v", n, err, keys)
+		}
 	}
 	promoted, err := c.Failover(to)
 	if err != nil {
