@@ -75,16 +75,10 @@ func (b *Backend) AcquireWaitSince(ctx context.Context, key, owner string, ttl t
 			// the node did: its creation is the grant, and the look
 			// itself was heard by the session's server.
 			b.arm(holdKey{key, owner}, mine, ttl)
-			if b.fitTTL(ttl) != nil {
-				sent = time.Time{}
-			}
-			return uint64(zxid), sent, nil
+			return uint64(zxid), b.heldSince(sent, ttl), nil
 		case at == 0 || q[0].owner == eo:
 			tok, since, err := b.granted(ctx, key, owner, mine, q[0], ttl)
-			if err == nil && b.fitTTL(ttl) != nil {
-				since = time.Time{}
-			}
-			return tok, since, err
+			return tok, b.heldSince(since, ttl), err
 		}
 		dir := b.dir(key)
 		if err := b.waitBehind(ctx, mine, dir, dir+"/"+q[at-1].name, q, at, &last, report); err != nil {
@@ -170,4 +164,14 @@ func (b *Backend) granted(ctx context.Context, key, owner, mine string, first no
 // sameNodes reports whether a and b are the same nodes in the same order.
 func sameNodes(a, b []node) bool {
 	return slices.EqualFunc(a, b, func(x, y node) bool { return x.name == y.name })
+}
+
+// heldSince is the since of a grant whose request the session's server
+// heard after sent: sent, unless the session timeout granted is below
+// ttl by now (zero: the Client's renewal then finds the hold lost).
+func (b *Backend) heldSince(sent time.Time, ttl time.Duration) time.Time {
+	if sent.IsZero() || b.fitTTL(ttl) != nil {
+		return time.Time{}
+	}
+	return sent
 }
