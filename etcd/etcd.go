@@ -146,6 +146,7 @@ type Backend struct {
 	waiting lines     // the plain locks' waiters of this backend, per key
 	hold    anchor    // keeps the waiters' watch stream open
 	sweep   sweeper   // ends the plain locks whose own deadline passed
+	batch   batcher   // puts concurrent writes in one transaction
 
 	bg       sync.WaitGroup // lease revocations that outlive their caller's context
 	stop     chan struct{}  // closed by Close: cancels them
@@ -165,7 +166,7 @@ func New(cli *clientv3.Client, opts ...Option) (*Backend, error) {
 	if err := cfg.apply(opts); err != nil {
 		return nil, err
 	}
-	return &Backend{cli: cli, cfg: cfg, ka: newRenewer(cli), stop: make(chan struct{})}, nil
+	return &Backend{cli: cli, cfg: cfg, ka: newRenewer(cli), batch: batcher{max: cfg.batch}, stop: make(chan struct{})}, nil
 }
 
 // Dial connects a client of the backend's own with cfg and returns a
@@ -208,7 +209,7 @@ func Dial(ctx context.Context, cfg clientv3.Config, opts ...Option) (*Backend, e
 		}
 		return nil, err
 	}
-	return &Backend{cli: cli, owns: true, cfg: c, ka: newRenewer(cli), stop: make(chan struct{})}, nil
+	return &Backend{cli: cli, owns: true, cfg: c, ka: newRenewer(cli), batch: batcher{max: c.batch}, stop: make(chan struct{})}, nil
 }
 
 // Client returns the etcd client the backend uses.

@@ -225,7 +225,7 @@ func TestBackend(t *testing.T) {
 
 	t.Run("OpenURL", func(t *testing.T) {
 		ctx := ctxFor(t, 30*time.Second)
-		c, err := turnstile.Open(ctx, srv.URL()+"?prefix=/other&dial_timeout=3s")
+		c, err := turnstile.Open(ctx, srv.URL()+"?prefix=/other&dial_timeout=3s&batch=8")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,5 +267,8 @@ func TestBadURLs(t *testing.T) {
 		"etcd://127.0.0.1:2379?prefix=",
 		"etcd://127.0.0.1:2379?prefix=a&prefix=b",
 		"etcd://127.0.0.1:2379?tls=maybe",
+		"etcd://127.0.0.1:2379?batch=0",
+		"etcd://127.0.0.1:2379?batch=1025",
+		"etcd://127.0.0.1:2379?batch=many",
 	)
 }

@@ -46,3 +46,19 @@ func (b *Backend) AgeLeases(d time.Duration) {
 		l.mu.Unlock()
 	}
 }
+
+// InFlightTxns is how many transactions of a line may be on their way.
+const InFlightTxns = inFlightTxns
+
+// Queued is how many writes wait in b's line for a transaction.
+func (b *Backend) Queued() int {
+	b.batch.mu.Lock()
+	defer b.batch.mu.Unlock()
+	return len(b.batch.line)
+}
+
+// Txn commits a write as the plain locks' writes are: alone, or in one
+// transaction with other callers' writes.
+func (b *Backend) Txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
+	return b.txn(ctx, cmps, then, els)
+}

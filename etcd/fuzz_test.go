@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,6 +26,7 @@ func FuzzParseURL(f *testing.F) {
 		"etcd://h?tls=on", "etcd://h?tls=off", "etcd://h?tls=1&server_name=localhost", "etcd://h?tls=off&server_name=x",
 		"etcd://h?ca_file=/nonexistent", "etcd://h?cert_file=a", "etcd://h?key_file=b", "etcd://h?server_name=a%20b",
 		"etcd://u@h?password_file=/nonexistent", "etcd://u@h", "etcd://:p@h", "etcd://h?tls=",
+		"etcd://h?batch=1", "etcd://h?batch=64", "etcd://h?batch=0", "etcd://h?batch=1025", "etcd://h?batch=x",
 	)
 }
 
@@ -57,14 +59,14 @@ var urlParser = urlcheck.Parser[clientv3.Config, []Option, config]{
 		if cfg.Username != "" || cfg.Password != "" {
 			back.User = url.UserPassword(cfg.Username, cfg.Password)
 		}
-		q := url.Values{"dial_timeout": {cfg.DialTimeout.String()}, "prefix": {c.prefix}}
+		q := url.Values{"dial_timeout": {cfg.DialTimeout.String()}, "prefix": {c.prefix}, "batch": {strconv.Itoa(c.batch)}}
 		urlcheck.SetTLS(q, cfg.TLS)
 		back.RawQuery = q.Encode()
 		return back.String()
 	},
 	Differ: func(cfg clientv3.Config, c config, cfg2 clientv3.Config, c2 config) bool {
 		return !slices.Equal(cfg.Endpoints, cfg2.Endpoints) || cfg.Username != cfg2.Username || cfg.Password != cfg2.Password ||
-			cfg.DialTimeout != cfg2.DialTimeout || c.prefix != c2.prefix || (cfg.TLS == nil) != (cfg2.TLS == nil) ||
+			cfg.DialTimeout != cfg2.DialTimeout || c.prefix != c2.prefix || c.batch != c2.batch || (cfg.TLS == nil) != (cfg2.TLS == nil) ||
 			cfg.TLS != nil && cfg.TLS.ServerName != cfg2.TLS.ServerName
 	},
 }

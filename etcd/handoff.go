@@ -98,9 +98,9 @@ func (ls *lines) first(key string) *localWaiter {
 // whether owner held lk; handed whether w was given it, with token.
 func (b *Backend) releaseTo(ctx context.Context, key, owner string, w *localWaiter) (ok, handed bool, token uint64, err error) {
 	lk, dir := b.LockKey(key), b.queuePrefix(key)
-	resp, err := b.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.Value(lk), "=", owner)).
-		Then(clientv3.OpTxn(
+	resp, err := b.txn(ctx,
+		[]clientv3.Cmp{clientv3.Compare(clientv3.Value(lk), "=", owner)},
+		[]clientv3.Op{clientv3.OpTxn(
 			[]clientv3.Cmp{
 				clientv3.Compare(clientv3.CreateRevision(w.qk), "=", w.place),
 				// every waiter came after w
@@ -108,7 +108,8 @@ func (b *Backend) releaseTo(ctx context.Context, key, owner string, w *localWait
 			},
 			[]clientv3.Op{clientv3.OpPut(lk, w.owner, clientv3.WithLease(w.lease.id)), clientv3.OpDelete(w.qk)},
 			[]clientv3.Op{clientv3.OpDelete(lk)},
-		)).Commit()
+		)},
+		nil)
 	if err != nil || !resp.Succeeded {
 		return false, false, 0, err
 	}

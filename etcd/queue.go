@@ -51,15 +51,15 @@ func (b *Backend) AcquireWaitSince(ctx context.Context, key, owner string, ttl t
 		put := clientv3.OpPut(lk, owner, clientv3.WithLease(l.id))
 		start := time.Now()
 		renewed := b.renewing(ctx, l, fresh || l.holds(start, ttl))
-		resp, err := b.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(lk), "=", 0),
-				clientv3.Compare(clientv3.CreateRevision(dir), "=", 0).WithPrefix()).
-			Then(put).
-			Else(clientv3.OpTxn(
+		resp, err := b.txn(ctx,
+			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lk), "=", 0),
+				clientv3.Compare(clientv3.CreateRevision(dir), "=", 0).WithPrefix()},
+			[]clientv3.Op{put},
+			[]clientv3.Op{clientv3.OpTxn(
 				[]clientv3.Cmp{clientv3.Compare(clientv3.Value(lk), "=", owner)},
 				[]clientv3.Op{put, clientv3.OpDelete(me)},
 				[]clientv3.Op{clientv3.OpPut(me, owner, clientv3.WithLease(l.id), clientv3.WithPrevKV())},
-			)).Commit()
+			)})
 		rerr := <-renewed
 		switch {
 		case leaseGone(err) || (err == nil && rerr == errLeaseLost):

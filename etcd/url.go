@@ -17,7 +17,7 @@ const DefaultDialTimeout = 5 * time.Second
 
 // urlForm is the form of the URLs that turnstile.Open takes:
 //
-//	etcd://[user:password@]host[:port][,host[:port]...][?prefix=/turnstile/&dial_timeout=5s]
+//	etcd://[user:password@]host[:port][,host[:port]...][?prefix=/turnstile/&dial_timeout=5s&batch=64]
 //	etcd://[user:password@]host[:port][,...]?ca_file=ca.pem[&cert_file=client.pem&key_file=client-key.pem][&server_name=etcd.example.com]
 //	etcd://host[:port][,...]?tls=on
 //
@@ -29,6 +29,9 @@ const DefaultDialTimeout = 5 * time.Second
 // (the system's roots), makes it speak TLS to every member, verifying
 // the member's certificate; tls=off with a TLS parameter is refused.
 // The files are read when the URL is.
+//
+// batch is how many writes of concurrent callers one transaction
+// carries at most (WithBatch); batch=1 sends each alone.
 //
 // A user (password in the URL or in password_file) logs in to etcd's
 // authentication; the user needs a role that may read and write the
@@ -63,6 +66,7 @@ func parseURL(u *url.URL) (cfg clientv3.Config, opts []Option, err error) {
 		if err := r.Params(tl.SwitchParams(map[string]storeurl.Param{
 			"prefix":       storeurl.Append(&opts, storeurl.String, WithPrefix),
 			"dial_timeout": storeurl.Store(&cfg.DialTimeout, storeurl.PositiveDuration),
+			"batch":        storeurl.Append(&opts, storeurl.IntIn(1, maxBatch), WithBatch),
 		})); err != nil {
 			return err
 		}
