@@ -15,18 +15,23 @@ import (
 // etcd proposes, logs and applies every transaction as an entry of its
 // Raft log, and on a busy store that cost per entry, not the keys it
 // writes, bounds the writes per second. So when a write finds a
-// transaction of the backend on its way, it waits in line, and when that
-// one is answered the line leaves as one transaction: each write a
-// nested transaction with its own comparisons,
-// evaluated and applied on its own, all at one revision. A lone write
-// leaves at once on its caller's goroutine as a plain transaction, as it
-// did before there was a line.
+// transaction of the backend's line on its way, it waits in line, and
+// when that one is answered the line leaves as one transaction: each
+// write a nested transaction with its own comparisons, evaluated and
+// applied on its own, all at one revision. A lone write leaves at once
+// on its caller's goroutine as a plain transaction, as it did before
+// there was a line.
 //
 // The rules that keep each write's answer its own:
-//   - Writes on one key never share a transaction, nor overtake one
-//     another: a write whose key is in a transaction on its way waits for
-//     that transaction's answer. The clean-up after a write whose caller
-//     gave up (drop) therefore reaches etcd after that write.
+//   - One owner's writes on one key keep their order: a write whose owner
+//     has a write on that key in line or on its way waits in line behind
+//     it. The clean-up after a write whose caller gave up (drop)
+//     therefore reaches etcd after that write.
+//   - Two writes on one key never share a transaction (etcd refuses one
+//     that writes a key twice). A write on a key that another owner's
+//     write in line or on its way also writes goes alone at once, beside
+//     them, as every write did before there was a line: a hot key's
+//     waiters and hand-offs do not wait for one another's answers.
 //   - A write still in line when its caller's context ends leaves the
 //     line unsent. Once sent it is part of a transaction that goes on
 //     until etcd answers, or cleanupAttempt after the latest deadline of
@@ -64,6 +69,7 @@ const (
 
 // write is one caller's transaction: cmps, then the ops then, else els.
 type write struct {
+	order     string // its key and owner: their writes keep their order
 	cmps      []clientv3.Cmp
 	then, els []clientv3.Op
 	keys      []string // the keys it puts or deletes
@@ -81,47 +87,68 @@ type writeAnswer struct {
 	alone bool
 }
 
-// batcher is a backend's line of writes and the keys of its transactions
-// on their way. Its mutex guards every field and every write's state.
+// batcher is a backend's line of writes, and what the writes in line or
+// on their way hold up. Its mutex guards every field and every write's
+// state.
 type batcher struct {
 	mu      sync.Mutex
 	max     int            // writes per transaction; 1 sends each alone
-	sending int            // transactions on their way
-	busy    map[string]int // keys in transactions on their way
+	sending int            // transactions of the line on their way
+	orders  map[string]int // orders of the writes in line or on their way
+	sent    map[string]int // orders of the writes on their way
+	written map[string]int // keys the writes in line or on their way write
 	line    []*write
 }
 
-// free reports whether no transaction on its way writes any of keys.
-func (bt *batcher) free(keys []string) bool {
-	for _, k := range keys {
-		if bt.busy[k] > 0 {
-			return false
-		}
+func count(m *map[string]int, k string, d int) {
+	if *m == nil {
+		*m = make(map[string]int)
 	}
-	return true
-}
-
-func (bt *batcher) mark(keys []string) {
-	if bt.busy == nil {
-		bt.busy = make(map[string]int)
-	}
-	for _, k := range keys {
-		bt.busy[k]++
+	if (*m)[k] += d; (*m)[k] <= 0 {
+		delete(*m, k)
 	}
 }
 
-func (bt *batcher) unmark(keys []string) {
+// join counts w as in line or on its way.
+func (bt *batcher) join(w *write) {
+	count(&bt.orders, w.order, 1)
+	for _, k := range w.keys {
+		count(&bt.written, k, 1)
+	}
+}
+
+// leaveAll uncounts w: it was answered, or left the line.
+func (bt *batcher) leaveAll(w *write) {
+	count(&bt.orders, w.order, -1)
+	if w.state == writeSent {
+		count(&bt.sent, w.order, -1)
+	}
+	for _, k := range w.keys {
+		count(&bt.written, k, -1)
+	}
+}
+
+func (bt *batcher) send(w *write) {
+	w.state = writeSent
+	count(&bt.sent, w.order, 1)
+}
+
+// writing reports whether a write in line or on its way writes one of
+// keys.
+func (bt *batcher) writing(keys []string) bool {
 	for _, k := range keys {
-		if bt.busy[k]--; bt.busy[k] <= 0 {
-			delete(bt.busy, k)
+		if bt.written[k] > 0 {
+			return true
 		}
 	}
+	return false
 }
 
 // next takes the writes of the next transaction out of the line, when a
 // transaction may go: in line order, up to max of them, skipping a write
-// whose keys a transaction on its way — or a write skipped before it —
-// writes. The caller sends them. Called with mu held.
+// whose order has a write on its way or one skipped before it, and a
+// write on a key the transaction writes already. The caller sends them.
+// Called with mu held.
 func (bt *batcher) next() []*write {
 	if bt.sending >= inFlightTxns || len(bt.line) == 0 {
 		return nil
@@ -130,24 +157,25 @@ func (bt *batcher) next() []*write {
 		take    []*write
 		keep    = bt.line[:0]
 		skipped map[string]bool
+		keys    = make(map[string]bool)
 	)
 	for _, w := range bt.line {
-		blocked := len(take) >= bt.max || !bt.free(w.keys)
+		blocked := len(take) >= bt.max || bt.sent[w.order] > 0 || skipped[w.order]
 		for _, k := range w.keys {
-			blocked = blocked || skipped[k]
+			blocked = blocked || keys[k]
 		}
 		if blocked {
 			if skipped == nil {
 				skipped = make(map[string]bool)
 			}
-			for _, k := range w.keys {
-				skipped[k] = true
-			}
+			skipped[w.order] = true
 			keep = append(keep, w)
 			continue
 		}
-		bt.mark(w.keys)
-		w.state = writeSent
+		for _, k := range w.keys {
+			keys[k] = true
+		}
+		bt.send(w)
 		take = append(take, w)
 	}
 	clear(bt.line[len(keep):])
@@ -158,13 +186,16 @@ func (bt *batcher) next() []*write {
 	return take
 }
 
-// done ends the transaction of ws and takes the next one, if any.
-func (bt *batcher) done(ws []*write) []*write {
+// done ends ws's transaction — of the line when ofLine — and takes the
+// next one, if any.
+func (bt *batcher) done(ws []*write, ofLine bool) []*write {
 	bt.mu.Lock()
 	defer bt.mu.Unlock()
-	bt.sending--
+	if ofLine {
+		bt.sending--
+	}
 	for _, w := range ws {
-		bt.unmark(w.keys)
+		bt.leaveAll(w)
 	}
 	return bt.next()
 }
@@ -176,6 +207,7 @@ func (bt *batcher) leave(w *write) bool {
 	if w.state != writeQueued {
 		return false
 	}
+	bt.leaveAll(w)
 	w.state = writeAbandoned
 	for i, x := range bt.line {
 		if x == w {
@@ -186,10 +218,11 @@ func (bt *batcher) leave(w *write) bool {
 	return true
 }
 
-// txn commits If(cmps).Then(then).Else(els) — alone, or as part of a
-// transaction that carries other callers' writes (see above). Writes to
-// ranges of keys, and every write when batching is off, go alone.
-func (b *Backend) txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
+// txn commits If(cmps).Then(then).Else(els), owner's write on lock key
+// lk — alone, or as part of a transaction that carries other callers'
+// writes (see above). Writes to ranges of keys, and every write when
+// batching is off, go alone.
+func (b *Backend) txn(ctx context.Context, lk, owner string, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
 	keys, ok := writtenKeys(nil, then)
 	if ok {
 		keys, ok = writtenKeys(keys, els)
@@ -200,20 +233,29 @@ func (b *Backend) txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clie
 		bt.mu.Unlock()
 		return b.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
 	}
-	w := &write{cmps: cmps, then: then, els: els, keys: keys, ctx: ctx}
-	if bt.sending < inFlightTxns && len(bt.line) == 0 && bt.free(keys) {
-		// Nobody waits: go now, on this goroutine.
-		bt.sending++
-		bt.mark(keys)
-		w.state = writeSent
-		bt.mu.Unlock()
-		resp, err := b.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
-		b.sendNext(bt.done([]*write{w}))
-		return resp, err
+	w := &write{order: lk + "\x00" + owner, cmps: cmps, then: then, els: els, keys: keys, ctx: ctx}
+	if bt.orders[w.order] == 0 {
+		switch ofLine := bt.sending < inFlightTxns && len(bt.line) == 0; {
+		case bt.writing(keys) || ofLine:
+			// Another owner's write on the key is in line or on its way:
+			// go beside it. Or nobody waits: go now. Either way alone, on
+			// this goroutine.
+			ofLine = ofLine && !bt.writing(keys)
+			if ofLine {
+				bt.sending++
+			}
+			bt.join(w)
+			bt.send(w)
+			bt.mu.Unlock()
+			resp, err := b.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+			b.sendNext(bt.done([]*write{w}, ofLine))
+			return resp, err
+		}
 	}
 	w.done = make(chan writeAnswer, 1)
+	bt.join(w)
 	bt.line = append(bt.line, w)
-	go1 := bt.next() // a slot is free but w's key was busy: others may go
+	go1 := bt.next() // w may go at once, behind its order's write just answered
 	bt.mu.Unlock()
 	b.sendNext(go1)
 	select {
@@ -246,14 +288,14 @@ func (b *Backend) sendNext(ws []*write) {
 	}
 	go func() {
 		for len(ws) > 0 {
-			b.send(ws)
-			ws = b.batch.done(ws)
+			b.commit(ws)
+			ws = b.batch.done(ws, true)
 		}
 	}()
 }
 
-// send commits ws as one transaction and gives each write its answer.
-func (b *Backend) send(ws []*write) {
+// commit commits ws as one transaction and gives each write its answer.
+func (b *Backend) commit(ws []*write) {
 	ctx, cancel := b.batchCtx(ws)
 	defer cancel()
 	if len(ws) == 1 {

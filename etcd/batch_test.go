@@ -152,7 +152,7 @@ func fillSlots(t *testing.T, ctx context.Context, b *etcd.Backend, g *txnGate) (
 	for i := range etcd.InFlightTxns {
 		wg.Go(func() {
 			k := fmt.Sprintf("/filler/%d", i)
-			if _, err := b.Txn(ctx, nil, []clientv3.Op{clientv3.OpPut(k, "x")}, nil); err != nil {
+			if _, err := b.Txn(ctx, k, "o", nil, []clientv3.Op{clientv3.OpPut(k, "x")}, nil); err != nil {
 				t.Error(err)
 			}
 		})
@@ -277,10 +277,56 @@ func TestConcurrentAcquisitionsShareATransaction(t *testing.T) {
 	}
 }
 
-// TestOneKeyOneWriteAtATime: two writes on one key never share a
-// transaction, nor does the later one leave before the earlier one's
-// answer; the first in line gets the lock.
-func TestOneKeyOneWriteAtATime(t *testing.T) {
+// TestOneOwnersWritesKeepTheirOrder: one owner's writes on one key
+// never share a transaction, nor does the later one leave before the
+// earlier one's answer.
+func TestOneOwnersWritesKeepTheirOrder(t *testing.T) {
+	srv := testserver.StartEtcd(t)
+	raw := rawClient(t, srv)
+	ctx := ctxFor(t, time.Minute)
+	g := newTxnGate()
+	b := gatedBackend(t, srv, g)
+	release := fillSlots(t, ctx, b, g)
+	var wg sync.WaitGroup
+	put := func(k, v string) {
+		wg.Go(func() {
+			if _, err := b.Txn(ctx, k, "me", nil, []clientv3.Op{clientv3.OpPut(k, v)}, nil); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	put("/k", "first")
+	waitInLine(t, b, 1)
+	put("/k", "second")
+	waitInLine(t, b, 2)
+	put("/other", "x")
+	waitInLine(t, b, 3)
+	release()
+	// The first transaction carries /k's first write and /other's;
+	// the second write on /k waits for its answer.
+	h := g.next(t)
+	if h.writes != 2 || !slices.Contains(h.keys, "/k") || !slices.Contains(h.keys, "/other") {
+		t.Fatalf("first transaction: %d writes on %v, want /k's first and /other's", h.writes, h.keys)
+	}
+	g.none(t, "the owner's second write on /k before its first was answered")
+	close(h.release)
+	h = g.next(t)
+	if h.writes != 1 || !slices.Contains(h.keys, "/k") {
+		t.Fatalf("second transaction: %d writes on %v, want /k's second alone", h.writes, h.keys)
+	}
+	close(h.release)
+	g.open()
+	wg.Wait()
+	if got, _ := raw.Get(ctx, "/k"); len(got.Kvs) != 1 || string(got.Kvs[0].Value) != "second" {
+		t.Fatalf("/k in etcd: %v, want the second write last", got.Kvs)
+	}
+}
+
+// TestOtherOwnersGoBeside: a write on a key another owner's write waits
+// for in line leaves at once, alone, as it would without a line: a hot
+// key's callers do not wait for one another's answers. One of them gets
+// the lock.
+func TestOtherOwnersGoBeside(t *testing.T) {
 	srv := testserver.StartEtcd(t)
 	ctx := ctxFor(t, time.Minute)
 	g := newTxnGate()
@@ -288,7 +334,7 @@ func TestOneKeyOneWriteAtATime(t *testing.T) {
 	release := fillSlots(t, ctx, b, g)
 	got := make(chan string, 2)
 	var wg sync.WaitGroup
-	for i, owner := range []string{"first", "second"} {
+	take := func(owner string) {
 		wg.Go(func() {
 			if _, ok, err := b.Acquire(ctx, "k", owner, 10*time.Second); err != nil {
 				t.Error(err)
@@ -296,33 +342,24 @@ func TestOneKeyOneWriteAtATime(t *testing.T) {
 				got <- owner
 			}
 		})
-		waitInLine(t, b, i+1)
 	}
-	wg.Go(func() {
-		if _, _, err := b.Acquire(ctx, "other", "third", 10*time.Second); err != nil {
-			t.Error(err)
-		}
-	})
-	waitInLine(t, b, 3)
-	release()
-	// The first transaction carries "first" and "third"; "second" waits
-	// for its answer.
+	take("first")
+	waitInLine(t, b, 1)
+	take("second")
 	h := g.next(t)
-	if h.writes != 2 || !slices.Contains(h.keys, b.LockKey("k")) || !slices.Contains(h.keys, b.LockKey("other")) {
-		t.Fatalf("first transaction: %d writes on %v, want k's and other's", h.writes, h.keys)
-	}
-	g.none(t, "a write on k while another is on its way")
-	close(h.release)
-	h = g.next(t)
 	if h.writes != 1 || !slices.Contains(h.keys, b.LockKey("k")) {
-		t.Fatalf("second transaction: %d writes on %v, want k's alone", h.writes, h.keys)
+		t.Fatalf("%d writes on %v went to etcd, want the second owner's on k alone", h.writes, h.keys)
+	}
+	if n := b.Queued(); n != 1 {
+		t.Fatalf("%d writes in line, want the first owner's still there", n)
 	}
 	close(h.release)
 	g.open()
+	release()
 	wg.Wait()
 	close(got)
-	if winners := slices.Collect(chanSeq(got)); len(winners) != 1 || winners[0] != "first" {
-		t.Fatalf("k taken by %v, want the first in line alone", winners)
+	if winners := slices.Collect(chanSeq(got)); len(winners) != 1 {
+		t.Fatalf("k taken by %v, want one owner", winners)
 	}
 }
 
@@ -354,7 +391,7 @@ func TestRefusedTransactionIsSentWriteByWrite(t *testing.T) {
 			if i == 1 {
 				put = clientv3.OpPut("/w/1", "v", clientv3.WithLease(0x7fff_0000_1234))
 			}
-			_, errs[i] = b.Txn(ctx, nil, []clientv3.Op{put}, nil)
+			_, errs[i] = b.Txn(ctx, fmt.Sprint("/w/", i), "o", nil, []clientv3.Op{put}, nil)
 		})
 		waitInLine(t, b, i+1)
 	}
@@ -400,7 +437,7 @@ func TestTooManyOpsHalvesTheBatches(t *testing.T) {
 		for i := range n {
 			wg.Go(func() {
 				k := fmt.Sprintf("/w/%d/%d", n, i)
-				if _, err := b.Txn(ctx, nil, []clientv3.Op{clientv3.OpPut(k, "v")}, nil); err != nil {
+				if _, err := b.Txn(ctx, k, "o", nil, []clientv3.Op{clientv3.OpPut(k, "v")}, nil); err != nil {
 					t.Errorf("%s: %v", k, err)
 				}
 			})
@@ -441,7 +478,7 @@ func TestAbandonedInLineIsNeverSent(t *testing.T) {
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		_, err := b.Txn(wctx, nil, []clientv3.Op{clientv3.OpPut("/gave-up", "v")}, nil)
+		_, err := b.Txn(wctx, "/gave-up", "o", nil, []clientv3.Op{clientv3.OpPut("/gave-up", "v")}, nil)
 		done <- err
 	}()
 	waitInLine(t, b, 1)
@@ -545,5 +582,39 @@ func TestBatchOneSendsEachAlone(t *testing.T) {
 	}
 	if _, err := etcd.New(b.Client(), etcd.WithBatch(0)); err == nil {
 		t.Fatal("batch 0 accepted")
+	}
+}
+
+// TestCloseWithWritesInLine: a backend closed while writes wait in line
+// answers every one of them; none is left waiting, and nothing of the
+// line outlives the backend (the package's leak check).
+func TestCloseWithWritesInLine(t *testing.T) {
+	srv := testserver.StartEtcd(t)
+	ctx := ctxFor(t, time.Minute)
+	g := newTxnGate()
+	b := gatedBackend(t, srv, g)
+	release := fillSlots(t, ctx, b, g)
+	const n = 8
+	done := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, _, err := b.Acquire(ctx, fmt.Sprint("k", i), "me", 10*time.Second)
+			done <- err
+		}()
+	}
+	waitInLine(t, b, n)
+	closed := make(chan error, 1)
+	go func() { closed <- b.Close() }()
+	g.open()
+	release()
+	for range n {
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("a write in line was never answered after Close")
+		}
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -57,8 +57,8 @@ func (b *Backend) Queued() int {
 	return len(b.batch.line)
 }
 
-// Txn commits a write as the plain locks' writes are: alone, or in one
-// transaction with other callers' writes.
-func (b *Backend) Txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
-	return b.txn(ctx, cmps, then, els)
+// Txn commits owner's write on lock key lk as the plain locks' writes
+// are: alone, or in one transaction with other callers' writes.
+func (b *Backend) Txn(ctx context.Context, lk, owner string, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
+	return b.txn(ctx, lk, owner, cmps, then, els)
 }

@@ -98,7 +98,7 @@ func (ls *lines) first(key string) *localWaiter {
 // whether owner held lk; handed whether w was given it, with token.
 func (b *Backend) releaseTo(ctx context.Context, key, owner string, w *localWaiter) (ok, handed bool, token uint64, err error) {
 	lk, dir := b.LockKey(key), b.queuePrefix(key)
-	resp, err := b.txn(ctx,
+	resp, err := b.txn(ctx, lk, owner,
 		[]clientv3.Cmp{clientv3.Compare(clientv3.Value(lk), "=", owner)},
 		[]clientv3.Op{clientv3.OpTxn(
 			[]clientv3.Cmp{

@@ -83,7 +83,7 @@ func (b *Backend) acquire(ctx context.Context, key, owner string, ttl time.Durat
 func (b *Backend) take(ctx context.Context, lk, owner string, id clientv3.LeaseID, more ...clientv3.Op) (token uint64, ok bool, rev int64, err error) {
 	put := clientv3.OpPut(lk, owner, clientv3.WithLease(id))
 	then := append([]clientv3.Op{put}, more...)
-	resp, err := b.txn(ctx,
+	resp, err := b.txn(ctx, lk, owner,
 		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lk), "=", 0)},
 		then,
 		[]clientv3.Op{clientv3.OpTxn(
@@ -234,7 +234,7 @@ func (b *Backend) deleteOwned(ctx context.Context, lk, owner, qk string) (bool, 
 		then = append(then, clientv3.OpDelete(qk))
 		els = append(els, clientv3.OpDelete(qk))
 	}
-	resp, err := b.txn(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.Value(lk), "=", owner)}, then, els)
+	resp, err := b.txn(ctx, lk, owner, []clientv3.Cmp{clientv3.Compare(clientv3.Value(lk), "=", owner)}, then, els)
 	if err != nil || !resp.Succeeded {
 		return false, err
 	}

@@ -51,7 +51,7 @@ func (b *Backend) AcquireWaitSince(ctx context.Context, key, owner string, ttl t
 		put := clientv3.OpPut(lk, owner, clientv3.WithLease(l.id))
 		start := time.Now()
 		renewed := b.renewing(ctx, l, fresh || l.holds(start, ttl))
-		resp, err := b.txn(ctx,
+		resp, err := b.txn(ctx, lk, owner,
 			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lk), "=", 0),
 				clientv3.Compare(clientv3.CreateRevision(dir), "=", 0).WithPrefix()},
 			[]clientv3.Op{put},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -63,9 +65,37 @@ func BenchmarkRedis(b *testing.B) {
 // v3lock gets its best case: one lease per worker, granted once and kept
 // alive, so a pair is its Lock and Unlock alone; turnstile's pairs are
 // its Client's TryAcquire and Release through the service.
-func BenchmarkEtcd(b *testing.B) {
+func BenchmarkEtcd(b *testing.B) { etcdCells(b, false) }
+
+// BenchmarkEtcdOwnCore: BenchmarkEtcd with etcd on a core of its own —
+// the first CPU, every thread of it — and everything else (this process,
+// the instance) on the others, as where etcd runs on machines of its own
+// and its CPU is what bounds a lock service over it. Both sides get the
+// same cores.
+func BenchmarkEtcdOwnCore(b *testing.B) { etcdCells(b, true) }
+
+func etcdCells(b *testing.B, ownCore bool) {
 	srv := testserver.StartEtcd(b)
 	p := startServe(b, "--backend", srv.URL())
+	if ownCore {
+		n := runtime.NumCPU()
+		if n < 2 {
+			b.Fatalf("etcd on a core of its own needs 2 CPUs; this machine has %d", n)
+		}
+		var first, rest unix.CPUSet
+		first.Set(0)
+		for i := 1; i < n; i++ {
+			rest.Set(i)
+		}
+		var all unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &all); err != nil {
+			b.Fatal(err)
+		}
+		pin(b, srv.PID(), &first)
+		pin(b, p.cmd.Process.Pid, &rest)
+		pin(b, os.Getpid(), &rest)
+		b.Cleanup(func() { pin(b, os.Getpid(), &all) })
+	}
 	ctx := context.Background()
 	through, err := turnstile.Open(ctx, "turnstile://"+p.addr)
 	if err != nil {
@@ -81,6 +111,24 @@ func BenchmarkEtcd(b *testing.B) {
 	for _, n := range workerCounts {
 		b.Run(fmt.Sprintf("v3lock/workers=%d", n), func(b *testing.B) { v3lockPairs(b, cli, n, store) })
 		b.Run(fmt.Sprintf("service/workers=%d", n), func(b *testing.B) { pairs(b, n, leases(through), server, store) })
+	}
+}
+
+// pin sets the CPUs of every thread of process pid; the threads it
+// starts later inherit them from their parent thread.
+func pin(b *testing.B, pid int, set *unix.CPUSet) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if err := unix.SchedSetaffinity(tid, set); err != nil && err != unix.ESRCH {
+			b.Fatalf("pin thread %d of %d: %v", tid, pid, err)
+		}
 	}
 }
 
