@@ -141,6 +141,22 @@ func gatedBackend(t *testing.T, srv *testserver.Etcd, g *txnGate, opts ...etcd.O
 	return b
 }
 
+// gated is a test's etcd seen through a raw client, and a backend over
+// it whose transactions go through a gate.
+type gated struct {
+	raw *clientv3.Client
+	ctx context.Context
+	g   *txnGate
+	b   *etcd.Backend
+}
+
+func newGated(t *testing.T, opts ...etcd.Option) gated {
+	t.Helper()
+	srv := testserver.StartEtcd(t)
+	g := newTxnGate()
+	return gated{raw: rawClient(t, srv), ctx: ctxFor(t, time.Minute), g: g, b: gatedBackend(t, srv, g, opts...)}
+}
+
 // fillSlots sends lone writes on keys of their own until no more may be
 // on their way, and holds them back at the gate, so that every write
 // after them waits in line.
@@ -182,11 +198,8 @@ func waitInLine(t *testing.T, b *etcd.Backend, n int) {
 // keys are taken, a key another owner holds is not, a key the owner holds
 // already is taken again; every token is its key's revision in etcd.
 func TestConcurrentAcquisitionsShareATransaction(t *testing.T) {
-	srv := testserver.StartEtcd(t)
-	raw := rawClient(t, srv)
-	ctx := ctxFor(t, time.Minute)
-	g := newTxnGate()
-	b := gatedBackend(t, srv, g)
+	e := newGated(t)
+	raw, ctx, g, b := e.raw, e.ctx, e.g, e.b
 	lk := func(i int) string { return b.LockKey(fmt.Sprint("k", i)) }
 	const n = 20
 	// k0 is another owner's, k1 this owner's already.
@@ -281,11 +294,8 @@ func TestConcurrentAcquisitionsShareATransaction(t *testing.T) {
 // never share a transaction, nor does the later one leave before the
 // earlier one's answer.
 func TestOneOwnersWritesKeepTheirOrder(t *testing.T) {
-	srv := testserver.StartEtcd(t)
-	raw := rawClient(t, srv)
-	ctx := ctxFor(t, time.Minute)
-	g := newTxnGate()
-	b := gatedBackend(t, srv, g)
+	e := newGated(t)
+	raw, ctx, g, b := e.raw, e.ctx, e.g, e.b
 	release := fillSlots(t, ctx, b, g)
 	var wg sync.WaitGroup
 	put := func(k, v string) {
@@ -327,10 +337,8 @@ func TestOneOwnersWritesKeepTheirOrder(t *testing.T) {
 // key's callers do not wait for one another's answers. One of them gets
 // the lock.
 func TestOtherOwnersGoBeside(t *testing.T) {
-	srv := testserver.StartEtcd(t)
-	ctx := ctxFor(t, time.Minute)
-	g := newTxnGate()
-	b := gatedBackend(t, srv, g)
+	e := newGated(t)
+	ctx, g, b := e.ctx, e.g, e.b
 	release := fillSlots(t, ctx, b, g)
 	got := make(chan string, 2)
 	var wg sync.WaitGroup
@@ -377,11 +385,8 @@ func chanSeq[T any](ch <-chan T) func(func(T) bool) {
 // transaction for one write's missing lease; each write is then sent
 // alone and gets its own answer.
 func TestRefusedTransactionIsSentWriteByWrite(t *testing.T) {
-	srv := testserver.StartEtcd(t)
-	raw := rawClient(t, srv)
-	ctx := ctxFor(t, time.Minute)
-	g := newTxnGate()
-	b := gatedBackend(t, srv, g)
+	e := newGated(t)
+	raw, ctx, g, b := e.raw, e.ctx, e.g, e.b
 	release := fillSlots(t, ctx, b, g)
 	errs := make([]error, 3)
 	var wg sync.WaitGroup
@@ -427,10 +432,8 @@ func TestRefusedTransactionIsSentWriteByWrite(t *testing.T) {
 // --max-txn-ops (128 by default) is refused; its writes are sent alone,
 // and later transactions carry half as many.
 func TestTooManyOpsHalvesTheBatches(t *testing.T) {
-	srv := testserver.StartEtcd(t)
-	ctx := ctxFor(t, time.Minute)
-	g := newTxnGate()
-	b := gatedBackend(t, srv, g, etcd.WithBatch(200))
+	e := newGated(t, etcd.WithBatch(200))
+	ctx, g, b := e.ctx, e.g, e.b
 	round := func(n int) {
 		release := fillSlots(t, ctx, b, g)
 		var wg sync.WaitGroup
@@ -469,11 +472,8 @@ func TestTooManyOpsHalvesTheBatches(t *testing.T) {
 // TestAbandonedInLineIsNeverSent: a write whose caller gives up while it
 // waits in line leaves the line unsent.
 func TestAbandonedInLineIsNeverSent(t *testing.T) {
-	srv := testserver.StartEtcd(t)
-	raw := rawClient(t, srv)
-	ctx := ctxFor(t, time.Minute)
-	g := newTxnGate()
-	b := gatedBackend(t, srv, g)
+	e := newGated(t)
+	raw, ctx, g, b := e.raw, e.ctx, e.g, e.b
 	release := fillSlots(t, ctx, b, g)
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -506,11 +506,8 @@ func TestAbandonedInLineIsNeverSent(t *testing.T) {
 // delete leaves only after that transaction's answer, so it cannot reach
 // etcd first and leave the lock behind under a lease other locks renew.
 func TestDropComesAfterTheWriteItUndoes(t *testing.T) {
-	srv := testserver.StartEtcd(t)
-	raw := rawClient(t, srv)
-	ctx := ctxFor(t, time.Minute)
-	g := newTxnGate()
-	b := gatedBackend(t, srv, g)
+	e := newGated(t)
+	raw, ctx, g, b := e.raw, e.ctx, e.g, e.b
 	// A lock of the same TTL keeps the shared lease in use.
 	if _, ok, err := b.Acquire(ctx, "keeper", "me", 10*time.Second); err != nil || !ok {
 		t.Fatal(ok, err)
@@ -558,10 +555,8 @@ func TestDropComesAfterTheWriteItUndoes(t *testing.T) {
 // TestBatchOneSendsEachAlone: with batch=1 every write is a transaction
 // of its own, however many callers wait.
 func TestBatchOneSendsEachAlone(t *testing.T) {
-	srv := testserver.StartEtcd(t)
-	ctx := ctxFor(t, time.Minute)
-	g := newTxnGate()
-	b := gatedBackend(t, srv, g, etcd.WithBatch(1))
+	e := newGated(t, etcd.WithBatch(1))
+	ctx, g, b := e.ctx, e.g, e.b
 	var wg sync.WaitGroup
 	for i := range 32 {
 		wg.Go(func() {
@@ -589,10 +584,8 @@ func TestBatchOneSendsEachAlone(t *testing.T) {
 // answers every one of them; none is left waiting, and nothing of the
 // line outlives the backend (the package's leak check).
 func TestCloseWithWritesInLine(t *testing.T) {
-	srv := testserver.StartEtcd(t)
-	ctx := ctxFor(t, time.Minute)
-	g := newTxnGate()
-	b := gatedBackend(t, srv, g)
+	e := newGated(t)
+	ctx, g, b := e.ctx, e.g, e.b
 	release := fillSlots(t, ctx, b, g)
 	const n = 8
 	done := make(chan error, n)
