@@ -35,8 +35,9 @@ import (
 //   - A write still in line when its caller's context ends leaves the
 //     line unsent. Once sent it is part of a transaction that goes on
 //     until etcd answers, or cleanupAttempt after the latest deadline of
-//     its writes, and its caller's answer is its context's error — an
-//     unknown outcome, as for a plain transaction cut off on its way.
+//     its writes, or lineTimeout, and its caller's answer is its
+//     context's error — an unknown outcome, as for a plain transaction
+//     cut off on its way.
 //   - A transaction etcd refuses as a whole before applying any of it (a
 //     lease not found, permission denied, too many operations, too large)
 //     is sent again write by write, each on its caller's goroutine, so
@@ -50,6 +51,15 @@ import (
 // many writes per Raft entry, and through the service 30 % fewer pairs
 // per second at 64 workers (docs/performance.md).
 const inFlightTxns = 1
+
+// lineTimeout bounds how long a transaction of the line — a lone write,
+// or a batch — waits for etcd's answer, whatever its callers' deadlines:
+// every write behind it waits as long. etcd answers a proposal it cannot
+// commit after its request timeout (7 s by default), but a write lost as
+// its leader died, or sent on a connection that drops everything, is
+// answered only at its deadline; with none, the line would stop for good.
+// Its writes then end with DeadlineExceeded, an unknown outcome.
+var lineTimeout = 10 * time.Second
 
 // DefaultBatch is how many writes one transaction carries at most unless
 // WithBatch says otherwise. etcd refuses transactions of over 128
@@ -247,7 +257,12 @@ func (b *Backend) txn(ctx context.Context, lk, owner string, cmps []clientv3.Cmp
 			bt.join(w)
 			bt.send(w)
 			bt.mu.Unlock()
-			resp, err := b.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+			tctx, cancel := ctx, context.CancelFunc(func() {})
+			if ofLine {
+				tctx, cancel = context.WithTimeout(ctx, lineTimeout)
+			}
+			resp, err := b.cli.Txn(tctx).If(cmps...).Then(then...).Else(els...).Commit()
+			cancel()
 			b.sendNext(bt.done([]*write{w}, ofLine))
 			return resp, err
 		}
@@ -340,27 +355,28 @@ func (b *Backend) commit(ws []*write) {
 var errBatchAnswer = errors.New("etcd: a batched transaction's answer does not match its writes")
 
 // batchCtx bounds a transaction of ws by the latest of their deadlines
-// plus cleanupAttempt (none when one has none), and by Close. Their
-// callers' cancellations do not end it, and it waits for etcd's answer a
-// while after the last caller stopped waiting, so that the clean-up of a
-// write given up (a drop, in line behind it) follows that answer.
+// plus cleanupAttempt, by lineTimeout, and by Close. Their callers'
+// cancellations do not end it, and it waits for etcd's answer a while
+// after the last caller stopped waiting, so that the clean-up of a write
+// given up (a drop, in line behind it) follows that answer.
 func (b *Backend) batchCtx(ws []*write) (context.Context, context.CancelFunc) {
+	end := time.Now().Add(lineTimeout)
 	var last time.Time
 	for _, w := range ws {
 		dl, ok := w.ctx.Deadline()
 		if !ok {
-			last = time.Time{}
+			last = end
 			break
 		}
-		if dl.After(last) {
+		if dl = dl.Add(cleanupAttempt); dl.After(last) {
 			last = dl
 		}
 	}
-	base := context.Background() // the callers' values are not the transaction's
-	ctx, cancel := context.WithCancel(base)
-	if !last.IsZero() {
-		ctx, cancel = context.WithDeadline(base, last.Add(cleanupAttempt))
+	if last.After(end) {
+		last = end
 	}
+	// The callers' values are not the transaction's.
+	ctx, cancel := context.WithDeadline(context.Background(), last)
 	go func() {
 		select {
 		case <-b.stop:

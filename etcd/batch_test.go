@@ -611,3 +611,59 @@ func TestCloseWithWritesInLine(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestUnansweredLineMovesOn: a transaction of the line that etcd never
+// answers — a lone write or a batch, of callers with no deadline — ends
+// after the line's bound with an unknown outcome, and the writes behind
+// it go.
+func TestUnansweredLineMovesOn(t *testing.T) {
+	e := newGated(t)
+	g, b := e.g, e.b
+	etcd.SetLineTimeout(t, 500*time.Millisecond)
+	put := func(k string) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := b.Txn(context.Background(), k, "o", nil, []clientv3.Op{clientv3.OpPut(k, "v")}, nil)
+			done <- err
+		}()
+		return done
+	}
+	answer := func(what string, done <-chan error) error {
+		t.Helper()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: no answer", what)
+			return nil
+		}
+	}
+	g.close()
+	lone := put("/lone")
+	g.next(t) // never let go
+	behind := []<-chan error{put("/a"), put("/b")}
+	waitInLine(t, b, 2)
+	if err := answer("the lone write", lone); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the unanswered lone write: %v, want the line's deadline", err)
+	}
+	// The two behind it leave as one transaction, held too.
+	if h := g.next(t); h.writes != 2 {
+		t.Fatalf("a transaction of %d writes, want the 2 in line", h.writes)
+	}
+	last := put("/last")
+	waitInLine(t, b, 1)
+	for i, done := range behind {
+		if err := answer("a batched write", done); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("batched write %d: %v, want the line's deadline", i, err)
+		}
+	}
+	h := g.next(t) // the write that was in line behind them
+	if !slices.Contains(h.keys, "/last") {
+		t.Fatalf("then %v, want /last", h.keys)
+	}
+	g.open()
+	close(h.release)
+	if err := answer("the last write", last); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -62,3 +62,11 @@ func (b *Backend) Queued() int {
 func (b *Backend) Txn(ctx context.Context, lk, owner string, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
 	return b.txn(ctx, lk, owner, cmps, then, els)
 }
+
+// SetLineTimeout bounds the transactions of every backend's line by d
+// until the test ends.
+func SetLineTimeout(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := lineTimeout
+	lineTimeout = d
+	t.Cleanup(func() { lineTimeout = old })
+}
