@@ -68,7 +68,7 @@ func (k *contender) try(ctx context.Context) (*Lease, error) {
 	c, cfg := k.c, k.cfg
 	k.tries++
 	sent := now()
-	token, ok, since, err := acquire(ctx, c.backend, k.key, k.owner, cfg.storeTTL(cfg.ttl))
+	token, ok, since, err := driver.AcquireSince(ctx, c.backend, k.key, k.owner, cfg.storeTTL(cfg.ttl))
 	if !since.IsZero() {
 		sent = min(sent, mono(since.Sub(epoch)))
 	}
@@ -311,14 +311,4 @@ func (c *Client) waitFor(ctx context.Context, k *contender) (*Lease, error) {
 		}
 	}
 	return k.contend(ctx, sig, false)
-}
-
-// acquire is b's Acquire, with since from when the store holds the lock
-// when b says so (driver.TimedAcquirer), else zero: from the call's start.
-func acquire(ctx context.Context, b driver.Backend, key, owner string, ttl time.Duration) (token uint64, ok bool, since time.Time, err error) {
-	if ta, is := b.(driver.TimedAcquirer); is {
-		return ta.AcquireSince(ctx, key, owner, ttl)
-	}
-	token, ok, err = b.Acquire(ctx, key, owner, ttl)
-	return token, ok, time.Time{}, err
 }

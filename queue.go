@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/turnstilelock/turnstile/driver"
 )
@@ -32,7 +31,7 @@ func (c *Client) acquireQueued(ctx context.Context, q driver.Queuer, key string,
 		qctx = driver.WithPositionFunc(qctx, cfg.position)
 	}
 	owner := newOwner(cfg)
-	token, since, err := acquireWait(qctx, q, key, owner, cfg.storeTTL(cfg.ttl))
+	token, since, err := driver.AcquireWaitSince(qctx, q, key, owner, cfg.storeTTL(cfg.ttl))
 	if err != nil {
 		switch {
 		case c.closed.Load():
@@ -68,15 +67,4 @@ func (c *Client) acquireQueued(ctx context.Context, q driver.Queuer, key string,
 		return nil, c.wrap("acquire", key, err)
 	}
 	return l, nil
-}
-
-// acquireWait waits in q for key. since is from when the store holds the
-// lock when q says so (driver.TimedQueuer), else zero: the lock must then
-// be renewed to learn it.
-func acquireWait(ctx context.Context, q driver.Queuer, key, owner string, ttl time.Duration) (token uint64, since time.Time, err error) {
-	if tq, ok := q.(driver.TimedQueuer); ok {
-		return tq.AcquireWaitSince(ctx, key, owner, ttl)
-	}
-	token, err = q.AcquireWait(ctx, key, owner, ttl)
-	return token, time.Time{}, err
 }

@@ -216,6 +216,29 @@ func ReleaseNotice(ctx context.Context, b Backend, key, owner string, n Notice) 
 	return ok, true, err
 }
 
+// AcquireSince takes key for owner on b, with since from when the store
+// holds the lock: b's AcquireSince where it is a TimedAcquirer; otherwise
+// its Acquire, with a zero since (held for ttl from the call's start).
+func AcquireSince(ctx context.Context, b Backend, key, owner string, ttl time.Duration) (token uint64, ok bool, since time.Time, err error) {
+	if ta, can := b.(TimedAcquirer); can {
+		return ta.AcquireSince(ctx, key, owner, ttl)
+	}
+	token, ok, err = b.Acquire(ctx, key, owner, ttl)
+	return token, ok, time.Time{}, err
+}
+
+// AcquireWaitSince waits in q for key, with since from when the store
+// holds the lock: q's AcquireWaitSince where it is a TimedQueuer;
+// otherwise its AcquireWait, with a zero since (the lock must then be
+// renewed to learn it).
+func AcquireWaitSince(ctx context.Context, q Queuer, key, owner string, ttl time.Duration) (token uint64, since time.Time, err error) {
+	if tq, can := q.(TimedQueuer); can {
+		return tq.AcquireWaitSince(ctx, key, owner, ttl)
+	}
+	token, err = q.AcquireWait(ctx, key, owner, ttl)
+	return token, time.Time{}, err
+}
+
 // TokenRoom is implemented by backends whose fencing tokens leave room
 // between grants. Every token such a backend issues for a key is a
 // multiple of TokenRoom(), and every token it issues for the key later —

@@ -74,11 +74,7 @@ func (v *storeView) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 // AcquireSince implements driver.TimedAcquirer: a zero since where the
 // store cannot say.
 func (v *storeView) AcquireSince(ctx context.Context, key, owner string, ttl time.Duration) (uint64, bool, time.Time, error) {
-	if ta, ok := v.b.(driver.TimedAcquirer); ok {
-		return ta.AcquireSince(ctx, key, owner, ttl)
-	}
-	tok, ok, err := v.b.Acquire(ctx, key, owner, ttl)
-	return tok, ok, time.Time{}, err
+	return driver.AcquireSince(ctx, v.b, key, owner, ttl)
 }
 
 func (v *storeView) Extend(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
@@ -181,9 +177,5 @@ func (v *queuedView) AcquireWait(ctx context.Context, key, owner string, ttl tim
 // AcquireWaitSince implements driver.TimedQueuer: a zero since where the
 // store's queue cannot say.
 func (v *queuedView) AcquireWaitSince(ctx context.Context, key, owner string, ttl time.Duration) (uint64, time.Time, error) {
-	if tq, ok := v.q.(driver.TimedQueuer); ok {
-		return tq.AcquireWaitSince(ctx, key, owner, ttl)
-	}
-	tok, err := v.q.AcquireWait(ctx, key, owner, ttl)
-	return tok, time.Time{}, err
+	return driver.AcquireWaitSince(ctx, v.q, key, owner, ttl)
 }

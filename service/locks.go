@@ -56,7 +56,7 @@ func (s *Server) tryAcquire(ctx context.Context, m *v1.AcquireRequest) (*v1.Acqu
 		owner = s.newOwner()
 	}
 	sent := time.Now()
-	token, ok, since, err := acquireSince(ctx, v.store, m.Key, owner, ttl)
+	token, ok, since, err := driver.AcquireSince(ctx, v.store, m.Key, owner, ttl)
 	if !since.IsZero() && since.Before(sent) {
 		// The store has held it since then (an etcd lease renewed
 		// earlier): the lease counts from there, as a Client's does.
@@ -82,17 +82,6 @@ func (s *Server) tryAcquire(ctx context.Context, m *v1.AcquireRequest) (*v1.Acqu
 	}
 	s.event(v1.EventType_EVENT_TYPE_ACQUIRED, v, m.Key, owner, token)
 	return grant(v, m.Key, owner, token, ttl, valid), nil
-}
-
-// acquireSince is b's AcquireSince where it has one (driver.TimedAcquirer:
-// a grant that need not renew what already holds it), else its Acquire
-// with a zero since.
-func acquireSince(ctx context.Context, b driver.Backend, key, owner string, ttl time.Duration) (uint64, bool, time.Time, error) {
-	if ta, ok := b.(driver.TimedAcquirer); ok {
-		return ta.AcquireSince(ctx, key, owner, ttl)
-	}
-	tok, ok, err := b.Acquire(ctx, key, owner, ttl)
-	return tok, ok, time.Time{}, err
 }
 
 func (h *locks) Acquire(ctx context.Context, req *connect.Request[v1.AcquireRequest]) (*connect.Response[v1.AcquireResponse], error) {
