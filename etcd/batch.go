@@ -237,20 +237,20 @@ func (b *Backend) txn(ctx context.Context, lk, owner string, cmps []clientv3.Cmp
 	if ok {
 		keys, ok = writtenKeys(keys, els)
 	}
+	w := &write{order: lk + "\x00" + owner, cmps: cmps, then: then, els: els, keys: keys, ctx: ctx}
 	bt := &b.batch
 	bt.mu.Lock()
 	if !ok || bt.max <= 1 {
 		bt.mu.Unlock()
-		return b.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+		return b.commitAlone(ctx, w)
 	}
-	w := &write{order: lk + "\x00" + owner, cmps: cmps, then: then, els: els, keys: keys, ctx: ctx}
 	if bt.orders[w.order] == 0 {
-		switch ofLine := bt.sending < inFlightTxns && len(bt.line) == 0; {
-		case bt.writing(keys) || ofLine:
-			// Another owner's write on the key is in line or on its way:
-			// go beside it. Or nobody waits: go now. Either way alone, on
-			// this goroutine.
-			ofLine = ofLine && !bt.writing(keys)
+		// Another owner's write on the key is in line or on its way: go
+		// beside it. Or nobody waits: go now, as the line's transaction.
+		// Either way alone, on this goroutine.
+		beside := bt.writing(keys)
+		ofLine := !beside && bt.sending < inFlightTxns && len(bt.line) == 0
+		if beside || ofLine {
 			if ofLine {
 				bt.sending++
 			}
@@ -261,7 +261,7 @@ func (b *Backend) txn(ctx context.Context, lk, owner string, cmps []clientv3.Cmp
 			if ofLine {
 				tctx, cancel = context.WithTimeout(ctx, lineTimeout)
 			}
-			resp, err := b.cli.Txn(tctx).If(cmps...).Then(then...).Else(els...).Commit()
+			resp, err := b.commitAlone(tctx, w)
 			cancel()
 			b.sendNext(bt.done([]*write{w}, ofLine))
 			return resp, err
@@ -276,7 +276,7 @@ func (b *Backend) txn(ctx context.Context, lk, owner string, cmps []clientv3.Cmp
 	select {
 	case a := <-w.done:
 		if a.alone {
-			return b.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+			return b.commitAlone(ctx, w)
 		}
 		return a.resp, a.err
 	case <-ctx.Done():
@@ -314,9 +314,8 @@ func (b *Backend) commit(ws []*write) {
 	ctx, cancel := b.batchCtx(ws)
 	defer cancel()
 	if len(ws) == 1 {
-		w := ws[0]
-		resp, err := b.cli.Txn(ctx).If(w.cmps...).Then(w.then...).Else(w.els...).Commit()
-		w.done <- writeAnswer{resp: resp, err: err}
+		resp, err := b.commitAlone(ctx, ws[0])
+		ws[0].done <- writeAnswer{resp: resp, err: err}
 		return
 	}
 	ops := make([]clientv3.Op, len(ws))
@@ -348,6 +347,11 @@ func (b *Backend) commit(ws []*write) {
 		in.Header = resp.Header
 		w.done <- writeAnswer{resp: (*clientv3.TxnResponse)(in)}
 	}
+}
+
+// commitAlone commits w as a transaction of its own.
+func (b *Backend) commitAlone(ctx context.Context, w *write) (*clientv3.TxnResponse, error) {
+	return b.cli.Txn(ctx).If(w.cmps...).Then(w.then...).Else(w.els...).Commit()
 }
 
 // errBatchAnswer is a batched transaction's answer that does not match
