@@ -1,7 +1,9 @@
 package zookeeper_test
 
 import (
+	"errors"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,6 +114,99 @@ func TestWatchesSurviveReconnects(t *testing.T) {
 			}
 		case <-time.After(30 * time.Second):
 			t.Errorf("%s never fired after %d reconnections", w.name, n)
+		}
+	}
+}
+
+// TestCloseWithRequestsInFlight closes clients while their requests are
+// on their way, again and again. A request that the close answers
+// (ErrConnectionClosed) must be answered once, and its reply, if the
+// server's still comes in, must not be decoded into what the caller
+// reads, nor its watch be added meanwhile: under -race any such write
+// fails the test. Every call returns, and a reply the caller got is whole.
+func TestCloseWithRequestsInFlight(t *testing.T) {
+	const rounds, callers = 60, 8
+	const dir = "/close-in-flight"
+	other := rawConn(t)
+	if _, err := other.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		t.Fatal(err)
+	}
+	calls := []func(c *zk.Conn, i int) error{
+		func(c *zk.Conn, i int) error {
+			p, err := c.CreateContainer(dir+"/c"+strconv.Itoa(i%4), nil, zk.FlagContainer, zk.WorldACL(zk.PermAll))
+			if err == nil && p == "" {
+				return errors.New("CreateContainer: no path")
+			}
+			return err
+		},
+		func(c *zk.Conn, _ int) error {
+			_, st, err := c.Children(dir)
+			if err == nil && st.Czxid == 0 {
+				return errors.New("Children: no stat")
+			}
+			return err
+		},
+		func(c *zk.Conn, _ int) error {
+			_, st, _, err := c.ChildrenW(dir)
+			if err == nil && st.Czxid == 0 {
+				return errors.New("ChildrenW: no stat")
+			}
+			return err
+		},
+		func(c *zk.Conn, _ int) error {
+			_, st, _, err := c.GetW(dir)
+			if err == nil && st.Czxid == 0 {
+				return errors.New("GetW: no stat")
+			}
+			return err
+		},
+		func(c *zk.Conn, i int) error {
+			_, err := c.Multi(&zk.CheckVersionRequest{Path: dir, Version: -1})
+			return err
+		},
+	}
+	for round := range rounds {
+		c, _, err := zk.Connect([]string{srv.Addr()}, sessionTimeout, zk.WithLogger(quiet{}), zk.WithLogInfo(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, callers)
+		started := make(chan struct{}, callers)
+		for g := range callers {
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					err := calls[(g+i)%len(calls)](c, i)
+					if i == 0 {
+						started <- struct{}{}
+					}
+					switch {
+					case err == nil, errors.Is(err, zk.ErrNodeExists), errors.Is(err, zk.ErrNoServer):
+					case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrClosing), errors.Is(err, zk.ErrSessionExpired):
+						return
+					default:
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		for range callers {
+			<-started
+		}
+		// Closed at a different point of the callers' requests each round.
+		time.Sleep(time.Duration(round%7) * 200 * time.Microsecond)
+		c.Close()
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("round %d: calls still waiting 30 s after Close", round)
+		}
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: %v", round, err)
 		}
 	}
 }

@@ -136,6 +136,31 @@ type request struct {
 	// loop the caller can use recvFunc to insert some synchronously code
 	// after a response.
 	recvFunc func(*request, *responseHeader, error)
+
+	// answer makes the request's answer one: the server's reply, decoded
+	// into recvStruct by the receive loop, or an error (fail) — never an
+	// error first and the reply decoded later, while the caller reads
+	// recvStruct.
+	answer atomic.Int32
+}
+
+// A request's answer (request.answer).
+const (
+	answerPending int32 = iota
+	answerReply         // the receive loop decodes the reply, then sends it
+	answerFailed        // an error was sent
+)
+
+// claim reserves the request's answer for the reply the receive loop has
+// read; false if it was answered with an error already.
+func (r *request) claim() bool { return r.answer.CompareAndSwap(answerPending, answerReply) }
+
+// fail answers the request with err, unless it was answered already or
+// its reply is being decoded (that reply is its answer).
+func (r *request) fail(err error) {
+	if r.answer.CompareAndSwap(answerPending, answerFailed) {
+		r.recvChan <- response{-1, err}
+	}
 }
 
 type response struct {
@@ -320,7 +345,7 @@ func (c *Conn) Close() {
 		close(c.shouldQuit)
 
 		select {
-		case <-c.queueRequest(opClose, &closeRequest{}, &closeResponse{}, nil):
+		case <-c.queueRequest(opClose, &closeRequest{}, &closeResponse{}, nil).recvChan:
 		case <-time.After(time.Second):
 		}
 	})
@@ -518,7 +543,7 @@ func (c *Conn) flushUnsentRequests(err error) {
 		default:
 			return
 		case req := <-c.sendChan:
-			req.recvChan <- response{-1, err}
+			req.fail(err)
 		}
 	}
 }
@@ -527,7 +552,7 @@ func (c *Conn) flushUnsentRequests(err error) {
 func (c *Conn) flushRequests(err error) {
 	c.requestsLock.Lock()
 	for _, req := range c.requests {
-		req.recvChan <- response{-1, err}
+		req.fail(err)
 	}
 	c.requests = make(map[int32]*request)
 	c.requestsLock.Unlock()
@@ -725,13 +750,13 @@ func (c *Conn) sendData(req *request) error {
 	header := &requestHeader{req.xid, req.opcode}
 	n, err := encodePacket(c.buf[4:], header)
 	if err != nil {
-		req.recvChan <- response{-1, err}
+		req.fail(err)
 		return nil
 	}
 
 	n2, err := encodePacket(c.buf[4+n:], req.pkt)
 	if err != nil {
-		req.recvChan <- response{-1, err}
+		req.fail(err)
 		return nil
 	}
 
@@ -742,7 +767,7 @@ func (c *Conn) sendData(req *request) error {
 	c.requestsLock.Lock()
 	select {
 	case <-c.closeChan:
-		req.recvChan <- response{-1, ErrConnectionClosed}
+		req.fail(ErrConnectionClosed)
 		c.requestsLock.Unlock()
 		return ErrConnectionClosed
 	default:
@@ -754,7 +779,7 @@ func (c *Conn) sendData(req *request) error {
 	_, err = c.conn.Write(c.buf[:n+4])
 	c.conn.SetWriteDeadline(time.Time{})
 	if err != nil {
-		req.recvChan <- response{-1, err}
+		req.fail(err)
 		c.conn.Close()
 		return err
 	}
@@ -861,7 +886,7 @@ func (c *Conn) recvLoop(conn net.Conn) error {
 
 			if !ok {
 				c.logger.Printf("Response for unknown request with xid %d", res.Xid)
-			} else {
+			} else if req.claim() {
 				if res.Err != 0 {
 					err = res.Err.toError()
 				} else {
@@ -871,9 +896,9 @@ func (c *Conn) recvLoop(conn net.Conn) error {
 					req.recvFunc(req, &res, err)
 				}
 				req.recvChan <- response{res.Zxid, err}
-				if req.opcode == opClose {
-					return io.EOF
-				}
+			}
+			if ok && req.opcode == opClose {
+				return io.EOF
 			}
 		}
 	}
@@ -893,7 +918,7 @@ func (c *Conn) addWatcher(path string, watchType watchType) <-chan Event {
 	return ch
 }
 
-func (c *Conn) queueRequest(opcode int32, req interface{}, res interface{}, recvFunc func(*request, *responseHeader, error)) <-chan response {
+func (c *Conn) queueRequest(opcode int32, req interface{}, res interface{}, recvFunc func(*request, *responseHeader, error)) *request {
 	rq := &request{
 		xid:        c.nextXid(),
 		opcode:     opcode,
@@ -910,39 +935,40 @@ func (c *Conn) queueRequest(opcode int32, req interface{}, res interface{}, recv
 		case c.sendChan <- rq:
 		case <-time.After(c.connectTimeout * 2):
 			c.logger.Printf("gave up trying to send opClose to server")
-			rq.recvChan <- response{-1, ErrConnectionClosed}
+			rq.fail(ErrConnectionClosed)
 		}
 	default:
 		// otherwise avoid deadlocks for dumb clients who aren't aware that
 		// the ZK connection is closed yet.
 		select {
 		case <-c.shouldQuit:
-			rq.recvChan <- response{-1, ErrConnectionClosed}
+			rq.fail(ErrConnectionClosed)
 		case c.sendChan <- rq:
 			// check for a tie
 			select {
 			case <-c.shouldQuit:
 				// maybe the caller gets this, maybe not- we tried.
-				rq.recvChan <- response{-1, ErrConnectionClosed}
+				rq.fail(ErrConnectionClosed)
 			default:
 			}
 		}
 	}
-	return rq.recvChan
+	return rq
 }
 
 func (c *Conn) request(opcode int32, req interface{}, res interface{}, recvFunc func(*request, *responseHeader, error)) (int64, error) {
-	recv := c.queueRequest(opcode, req, res, recvFunc)
+	rq := c.queueRequest(opcode, req, res, recvFunc)
 	select {
-	case r := <-recv:
+	case r := <-rq.recvChan:
 		return r.zxid, r.err
 	case <-c.shouldQuit:
-		// queueRequest() can be racy, double-check for the race here and avoid
-		// a potential data-race. otherwise the client of this func may try to
-		// access `res` fields concurrently w/ the async response processor.
-		// NOTE: callers of this func should check for (at least) ErrConnectionClosed
-		// and avoid accessing fields of the response object if such error is present.
-		return -1, ErrConnectionClosed
+		// The close answers the request, unless the receive loop is
+		// decoding its reply into res: then that reply, which comes at
+		// once, is the answer. Either way nothing writes res after
+		// this returns.
+		rq.fail(ErrConnectionClosed)
+		r := <-rq.recvChan
+		return r.zxid, r.err
 	}
 }
 
