@@ -1,6 +1,9 @@
 package service_test
 
 import (
+	"context"
+	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -63,5 +66,37 @@ func TestQueuedKinds(t *testing.T) {
 	}
 	if _, ok := f.(driver.Queuer); !ok {
 		t.Errorf("memory's fair lock through the service: %T is no driver.Queuer", f)
+	}
+}
+
+// TestQueuedWaitEndsWithItsContext: a wait in the store's queue through
+// the service ends with its context's own end, though the call's
+// deadline reaches the instance in whole milliseconds, rounded down, so
+// that the instance's copy ends up to one before the caller's does.
+// Deadlines a fraction of a millisecond past a whole one make the
+// instance answer DEADLINE_EXCEEDED first; the wait still reports its
+// context's cause (here: what a Client's wait budget sets), never the
+// instance's deadline.
+func TestQueuedWaitEndsWithItsContext(t *testing.T) {
+	in := startInstance(t, service.Config{Backend: memory.New()})
+	fv, err := dial(t, "turnstile://"+in.addr).(driver.Fairer).FairView(driver.KindConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := fv.(driver.Queuer)
+	ctx := ctxFor(t, time.Minute)
+	if _, ok, err := fv.Acquire(ctx, "held", "holder", time.Minute); !ok || err != nil {
+		t.Fatalf("holder: ok=%v err=%v", ok, err)
+	}
+	budget := errors.New("the wait's budget is used up")
+	for i := range 20 {
+		d := 20*time.Millisecond + time.Duration(500+25*i)*time.Microsecond
+		wctx, cancel := context.WithTimeoutCause(ctx, d, budget)
+		_, err := q.AcquireWait(wctx, "held", "waiter-"+strconv.Itoa(i), time.Minute)
+		ended := wctx.Err() != nil
+		cancel()
+		if !ended || !errors.Is(err, budget) {
+			t.Fatalf("wait %d of %v: ended with %v (its context ended: %v), want its context's cause", i, d, err, ended)
+		}
 	}
 }

@@ -258,6 +258,7 @@ func (q *QueuedBackend) AcquireWait(ctx context.Context, key, owner string, ttl 
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultDialTimeout)
 		_, _ = b.Release(rctx, key, owner)
 		cancel()
+		awaitOwnDeadline(ctx, err)
 		if ctx.Err() != nil {
 			return 0, fmt.Errorf("%w (%w)", context.Cause(ctx), asDriverError(err))
 		}
@@ -267,6 +268,26 @@ func (q *QueuedBackend) AcquireWait(ctx context.Context, key, owner string, ttl 
 		return 0, asDriverError(err)
 	}
 	return resp.GetLease().GetToken(), nil
+}
+
+// deadlineSlack bounds how long before ctx's own deadline an instance's
+// DEADLINE_EXCEEDED is taken for it (awaitOwnDeadline).
+const deadlineSlack = 5 * time.Millisecond
+
+// awaitOwnDeadline waits for ctx to end when err is the instance's
+// DEADLINE_EXCEEDED and ctx's deadline is at most deadlineSlack away: a
+// call's deadline travels to the instance in whole milliseconds, rounded
+// down, so the instance's copy may end up to a millisecond before ctx
+// does, and its answer arrive first. The caller then reads ctx's end (a
+// wait's budget, say) as what ended the call, as it would have without
+// the rounding.
+func awaitOwnDeadline(ctx context.Context, err error) {
+	if connect.CodeOf(err) != connect.CodeDeadlineExceeded {
+		return
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= deadlineSlack {
+		<-ctx.Done()
+	}
 }
 
 // queue waits with the Queue stream, telling position the places it

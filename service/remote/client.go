@@ -190,6 +190,7 @@ func (c *conn) attempt(ctx context.Context) (context.Context, context.CancelFunc
 // while the call's ctx had time left, into a broken connection's
 // (brokenConn): the instance is passed over, and the outcome is unknown.
 func noAnswer(ctx, actx context.Context, addr string, err error) error {
+	awaitOwnDeadline(actx, err)
 	if err == nil || ctx.Err() != nil || !errors.Is(actx.Err(), context.DeadlineExceeded) {
 		return err
 	}
