@@ -13,6 +13,8 @@
 // io.WriterTo:
 //
 //   - BatchExtender: many renewals in one round trip (the watchdog).
+//   - Batcher: many acquisitions and releases in one round trip (a
+//     service instance's batches).
 //   - Notifier: release notices, so waiters need not poll.
 //   - Queuer: a first-come-first-served queue of waiters kept by the store.
 //   - TimedQueuer, TimedAcquirer: grants that say from when the store
@@ -78,6 +80,50 @@ type BatchExtender interface {
 	// ExtendMany performs every request and returns one result per request,
 	// in the same order.
 	ExtendMany(ctx context.Context, reqs []ExtendRequest) []ExtendResult
+}
+
+// Batcher is implemented by backends that can make many acquisitions and
+// releases in one round trip (for example by pipelining). A service
+// instance makes the ops of a client's batch through it.
+type Batcher interface {
+	// DoMany makes every op and returns one result per op, in the same
+	// order: each the result its own call would have had (AcquireSince
+	// for OpAcquire, ReleaseNotice for OpRelease). The ops are made as
+	// concurrent calls would be, in no set order: a batch must not hold
+	// two ops on one key whose outcome depends on their order.
+	DoMany(ctx context.Context, ops []Op) []OpResult
+}
+
+// OpKind is what an Op does.
+type OpKind uint8
+
+const (
+	// OpAcquire takes Key for Owner with TTL, as Acquire does.
+	OpAcquire OpKind = iota + 1
+	// OpRelease releases Key for Owner, as ReleaseNotice does with Notice.
+	OpRelease
+)
+
+// Op is one operation of a Batcher's DoMany.
+type Op struct {
+	Kind       OpKind
+	Key, Owner string
+	TTL        time.Duration // OpAcquire
+	Notice     Notice        // OpRelease
+}
+
+// OpResult is an Op's outcome.
+type OpResult struct {
+	Token uint64 // OpAcquire: the grant's fencing token
+	// OK: OpAcquire, the lock was taken; OpRelease, the owner held it.
+	OK bool
+	// Tried: OpRelease, someone else had tried to take the lock (as
+	// ReleaseNotice reports).
+	Tried bool
+	// Since: OpAcquire, from when the store holds the grant, as
+	// TimedAcquirer's; zero when the store does not say.
+	Since time.Time
+	Err   error
 }
 
 // Notifier is implemented by backends that can tell waiters when a key is

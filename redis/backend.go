@@ -162,18 +162,8 @@ func (b *Backend) AcquireAt(ctx context.Context, key, owner string, ttl time.Dur
 	if err := ctx.Err(); err != nil {
 		return 0, false, err // ended while sampling: nothing was sent
 	}
-	margin := "0"
-	if clock == 0 {
-		clock = uint64(max(own, 0))
-		margin = freshMargin
-	}
 	sctx, stop := settling(ctx)
-	c := b.lockCall(key, owner, ttl, 3)
-	c.args = append(c.args, strconv.FormatUint(clock, 10), margin)
-	if b.cfg.quarantine > 0 {
-		c.keys = append(c.keys, b.marker(c.keys[0]))
-		c.args = append(c.args, millis(b.cfg.quarantine))
-	}
+	c := b.acquireCall(key, owner, ttl, clock, own)
 	var tok int64
 	var err error
 	if b.waits() {
@@ -182,6 +172,31 @@ func (b *Backend) AcquireAt(ctx context.Context, key, owner string, ttl time.Dur
 		tok, err = b.conn.eval(sctx, acquireScript, c)
 	}
 	stop()
+	return b.acquired(ctx, tok, err)
+}
+
+// acquireCall is the acquire script's call: the token starts from clock,
+// or, when clock is 0, from own, the Backend's reading of the server
+// clock (0 when it has none: the script reads TIME), with the margin for
+// a fresh key.
+func (b *Backend) acquireCall(key, owner string, ttl time.Duration, clock uint64, own int64) call {
+	margin := "0"
+	if clock == 0 {
+		clock = uint64(max(own, 0))
+		margin = freshMargin
+	}
+	c := b.lockCall(key, owner, ttl, 3)
+	c.args = append(c.args, strconv.FormatUint(clock, 10), margin)
+	if b.cfg.quarantine > 0 {
+		c.keys = append(c.keys, b.marker(c.keys[0]))
+		c.args = append(c.args, millis(b.cfg.quarantine))
+	}
+	return c
+}
+
+// acquired reads the acquire script's reply tok (or err) to a call
+// made for ctx.
+func (b *Backend) acquired(ctx context.Context, tok int64, err error) (uint64, bool, error) {
 	if err == nil && ctx.Err() != nil {
 		// The caller gave up while the script ran: it has its outcome, an
 		// error, and releases what the script may have taken; that
@@ -267,11 +282,7 @@ func (b *Backend) Release(ctx context.Context, key, owner string) (bool, error) 
 // sent as n says — only if someone failed to take the lock meanwhile, or
 // in any case — and whether someone had (the lock was marked).
 func (b *Backend) ReleaseNotice(ctx context.Context, key, owner string, n driver.Notice) (ok, tried bool, err error) {
-	notice := ""
-	if n == driver.NoticeAlways {
-		notice = "always"
-	}
-	return b.release(ctx, key, owner, notice)
+	return b.release(ctx, key, owner, noticeArg(n))
 }
 
 // release runs the release script; notice is its ARGV[3] (release.lua).
@@ -280,12 +291,25 @@ func (b *Backend) release(ctx context.Context, key, owner, notice string) (ok, t
 	if err := check(ctx, key); err != nil {
 		return false, false, err
 	}
+	r, err := b.conn.eval(ctx, releaseScript, b.releaseCall(key, owner, notice))
+	return r >= 1, r == 2, err
+}
+
+// releaseCall is the release script's call; notice is its ARGV[3].
+func (b *Backend) releaseCall(key, owner, notice string) call {
 	n := b.names(key)
-	r, err := b.conn.eval(ctx, releaseScript, call{
+	return call{
 		keys: []string{n.lock, n.fence},
 		args: []string{owner, n.channel, notice},
-	})
-	return r >= 1, r == 2, err
+	}
+}
+
+// noticeArg is the release script's ARGV[3] for n.
+func noticeArg(n driver.Notice) string {
+	if n == driver.NoticeAlways {
+		return "always"
+	}
+	return ""
 }
 
 // tokenRoom is the room between two grants' fencing tokens: every token

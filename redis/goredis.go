@@ -113,6 +113,28 @@ func (g *goredisConn) evalMulti(ctx context.Context, s script, cs []call) []repl
 	return out
 }
 
+// evalMany sends every call as an EVALSHA in one pipeline. A call
+// refused with NOSCRIPT runs again alone through eval, which loads the
+// script.
+func (g *goredisConn) evalMany(ctx context.Context, cs []scriptCall) []reply {
+	cmds := make([]*goredis.Cmd, len(cs))
+	pipe := g.c.Pipeline()
+	for i, c := range cs {
+		cmds[i] = goredisScripts[c.s].EvalSha(ctx, pipe, c.keys, anys(c.args)...)
+	}
+	_, _ = pipe.Exec(ctx) // errors are read per command below
+	out := make([]reply, len(cs))
+	for i, c := range cs {
+		n, err := cmds[i].Int64()
+		if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
+			out[i].n, out[i].err = g.eval(ctx, c.s, c.call)
+			continue
+		}
+		out[i].n, out[i].err = n, storeError(err, sources[c.s], c.call, "")
+	}
+	return out
+}
+
 func anys(ss []string) []any {
 	a := make([]any, len(ss))
 	for i, s := range ss {

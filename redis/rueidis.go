@@ -101,6 +101,30 @@ func (r *rueidisConn) evalMulti(ctx context.Context, s script, cs []call) []repl
 	return out
 }
 
+// evalMany sends every call as an EVALSHA in one pipelined write. A call
+// refused with NOSCRIPT (the server lost its script cache), or one that
+// eval would have run again (a context error that is not this call's, a
+// release whose connection closed under it), runs again alone through
+// eval, which falls back to EVAL.
+func (r *rueidisConn) evalMany(ctx context.Context, cs []scriptCall) []reply {
+	cmds := make(rueidis.Commands, len(cs))
+	for i, c := range cs {
+		cmds[i] = r.c.B().Evalsha().Sha1(plainSHA[c.s]).Numkeys(int64(len(c.keys))).Key(c.keys...).Arg(c.args...).Build()
+	}
+	out := make([]reply, len(cs))
+	for i, res := range r.c.DoMulti(ctx, cmds...) {
+		c := cs[i]
+		n, err := res.AsInt64()
+		notOurs := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+		if err != nil && (noScript(err) || (ctx.Err() == nil && (notOurs || (c.s == releaseScript && connectionLost(err))))) {
+			out[i].n, out[i].err = r.eval(ctx, c.s, c.call)
+			continue
+		}
+		out[i].n, out[i].err = n, storeError(err, sources[c.s], c.call, "")
+	}
+	return out
+}
+
 // subscribe shares the client's pipelined connection. On a cluster,
 // rueidis sends SSUBSCRIBE to the node that owns the channel's slot, and
 // after a connection failure (a failover) subscribes again on whichever

@@ -47,6 +47,12 @@ type call struct {
 	args []string
 }
 
+// scriptCall is a call of the script s, one of many of evalMany.
+type scriptCall struct {
+	s script
+	call
+}
+
 // reply is the integer a script returned, or why it did not run.
 type reply struct {
 	n   int64
@@ -62,6 +68,9 @@ type reply struct {
 type conn interface {
 	eval(ctx context.Context, s script, c call) (int64, error)
 	evalMulti(ctx context.Context, s script, cs []call) []reply
+	// evalMany runs calls of several scripts in one pipelined batch, in
+	// their order; each call's reply is what eval would have answered.
+	evalMany(ctx context.Context, cs []scriptCall) []reply
 	// subscribe listens on channel until ctx is done or the client is
 	// closed: it calls ready once the server confirmed the subscription,
 	// and message for every message and for every confirmation after a
