@@ -9,6 +9,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/service/apierr"
 	v1 "github.com/turnstilelock/turnstile/service/gen/turnstile/v1"
 )
@@ -39,31 +40,129 @@ func (h *locks) Batch(ctx context.Context, req *connect.Request[v1.BatchRequest]
 	ctx = context.WithValue(ctx, admittedKey{}, true)
 	out := make([]*v1.BatchResult, len(ops))
 	tenant := callerName(ctx)
-	do := func(i int) {
-		start := time.Now()
-		r, method, err := s.batchOp(ctx, ops[i])
+	start := time.Now()
+	answer := func(i int, method string, r *v1.BatchResult, err error) {
 		s.metrics.call(method, tenant, err, time.Since(start))
 		if err != nil {
 			r = &v1.BatchResult{Result: &v1.BatchResult_Error{Error: batchError(err)}}
 		}
 		out[i] = r
 	}
-	// Every op but the last goes to a pooled goroutine; the last runs on
-	// this one, which would only wait meanwhile: a batch of one op is
-	// made without a hand-off at all.
-	if n := len(ops); n > 0 {
-		var wg sync.WaitGroup
-		wg.Add(n - 1)
-		for i := range n - 1 {
-			s.pool.run(func() {
-				defer wg.Done()
-				do(i)
-			})
+	// Acquisitions and releases on a store that makes many in one round
+	// trip (driver.Batcher) go to it together, on this goroutine; every
+	// other op goes to a pooled goroutine. With no such store, the last
+	// op runs on this goroutine, which would only wait meanwhile: a
+	// batch of one op is made without a hand-off at all.
+	var many manyOps
+	var rest []func()
+	for i, op := range ops {
+		if f := many.add(ctx, s, i, op, answer); f != nil {
+			rest = append(rest, f)
 		}
-		do(n - 1)
-		wg.Wait()
 	}
+	var wg sync.WaitGroup
+	last := len(rest)
+	if len(many.ops) == 0 && last > 0 {
+		last--
+	}
+	wg.Add(last)
+	for _, f := range rest[:last] {
+		s.pool.run(func() {
+			defer wg.Done()
+			f()
+		})
+	}
+	if last < len(rest) {
+		rest[last]()
+	}
+	many.do(ctx, s, answer)
+	wg.Wait()
 	return connect.NewResponse(&v1.BatchResponse{Results: out}), nil
+}
+
+// manyOps are the acquisitions and releases of a batch that go to the
+// store in one driver.Batcher call.
+type manyOps struct {
+	store driver.Batcher
+	ops   []driver.Op
+	at    []int // ops[j] answers the batch's op at[j]
+	tries []tryOp
+	rels  []*v1.ReleaseRequest
+	views []*lockView
+}
+
+// add checks the batch's op i: it answers a refused one, takes one for
+// the Batcher, and returns the call of any other.
+func (mo *manyOps) add(ctx context.Context, s *Server, i int, op *v1.BatchOp, answer func(int, string, *v1.BatchResult, error)) func() {
+	switch o := op.GetOp().(type) {
+	case *v1.BatchOp_TryAcquire:
+		t, err := s.tryStart(ctx, o.TryAcquire)
+		if err != nil {
+			answer(i, "TryAcquire", nil, err)
+			return nil
+		}
+		if mo.takes(t.v.store) {
+			mo.ops = append(mo.ops, driver.Op{Kind: driver.OpAcquire, Key: t.m.Key, Owner: t.owner, TTL: t.ttl})
+			mo.at, mo.tries, mo.rels, mo.views = append(mo.at, i), append(mo.tries, t), append(mo.rels, nil), append(mo.views, t.v)
+			return nil
+		}
+		return func() {
+			token, ok, since, err := driver.AcquireSince(ctx, t.v.store, t.m.Key, t.owner, t.ttl)
+			r, err := s.tryEnd(t, token, ok, since, err)
+			answer(i, "TryAcquire", &v1.BatchResult{Result: &v1.BatchResult_Acquired{Acquired: r}}, err)
+		}
+	case *v1.BatchOp_Release:
+		m := o.Release
+		v, n, err := s.releaseStart(ctx, m)
+		if err != nil {
+			answer(i, "Release", nil, err)
+			return nil
+		}
+		if mo.takes(v.store) {
+			mo.ops = append(mo.ops, driver.Op{Kind: driver.OpRelease, Key: m.Lease.Key, Owner: m.Lease.Owner, Notice: n})
+			mo.at, mo.tries, mo.rels, mo.views = append(mo.at, i), append(mo.tries, tryOp{}), append(mo.rels, m), append(mo.views, v)
+			return nil
+		}
+		return func() {
+			ok, tried, err := driver.ReleaseNotice(ctx, v.store, m.Lease.Key, m.Lease.Owner, n)
+			r, err := s.releaseEnd(v, m, ok, tried, err)
+			answer(i, "Release", &v1.BatchResult{Result: &v1.BatchResult_Released{Released: r}}, err)
+		}
+	}
+	return func() {
+		r, method, err := s.batchOp(ctx, op)
+		answer(i, method, r, err)
+	}
+}
+
+// takes reports whether an op on store goes to the Batcher: the first
+// store of the batch that is one, and only that one.
+func (mo *manyOps) takes(store driver.Backend) bool {
+	b, ok := store.(driver.Batcher)
+	if !ok {
+		return false
+	}
+	if mo.store == nil {
+		mo.store = b
+	}
+	return mo.store == b
+}
+
+// do makes the ops taken in one call of the Batcher and answers them.
+func (mo *manyOps) do(ctx context.Context, s *Server, answer func(int, string, *v1.BatchResult, error)) {
+	if len(mo.ops) == 0 {
+		return
+	}
+	for j, r := range mo.store.DoMany(ctx, mo.ops) {
+		i, v := mo.at[j], mo.views[j]
+		if m := mo.rels[j]; m != nil {
+			resp, err := s.releaseEnd(v, m, r.OK, r.Tried, r.Err)
+			answer(i, "Release", &v1.BatchResult{Result: &v1.BatchResult_Released{Released: resp}}, err)
+			continue
+		}
+		resp, err := s.tryEnd(mo.tries[j], r.Token, r.OK, r.Since, r.Err)
+		answer(i, "TryAcquire", &v1.BatchResult{Result: &v1.BatchResult_Acquired{Acquired: resp}}, err)
+	}
 }
 
 // admittedKey marks the context of a batch's ops: the batch was admitted

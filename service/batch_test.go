@@ -1,6 +1,8 @@
 package service_test
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -8,7 +10,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/memory"
+	"github.com/turnstilelock/turnstile/redis"
 	"github.com/turnstilelock/turnstile/service"
 	"github.com/turnstilelock/turnstile/service/apierr"
 	v1 "github.com/turnstilelock/turnstile/service/gen/turnstile/v1"
@@ -30,9 +35,48 @@ func releaseOp(key, owner string) *v1.BatchOp {
 // would be — its result or its own error, which fails no other op —
 // and counted in the metrics under its own method, with its latency.
 func TestBatch(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { testBatch(t, memory.New()) })
+	// A store that makes many ops in one round trip (driver.Batcher)
+	// gets a batch's acquisitions and releases in one call, and answers
+	// each as its own call would.
+	t.Run("redis", func(t *testing.T) {
+		ctx := ctxFor(t, 30*time.Second)
+		opt, opts, err := redis.ParseURL(testserver.StartRedis(t).URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb, err := redis.Dial(ctx, opt, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rb.Close() })
+		cb := &countingBatcher{Backend: rb}
+		testBatch(t, cb)
+		// The batch of one TryAcquire, the seven ops' four acquisitions
+		// and releases (the refused ones never reach the store, the
+		// extension goes alone), the batch of one Release.
+		if calls, ops := cb.calls.Load(), cb.ops.Load(); calls != 3 || ops != 6 {
+			t.Errorf("DoMany: %d calls with %d ops, want 3 with 6", calls, ops)
+		}
+	})
+}
+
+// countingBatcher counts the calls of a Redis backend's DoMany.
+type countingBatcher struct {
+	*redis.Backend
+	calls, ops atomic.Int32
+}
+
+func (c *countingBatcher) DoMany(ctx context.Context, ops []driver.Op) []driver.OpResult {
+	c.calls.Add(1)
+	c.ops.Add(int32(len(ops)))
+	return c.Backend.DoMany(ctx, ops)
+}
+
+func testBatch(t *testing.T, store driver.Backend) {
 	reg := prometheus.NewRegistry()
 	ts, bearer := tokens(t, map[string]string{"alpha": "lock a:"})
-	in := startInstance(t, service.Config{Backend: memory.New(), Registerer: reg, Tokens: ts})
+	in := startInstance(t, service.Config{Backend: store, Registerer: reg, Tokens: ts})
 	c := clientsOf(t, in.addr, withToken(bearer["alpha"]))
 	ctx := ctxFor(t, 30*time.Second)
 

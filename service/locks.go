@@ -47,16 +47,40 @@ func (h *locks) TryAcquire(ctx context.Context, req *connect.Request[v1.AcquireR
 }
 
 func (s *Server) tryAcquire(ctx context.Context, m *v1.AcquireRequest) (*v1.AcquireResponse, error) {
-	v, ttl, err := s.acquireArgs(ctx, m)
+	t, err := s.tryStart(ctx, m)
 	if err != nil {
 		return nil, err
+	}
+	token, ok, since, err := driver.AcquireSince(ctx, t.v.store, m.Key, t.owner, t.ttl)
+	return s.tryEnd(t, token, ok, since, err)
+}
+
+// tryOp is a TryAcquire whose request passed its checks, on its way to
+// the store.
+type tryOp struct {
+	m     *v1.AcquireRequest
+	v     *lockView
+	ttl   time.Duration
+	owner string    // the request's, or one of the instance's
+	sent  time.Time // before the store's call
+}
+
+// tryStart checks a TryAcquire's request and picks its owner id.
+func (s *Server) tryStart(ctx context.Context, m *v1.AcquireRequest) (tryOp, error) {
+	v, ttl, err := s.acquireArgs(ctx, m)
+	if err != nil {
+		return tryOp{}, err
 	}
 	owner := m.Owner
 	if owner == "" {
 		owner = s.newOwner()
 	}
-	sent := time.Now()
-	token, ok, since, err := driver.AcquireSince(ctx, v.store, m.Key, owner, ttl)
+	return tryOp{m: m, v: v, ttl: ttl, owner: owner, sent: time.Now()}, nil
+}
+
+// tryEnd answers a TryAcquire from the store's answer.
+func (s *Server) tryEnd(t tryOp, token uint64, ok bool, since time.Time, err error) (*v1.AcquireResponse, error) {
+	m, v, sent := t.m, t.v, t.sent
 	if !since.IsZero() && since.Before(sent) {
 		// The store has held it since then (an etcd lease renewed
 		// earlier): the lease counts from there, as a Client's does.
@@ -66,22 +90,22 @@ func (s *Server) tryAcquire(ctx context.Context, m *v1.AcquireRequest) (*v1.Acqu
 		// The lock may have been taken: an owner id of our own is
 		// released; a caller's own is the caller's to release.
 		if m.Owner == "" {
-			s.giveBack(v, m.Key, owner)
+			s.giveBack(v, m.Key, t.owner)
 		}
 		return nil, fmt.Errorf("try acquire %q: %w", m.Key, err)
 	}
 	if !ok {
 		return nil, fmt.Errorf("try acquire %q: %w", m.Key, turnstile.ErrNotAcquired)
 	}
-	valid := validity(ttl, sent)
+	valid := validity(t.ttl, sent)
 	if valid <= 0 {
 		if m.Owner == "" {
-			s.giveBack(v, m.Key, owner)
+			s.giveBack(v, m.Key, t.owner)
 		}
-		return nil, fmt.Errorf("try acquire %q: %w: the store took longer than the ttl %v to grant it", m.Key, turnstile.ErrNotAcquired, ttl)
+		return nil, fmt.Errorf("try acquire %q: %w: the store took longer than the ttl %v to grant it", m.Key, turnstile.ErrNotAcquired, t.ttl)
 	}
-	s.event(v1.EventType_EVENT_TYPE_ACQUIRED, v, m.Key, owner, token)
-	return grant(v, m.Key, owner, token, ttl, valid), nil
+	s.event(v1.EventType_EVENT_TYPE_ACQUIRED, v, m.Key, t.owner, token)
+	return grant(v, m.Key, t.owner, token, t.ttl, valid), nil
 }
 
 func (h *locks) Acquire(ctx context.Context, req *connect.Request[v1.AcquireRequest]) (*connect.Response[v1.AcquireResponse], error) {
@@ -164,16 +188,30 @@ func (h *locks) Release(ctx context.Context, req *connect.Request[v1.ReleaseRequ
 }
 
 func (s *Server) release(ctx context.Context, m *v1.ReleaseRequest) (*v1.ReleaseResponse, error) {
-	v, err := s.handleOf(ctx, m.Lease)
+	v, n, err := s.releaseStart(ctx, m)
 	if err != nil {
 		return nil, err
 	}
-	l := m.Lease
-	n := driver.NoticeIfTried
-	if m.Notify {
-		n = driver.NoticeAlways
+	ok, tried, err := driver.ReleaseNotice(ctx, v.store, m.Lease.Key, m.Lease.Owner, n)
+	return s.releaseEnd(v, m, ok, tried, err)
+}
+
+// releaseStart checks a Release's request and returns its view and
+// when the release notice is to go out.
+func (s *Server) releaseStart(ctx context.Context, m *v1.ReleaseRequest) (*lockView, driver.Notice, error) {
+	v, err := s.handleOf(ctx, m.Lease)
+	if err != nil {
+		return nil, 0, err
 	}
-	ok, tried, err := driver.ReleaseNotice(ctx, v.store, l.Key, l.Owner, n)
+	if m.Notify {
+		return v, driver.NoticeAlways, nil
+	}
+	return v, driver.NoticeIfTried, nil
+}
+
+// releaseEnd answers a Release from the store's answer.
+func (s *Server) releaseEnd(v *lockView, m *v1.ReleaseRequest, ok, tried bool, err error) (*v1.ReleaseResponse, error) {
+	l := m.Lease
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("release %q: %w", l.Key, err)
