@@ -54,9 +54,26 @@ func BenchmarkRedis(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = through.Close() })
 	store, server := procCPU(srv.PID()), procCPU(p.cmd.Process.Pid)
-	for _, n := range workerCounts {
+	for _, n := range append(workerCounts, 256) {
 		b.Run(fmt.Sprintf("direct/workers=%d", n), func(b *testing.B) { pairs(b, n, leases(direct), noCPU, store) })
 		b.Run(fmt.Sprintf("service/workers=%d", n), func(b *testing.B) { pairs(b, n, leases(through), server, store) })
+	}
+	// One hot key: every worker waits for it (Acquire) and releases it.
+	b.Run("direct/hot-key/workers=64", func(b *testing.B) { pairs(b, 64, hotKey(direct), noCPU, store) })
+	b.Run("service/hot-key/workers=64", func(b *testing.B) { pairs(b, 64, hotKey(through), server, store) })
+}
+
+// hotKey is an acquisition for pairs: Acquire of c on one key all the
+// workers share, waiting as long as it takes, released by the lease.
+func hotKey(c *turnstile.Client) func(context.Context, *rand.Rand) (func() error, error) {
+	key := "bench:hot:" + strconv.FormatUint(rand.Uint64(), 36)
+	forever := turnstile.WithBackoff(turnstile.Exponential{Base: turnstile.DefaultBackoffBase, Cap: turnstile.DefaultBackoffCap, MaxRetries: -1})
+	return func(ctx context.Context, _ *rand.Rand) (func() error, error) {
+		l, err := c.Acquire(ctx, key, forever)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return l.Release(ctx) }, nil
 	}
 }
 
