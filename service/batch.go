@@ -83,12 +83,17 @@ func (h *locks) Batch(ctx context.Context, req *connect.Request[v1.BatchRequest]
 // manyOps are the acquisitions and releases of a batch that go to the
 // store in one driver.Batcher call.
 type manyOps struct {
-	store driver.Batcher
-	ops   []driver.Op
-	at    []int // ops[j] answers the batch's op at[j]
-	tries []tryOp
-	rels  []*v1.ReleaseRequest
-	views []*lockView
+	view *lockView // whose store is the Batcher
+	ops  []driver.Op
+	of   []manyOp // of[j] is what ops[j] answers
+}
+
+// manyOp is the batch's op that a driver.Op makes: its index in the
+// batch, and its TryAcquire's checks or its Release's request.
+type manyOp struct {
+	at  int
+	try tryOp
+	rel *v1.ReleaseRequest
 }
 
 // add checks the batch's op i: it answers a refused one, takes one for
@@ -101,9 +106,9 @@ func (mo *manyOps) add(ctx context.Context, s *Server, i int, op *v1.BatchOp, an
 			answer(i, "TryAcquire", nil, err)
 			return nil
 		}
-		if mo.takes(t.v.store) {
+		if mo.takes(t.v) {
 			mo.ops = append(mo.ops, driver.Op{Kind: driver.OpAcquire, Key: t.m.Key, Owner: t.owner, TTL: t.ttl})
-			mo.at, mo.tries, mo.rels, mo.views = append(mo.at, i), append(mo.tries, t), append(mo.rels, nil), append(mo.views, t.v)
+			mo.of = append(mo.of, manyOp{at: i, try: t})
 			return nil
 		}
 		return func() {
@@ -118,9 +123,9 @@ func (mo *manyOps) add(ctx context.Context, s *Server, i int, op *v1.BatchOp, an
 			answer(i, "Release", nil, err)
 			return nil
 		}
-		if mo.takes(v.store) {
+		if mo.takes(v) {
 			mo.ops = append(mo.ops, driver.Op{Kind: driver.OpRelease, Key: m.Lease.Key, Owner: m.Lease.Owner, Notice: n})
-			mo.at, mo.tries, mo.rels, mo.views = append(mo.at, i), append(mo.tries, tryOp{}), append(mo.rels, m), append(mo.views, v)
+			mo.of = append(mo.of, manyOp{at: i, rel: m})
 			return nil
 		}
 		return func() {
@@ -135,17 +140,15 @@ func (mo *manyOps) add(ctx context.Context, s *Server, i int, op *v1.BatchOp, an
 	}
 }
 
-// takes reports whether an op on store goes to the Batcher: the first
-// store of the batch that is one, and only that one.
-func (mo *manyOps) takes(store driver.Backend) bool {
-	b, ok := store.(driver.Batcher)
-	if !ok {
-		return false
+// takes reports whether an op on v goes to the Batcher: the first view
+// of the batch whose store is one, and only that view.
+func (mo *manyOps) takes(v *lockView) bool {
+	if mo.view == nil {
+		if _, ok := v.store.(driver.Batcher); ok {
+			mo.view = v
+		}
 	}
-	if mo.store == nil {
-		mo.store = b
-	}
-	return mo.store == b
+	return mo.view == v
 }
 
 // do makes the ops taken in one call of the Batcher and answers them.
@@ -153,15 +156,15 @@ func (mo *manyOps) do(ctx context.Context, s *Server, answer func(int, string, *
 	if len(mo.ops) == 0 {
 		return
 	}
-	for j, r := range mo.store.DoMany(ctx, mo.ops) {
-		i, v := mo.at[j], mo.views[j]
-		if m := mo.rels[j]; m != nil {
-			resp, err := s.releaseEnd(v, m, r.OK, r.Tried, r.Err)
-			answer(i, "Release", &v1.BatchResult{Result: &v1.BatchResult_Released{Released: resp}}, err)
+	for j, r := range mo.view.store.(driver.Batcher).DoMany(ctx, mo.ops) {
+		op := mo.of[j]
+		if op.rel != nil {
+			resp, err := s.releaseEnd(mo.view, op.rel, r.OK, r.Tried, r.Err)
+			answer(op.at, "Release", &v1.BatchResult{Result: &v1.BatchResult_Released{Released: resp}}, err)
 			continue
 		}
-		resp, err := s.tryEnd(mo.tries[j], r.Token, r.OK, r.Since, r.Err)
-		answer(i, "TryAcquire", &v1.BatchResult{Result: &v1.BatchResult_Acquired{Acquired: resp}}, err)
+		resp, err := s.tryEnd(op.try, r.Token, r.OK, r.Since, r.Err)
+		answer(op.at, "TryAcquire", &v1.BatchResult{Result: &v1.BatchResult_Acquired{Acquired: resp}}, err)
 	}
 }
 
@@ -174,19 +177,12 @@ func admitted(ctx context.Context) bool {
 	return ok
 }
 
-// batchOp makes one op and returns its result, and its method's name for
-// the metrics.
+// batchOp makes an op that add does not take: an Extend, or no op at
+// all. It returns its result, and its method's name for the metrics.
 func (s *Server) batchOp(ctx context.Context, op *v1.BatchOp) (*v1.BatchResult, string, error) {
-	switch o := op.GetOp().(type) {
-	case *v1.BatchOp_TryAcquire:
-		r, err := s.tryAcquire(ctx, o.TryAcquire)
-		return &v1.BatchResult{Result: &v1.BatchResult_Acquired{Acquired: r}}, "TryAcquire", err
-	case *v1.BatchOp_Extend:
+	if o, ok := op.GetOp().(*v1.BatchOp_Extend); ok {
 		r, err := s.extend(ctx, o.Extend)
 		return &v1.BatchResult{Result: &v1.BatchResult_Extended{Extended: r}}, "Extend", err
-	case *v1.BatchOp_Release:
-		r, err := s.release(ctx, o.Release)
-		return &v1.BatchResult{Result: &v1.BatchResult_Released{Released: r}}, "Release", err
 	}
 	return nil, "Batch", fmt.Errorf("%w: an op of a batch is none of try_acquire, extend, release", turnstile.ErrInvalidOption)
 }
