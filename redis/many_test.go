@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -126,5 +127,33 @@ func TestDoManyWaitsForReplicas(t *testing.T) {
 	}
 	if n := srv.MustDo(t, "EXISTS", "{w1}"); n != "0" {
 		t.Fatal("the unconfirmed grant was left held")
+	}
+}
+
+// TestDoManyOnACluster: a batch's ops on keys of every node of a Cluster
+// each reach the node that owns their key, with either client library.
+func TestDoManyOnACluster(t *testing.T) {
+	t.Cleanup(func() { testserver.AwaitRueidisTimers(t) }) // runs last: after every client closed
+	cl := testserver.StartRedisCluster(t)
+	for name, b := range map[string]*redis.Backend{"rueidis": dialCluster(t, cl), "go-redis": goRedisClusterBackend(t, cl)} {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxFor(t, time.Minute)
+			var acquire, release []driver.Op
+			for i := range 32 { // 32 keys: every node owns some
+				key := "many:" + name + ":" + strconv.Itoa(i)
+				acquire = append(acquire, acquireOp(key, "o"))
+				release = append(release, releaseOp(key, "o"))
+			}
+			for i, r := range b.DoMany(ctx, acquire) {
+				if !r.OK || r.Err != nil || r.Token == 0 {
+					t.Fatalf("acquire %s: %+v", acquire[i].Key, r)
+				}
+			}
+			for i, r := range b.DoMany(ctx, release) {
+				if !r.OK || r.Err != nil {
+					t.Fatalf("release %s: %+v", release[i].Key, r)
+				}
+			}
+		})
 	}
 }
