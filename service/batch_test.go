@@ -2,6 +2,8 @@ package service_test
 
 import (
 	"context"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/memory"
@@ -173,4 +176,71 @@ func testBatch(t *testing.T, store driver.Backend) {
 	if _, err := c.locks.Batch(ctx, connect.NewRequest(&v1.BatchRequest{Ops: big})); connect.CodeOf(err) != connect.CodeInvalidArgument {
 		t.Fatalf("a batch of 1,025 ops: %v, want invalid_argument", err)
 	}
+}
+
+// TestCancelledBatchesLeaveNoLock: workers taking and releasing locks
+// through the service over Redis, whose batches the instance sends as
+// one pipelined write (driver.Batcher), are stopped by cancelling their
+// context at a moment of no particular kind, many times over. An
+// acquisition whose caller gave up while its batch was on its way may
+// still be granted; the releases that clean up after it (the Client's,
+// by its owner id) must reach Redis after it, so that once everything
+// settled no lock is held.
+func TestCancelledBatchesLeaveNoLock(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	ctx := ctxFor(t, 2*time.Minute)
+	opt, opts, err := redis.ParseURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := redis.Dial(ctx, opt, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rb.Close() })
+	cb := &countingBatcher{Backend: rb}
+	in := startInstance(t, service.Config{Backend: cb})
+	const rounds = 30
+	for round := range rounds {
+		c, err := turnstile.Open(ctx, "turnstile://"+in.addr, turnstile.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		for w := range 16 {
+			wg.Go(func() {
+				for i := 0; wctx.Err() == nil; i++ {
+					l, err := c.TryAcquire(wctx, "r"+strconv.Itoa(round)+":"+strconv.Itoa(w)+":"+strconv.Itoa(i))
+					if err != nil {
+						continue
+					}
+					if err := l.Release(context.Background()); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+		time.Sleep(time.Duration(5+round%20) * time.Millisecond)
+		cancel()
+		wg.Wait()
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cb.calls.Load() == 0 {
+		t.Fatal("no batch went through DoMany")
+	}
+	// The clean-up releases run in the background: give them time.
+	var held string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		held, err = srv.Do("EVAL", `local n = {} for _, k in ipairs(redis.call('KEYS', '*')) do if not string.find(k, ':fence$') then n[#n+1] = k end end return table.concat(n, ' ')`, "0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held == "" {
+			return
+		}
+	}
+	t.Errorf("cancelled acquisitions left locks held: %s", held)
 }
