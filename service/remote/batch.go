@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -89,11 +90,16 @@ func (b *batcher) do(ctx context.Context, op *v1.BatchOp) (*v1.BatchResult, erro
 		b.mu.Unlock()
 		return nil, errClosedConn
 	}
+	// An acquisition whose caller gives up once it is on its way waits
+	// for its answer (settleWait at most): the instance may still grant
+	// it, and the release the caller sends to clean up must reach the
+	// store after the grant, not overtake it on the other call.
+	settle := op.GetTryAcquire() != nil
 	if b.busy < maxInFlight {
 		// Nothing is queued: ops queue only while every call is taken.
 		b.busy++
 		b.mu.Unlock()
-		r, err := b.alone(ctx, op)
+		r, err := b.alone(ctx, op, settle)
 		b.handOver(true)
 		return r, err
 	}
@@ -108,8 +114,33 @@ func (b *batcher) do(ctx context.Context, op *v1.BatchOp) (*v1.BatchResult, erro
 		pendingOps.Put(p)
 		return r.r, r.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
+	if settle && !b.unqueue(p) {
+		// Taken into a batch: sent, or answered at once as not sent.
+		t := time.NewTimer(settleWait)
+		select {
+		case <-p.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return nil, ctx.Err()
+}
+
+// settleWait bounds how long an acquisition whose caller gave up still
+// waits for its batch's answer.
+const settleWait = time.Second
+
+// unqueue takes p out of the queue if it is still there: it is then
+// never sent.
+func (b *batcher) unqueue(p *pendingOp) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if i := slices.Index(b.queue, p); i >= 0 {
+		b.queue = slices.Delete(b.queue, i, i+1)
+		return true
+	}
+	return false
 }
 
 // pendingOps keeps the pendingOps whose answer was taken, for the next
@@ -117,9 +148,17 @@ func (b *batcher) do(ctx context.Context, op *v1.BatchOp) (*v1.BatchResult, erro
 // garbage collector: its answer may still be sent.
 var pendingOps = sync.Pool{New: func() any { return &pendingOp{done: make(chan opResult, 1)} }}
 
-// alone sends op as a batch of its own, under the caller's ctx.
-func (b *batcher) alone(ctx context.Context, op *v1.BatchOp) (*v1.BatchResult, error) {
-	bctx, cancel := batchContext(ctx)
+// alone sends op as a batch of its own, under the caller's ctx; with
+// settle, the call goes on up to settleWait after ctx ends, for its
+// answer, and then fails with ctx's error.
+func (b *batcher) alone(ctx context.Context, op *v1.BatchOp, settle bool) (*v1.BatchResult, error) {
+	callCtx := ctx
+	if settle {
+		sctx, stop := settling(ctx)
+		defer stop()
+		callCtx = sctx
+	}
+	bctx, cancel := batchContext(callCtx)
 	defer cancel()
 	results, err := b.c.batch(bctx, []*v1.BatchOp{op})
 	if err != nil {
@@ -128,7 +167,33 @@ func (b *batcher) alone(ctx context.Context, op *v1.BatchOp) (*v1.BatchResult, e
 		}
 		return nil, err
 	}
+	if settle && ctx.Err() != nil {
+		// Its caller has gone: it cleans up after the acquisition.
+		return nil, ctx.Err()
+	}
 	return results[0], nil
+}
+
+// settling returns a context that ends settleWait after ctx does, or
+// when stop is called, and has ctx's deadline plus settleWait.
+func settling(ctx context.Context) (sctx context.Context, stop func()) {
+	if ctx.Done() == nil {
+		return ctx, func() {}
+	}
+	sctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	var cancelDeadline context.CancelFunc = func() {}
+	if dl, ok := ctx.Deadline(); ok {
+		sctx, cancelDeadline = context.WithDeadline(sctx, dl.Add(settleWait))
+	}
+	unwatch := context.AfterFunc(ctx, func() {
+		// Once stop ran, the timer's cancel is a no-op.
+		time.AfterFunc(settleWait, func() { cancel(context.Cause(ctx)) })
+	})
+	return sctx, func() {
+		unwatch()
+		cancelDeadline()
+		cancel(nil)
+	}
 }
 
 // batchContext bounds a call that has no deadline, or one further than
