@@ -43,17 +43,7 @@ func TestBatch(t *testing.T) {
 	// gets a batch's acquisitions and releases in one call, and answers
 	// each as its own call would.
 	t.Run("redis", func(t *testing.T) {
-		ctx := ctxFor(t, 30*time.Second)
-		opt, opts, err := redis.ParseURL(testserver.StartRedis(t).URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		rb, err := redis.Dial(ctx, opt, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = rb.Close() })
-		cb := &countingBatcher{Backend: rb}
+		cb := countingRedis(t, testserver.StartRedis(t))
 		testBatch(t, cb)
 		// The batch of one TryAcquire, the seven ops' four acquisitions
 		// and releases (the refused ones never reach the store, the
@@ -62,6 +52,22 @@ func TestBatch(t *testing.T) {
 			t.Errorf("DoMany: %d calls with %d ops, want 3 with 6", calls, ops)
 		}
 	})
+}
+
+// countingRedis returns a Redis backend on srv whose DoMany calls are
+// counted, closed when the test ends.
+func countingRedis(t *testing.T, srv *testserver.Redis) *countingBatcher {
+	t.Helper()
+	opt, opts, err := redis.ParseURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := redis.Dial(ctxFor(t, 30*time.Second), opt, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rb.Close() })
+	return &countingBatcher{Backend: rb}
 }
 
 // countingBatcher counts the calls of a Redis backend's DoMany.
@@ -189,16 +195,7 @@ func testBatch(t *testing.T, store driver.Backend) {
 func TestCancelledBatchesLeaveNoLock(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	ctx := ctxFor(t, 2*time.Minute)
-	opt, opts, err := redis.ParseURL(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := redis.Dial(ctx, opt, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rb.Close() })
-	cb := &countingBatcher{Backend: rb}
+	cb := countingRedis(t, srv)
 	in := startInstance(t, service.Config{Backend: cb})
 	const rounds = 30
 	for round := range rounds {
@@ -233,6 +230,7 @@ func TestCancelledBatchesLeaveNoLock(t *testing.T) {
 	}
 	// The clean-up releases run in the background: give them time.
 	var held string
+	var err error
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		held, err = srv.Do("EVAL", `local n = {} for _, k in ipairs(redis.call('KEYS', '*')) do if not string.find(k, ':fence$') then n[#n+1] = k end end return table.concat(n, ' ')`, "0")
 		if err != nil {
