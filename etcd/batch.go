@@ -83,6 +83,7 @@ type write struct {
 	cmps      []clientv3.Cmp
 	then, els []clientv3.Op
 	keys      []string // the keys it puts or deletes
+	ranged    bool     // it writes a range of keys: it goes alone
 	ctx       context.Context
 	state     writeState
 	done      chan writeAnswer // buffered: the sender never waits
@@ -233,14 +234,24 @@ func (bt *batcher) leave(w *write) bool {
 // writes (see above). Writes to ranges of keys, and every write when
 // batching is off, go alone.
 func (b *Backend) txn(ctx context.Context, lk, owner string, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
+	return b.commitWrite(ctx, newWrite(lk, owner, cmps, then, els))
+}
+
+// newWrite is owner's write on lock key lk: If(cmps).Then(then).Else(els).
+func newWrite(lk, owner string, cmps []clientv3.Cmp, then, els []clientv3.Op) *write {
 	keys, ok := writtenKeys(nil, then)
 	if ok {
 		keys, ok = writtenKeys(keys, els)
 	}
-	w := &write{order: lk + "\x00" + owner, cmps: cmps, then: then, els: els, keys: keys, ctx: ctx}
+	return &write{order: lk + "\x00" + owner, cmps: cmps, then: then, els: els, keys: keys, ranged: !ok}
+}
+
+// commitWrite commits w as txn does, for ctx's caller.
+func (b *Backend) commitWrite(ctx context.Context, w *write) (*clientv3.TxnResponse, error) {
+	w.ctx = ctx
 	bt := &b.batch
 	bt.mu.Lock()
-	if !ok || bt.max <= 1 {
+	if w.ranged || bt.max <= 1 {
 		bt.mu.Unlock()
 		return b.commitAlone(ctx, w)
 	}
@@ -248,7 +259,7 @@ func (b *Backend) txn(ctx context.Context, lk, owner string, cmps []clientv3.Cmp
 		// Another owner's write on the key is in line or on its way: go
 		// beside it. Or nobody waits: go now, as the line's transaction.
 		// Either way alone, on this goroutine.
-		beside := bt.writing(keys)
+		beside := bt.writing(w.keys)
 		ofLine := !beside && bt.sending < inFlightTxns && len(bt.line) == 0
 		if beside || ofLine {
 			if ofLine {
@@ -267,32 +278,96 @@ func (b *Backend) txn(ctx context.Context, lk, owner string, cmps []clientv3.Cmp
 			return resp, err
 		}
 	}
-	w.done = make(chan writeAnswer, 1)
-	bt.join(w)
-	bt.line = append(bt.line, w)
+	bt.enqueue(w)
 	go1 := bt.next() // w may go at once, behind its order's write just answered
 	bt.mu.Unlock()
 	b.sendNext(go1)
+	a := b.await(ctx, w)
+	if a.alone {
+		// Refused as a whole: sent again by itself.
+		return b.commitAlone(ctx, w)
+	}
+	return a.resp, a.err
+}
+
+// enqueue puts w in line. Called with mu held.
+func (bt *batcher) enqueue(w *write) {
+	w.done = make(chan writeAnswer, 1)
+	bt.join(w)
+	bt.line = append(bt.line, w)
+}
+
+// await waits for the answer of w, put in line for ctx's caller. When
+// ctx ends first, w leaves the line if it is still there; once sent, its
+// outcome is unknown and the answer is ctx's error.
+func (b *Backend) await(ctx context.Context, w *write) writeAnswer {
 	select {
 	case a := <-w.done:
-		if a.alone {
-			return b.commitAlone(ctx, w)
-		}
-		return a.resp, a.err
+		return a
 	case <-ctx.Done():
-		if bt.leave(w) {
-			return nil, ctx.Err()
+		if b.batch.leave(w) {
+			return writeAnswer{err: ctx.Err()}
 		}
 		// Sent: the transaction goes on; its outcome is unknown here.
 		select {
 		case a := <-w.done:
 			if !a.alone {
-				return a.resp, a.err
+				return a
 			}
 		default:
 		}
-		return nil, ctx.Err()
+		return writeAnswer{err: ctx.Err()}
 	}
+}
+
+// txns commits ws, the writes of one caller made at once (a Batcher's
+// ops), each as commitWrite would, and answers them in their order —
+// without a goroutine per write. Those that may share the line's
+// transaction join the line together, and when no transaction of the
+// line is on its way the line leaves at once, on this goroutine. The
+// others go alone, each on a goroutine of its own, as concurrent calls
+// would: writes to ranges of keys, every write when batching is off, and
+// writes on a key another owner's write in line or on its way writes
+// (two of ws on one key are two such owners' writes).
+func (b *Backend) txns(ctx context.Context, ws []*write) []writeAnswer {
+	out := make([]writeAnswer, len(ws))
+	var (
+		wg    sync.WaitGroup
+		lined []int
+	)
+	bt := &b.batch
+	bt.mu.Lock()
+	for i, w := range ws {
+		w.ctx = ctx
+		switch {
+		case w.ranged || bt.max <= 1:
+			wg.Go(func() { out[i].resp, out[i].err = b.commitAlone(ctx, w) })
+		case bt.orders[w.order] == 0 && bt.writing(w.keys):
+			bt.join(w)
+			bt.send(w)
+			wg.Go(func() {
+				out[i].resp, out[i].err = b.commitAlone(ctx, w)
+				b.sendNext(bt.done([]*write{w}, false))
+			})
+		default:
+			bt.enqueue(w)
+			lined = append(lined, i)
+		}
+	}
+	go1 := bt.next()
+	bt.mu.Unlock()
+	if len(go1) > 0 {
+		b.commit(go1)
+		b.sendNext(bt.done(go1, true))
+	}
+	for _, i := range lined {
+		if out[i] = b.await(ctx, ws[i]); out[i].alone {
+			// Refused as a whole: each write again by itself, at once.
+			wg.Go(func() { out[i] = writeAnswer{}; out[i].resp, out[i].err = b.commitAlone(ctx, ws[i]) })
+		}
+	}
+	wg.Wait()
+	return out
 }
 
 // sendNext sends ws, and the transactions that follow it, on a goroutine

@@ -35,43 +35,84 @@ func (b *Backend) AcquireSince(ctx context.Context, key, owner string, ttl time.
 
 // acquire is Acquire, and AcquireSince when early (a lock held from an
 // earlier renewal of the lease will do).
-func (b *Backend) acquire(ctx context.Context, key, owner string, ttl time.Duration, early bool) (_ uint64, _ bool, _ time.Time, err error) {
+func (b *Backend) acquire(ctx context.Context, key, owner string, ttl time.Duration, early bool) (uint64, bool, time.Time, error) {
+	return b.acquireFrom(ctx, key, owner, ttl, early, 1)
+}
+
+// acquireFrom is acquire from its try-th attempt on.
+func (b *Backend) acquireFrom(ctx context.Context, key, owner string, ttl time.Duration, early bool, try int) (_ uint64, _ bool, _ time.Time, err error) {
 	defer func() { err = permission(err, "take the lock "+b.LockKey(key)) }()
-	lk, secs := b.LockKey(key), leaseSeconds(ttl)
-	for try := 1; ; try++ {
-		l, fresh, err := b.lease(ctx, secs)
+	for ; ; try++ {
+		a, err := b.newAttempt(ctx, b.LockKey(key), owner, ttl)
 		if err != nil {
 			return 0, false, time.Time{}, err
 		}
-		start := time.Now()
-		renewed := b.renewing(ctx, l, fresh || early && l.holds(start, ttl))
-		tok, ok, _, err := b.take(ctx, lk, owner, l.id)
-		rerr := <-renewed
-		switch {
-		case leaseGone(err) || (ok && rerr == errLeaseLost):
-			// The lease ended on the server: the key was not written, or
-			// went with it. Take it again on a new lease.
-			b.lost(l)
-			if try < leaseRetries {
-				continue
-			}
-			if err == nil {
-				err = errLeaseLost
-			}
-			return 0, false, time.Time{}, err
-		case err != nil:
-			b.drop(ctx, lk, owner, "", l.id)
-			return 0, false, time.Time{}, err
-		case !ok:
-			return 0, false, time.Time{}, nil
-		case rerr != nil:
-			// Taken, but its lease's time from now on is unknown.
-			b.drop(ctx, lk, owner, "", l.id)
-			return 0, false, time.Time{}, rerr
+		renewed := b.renewing(ctx, a.l, !a.renews(early))
+		resp, err := b.commitWrite(ctx, a.w)
+		tok, ok, since, again, err := b.endAttempt(ctx, a, resp, err, <-renewed)
+		if again && try < leaseRetries {
+			continue
 		}
-		b.track(lk, owner, int64(tok), l.id, start.Add(l.hold()))
-		return tok, true, l.since(start, ttl), nil
+		return tok, ok, since, err
 	}
+}
+
+// attempt is one try of an acquisition: the shared lease it writes the
+// lock key under, and its write.
+type attempt struct {
+	lk, owner string
+	ttl       time.Duration
+	l         *sharedLease
+	fresh     bool      // this attempt granted l
+	start     time.Time // after l was granted: the lock's time counts from it
+	w         *write
+}
+
+// newAttempt starts an attempt of owner on lock key lk: the shared lease
+// of ttl's class, granted when there is none, and the write of take.
+func (b *Backend) newAttempt(ctx context.Context, lk, owner string, ttl time.Duration) (*attempt, error) {
+	l, fresh, err := b.lease(ctx, leaseSeconds(ttl))
+	if err != nil {
+		return nil, err
+	}
+	return &attempt{lk: lk, owner: owner, ttl: ttl, l: l, fresh: fresh, start: time.Now(), w: takeWrite(lk, owner, l.id)}, nil
+}
+
+// renews reports whether a's lease must be renewed beside its write: not
+// when a granted it, nor, when early, while its last renewal holds the
+// lock for all but a tenth of the TTL.
+func (a *attempt) renews(early bool) bool {
+	return !a.fresh && !(early && a.l.holds(a.start, a.ttl))
+}
+
+// endAttempt ends a, whose write etcd answered with resp or err and the
+// renewal of whose lease with rerr (nil when none was sent). It returns
+// the token, whether the lock was taken and from when it is held, or
+// again: the lease ended on the server, and the acquisition may try
+// again on a new one. After an error the key, if written, is dropped.
+func (b *Backend) endAttempt(ctx context.Context, a *attempt, resp *clientv3.TxnResponse, err, rerr error) (_ uint64, _ bool, _ time.Time, again bool, _ error) {
+	tok, ok, _, err := taken(resp, err)
+	switch {
+	case leaseGone(err) || (ok && rerr == errLeaseLost):
+		// The lease ended on the server: the key was not written, or
+		// went with it. Take it again on a new lease.
+		b.lost(a.l)
+		if err == nil {
+			err = errLeaseLost
+		}
+		return 0, false, time.Time{}, true, err
+	case err != nil:
+		b.drop(ctx, a.lk, a.owner, "", a.l.id)
+		return 0, false, time.Time{}, false, err
+	case !ok:
+		return 0, false, time.Time{}, false, nil
+	case rerr != nil:
+		// Taken, but its lease's time from now on is unknown.
+		b.drop(ctx, a.lk, a.owner, "", a.l.id)
+		return 0, false, time.Time{}, false, rerr
+	}
+	b.track(a.lk, a.owner, int64(tok), a.l.id, a.start.Add(a.l.hold()))
+	return tok, true, a.l.since(a.start, a.ttl), false, nil
 }
 
 // take writes lk = owner under lease id if lk is free or already owner's,
@@ -81,9 +122,14 @@ func (b *Backend) acquire(ctx context.Context, key, owner string, ttl time.Durat
 // a lost reply) moves the key to id and leaves its old lease alone: that
 // may be a lease other locks share.
 func (b *Backend) take(ctx context.Context, lk, owner string, id clientv3.LeaseID, more ...clientv3.Op) (token uint64, ok bool, rev int64, err error) {
+	return taken(b.commitWrite(ctx, takeWrite(lk, owner, id, more...)))
+}
+
+// takeWrite is take's write.
+func takeWrite(lk, owner string, id clientv3.LeaseID, more ...clientv3.Op) *write {
 	put := clientv3.OpPut(lk, owner, clientv3.WithLease(id))
 	then := append([]clientv3.Op{put}, more...)
-	resp, err := b.txn(ctx, lk, owner,
+	return newWrite(lk, owner,
 		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lk), "=", 0)},
 		then,
 		[]clientv3.Op{clientv3.OpTxn(
@@ -91,6 +137,10 @@ func (b *Backend) take(ctx context.Context, lk, owner string, id clientv3.LeaseI
 			then,
 			nil,
 		)})
+}
+
+// taken is take's outcome from its write's answer.
+func taken(resp *clientv3.TxnResponse, err error) (token uint64, ok bool, rev int64, _ error) {
 	if err != nil {
 		return 0, false, 0, err
 	}
@@ -228,13 +278,22 @@ func (b *Backend) Release(ctx context.Context, key, owner string) (_ bool, err e
 // not empty) whatever lk holds, in one transaction. It reports whether
 // it deleted lk.
 func (b *Backend) deleteOwned(ctx context.Context, lk, owner, qk string) (bool, error) {
+	return deleted(b.commitWrite(ctx, deleteWrite(lk, owner, qk)))
+}
+
+// deleteWrite is deleteOwned's write.
+func deleteWrite(lk, owner, qk string) *write {
 	then := []clientv3.Op{clientv3.OpDelete(lk)}
 	var els []clientv3.Op
 	if qk != "" {
 		then = append(then, clientv3.OpDelete(qk))
 		els = append(els, clientv3.OpDelete(qk))
 	}
-	resp, err := b.txn(ctx, lk, owner, []clientv3.Cmp{clientv3.Compare(clientv3.Value(lk), "=", owner)}, then, els)
+	return newWrite(lk, owner, []clientv3.Cmp{clientv3.Compare(clientv3.Value(lk), "=", owner)}, then, els)
+}
+
+// deleted is deleteOwned's outcome from its write's answer.
+func deleted(resp *clientv3.TxnResponse, err error) (bool, error) {
 	if err != nil || !resp.Succeeded {
 		return false, err
 	}
