@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,10 +11,12 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/turnstilelock/turnstile"
 	"github.com/turnstilelock/turnstile/driver"
+	"github.com/turnstilelock/turnstile/etcd"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/memory"
 	"github.com/turnstilelock/turnstile/redis"
@@ -45,18 +48,29 @@ func TestBatch(t *testing.T) {
 	t.Run("redis", func(t *testing.T) {
 		cb := countingRedis(t, testserver.StartRedis(t))
 		testBatch(t, cb)
-		// The batch of one TryAcquire, the seven ops' four acquisitions
-		// and releases (the refused ones never reach the store, the
-		// extension goes alone), the batch of one Release.
-		if calls, ops := cb.calls.Load(), cb.ops.Load(); calls != 3 || ops != 6 {
-			t.Errorf("DoMany: %d calls with %d ops, want 3 with 6", calls, ops)
-		}
+		checkManyCalls(t, &cb.batchCount)
 	})
+	t.Run("etcd", func(t *testing.T) {
+		cb := countingEtcd(t, testserver.StartEtcd(t))
+		testBatch(t, cb)
+		checkManyCalls(t, &cb.batchCount)
+	})
+}
+
+// checkManyCalls checks the DoMany calls testBatch makes: the batch of
+// one TryAcquire, the seven ops' four acquisitions and releases (the
+// refused ones never reach the store, the extension goes alone), the
+// batch of one Release.
+func checkManyCalls(t *testing.T, c *batchCount) {
+	t.Helper()
+	if calls, ops := c.calls.Load(), c.ops.Load(); calls != 3 || ops != 6 {
+		t.Errorf("DoMany: %d calls with %d ops, want 3 with 6", calls, ops)
+	}
 }
 
 // countingRedis returns a Redis backend on srv whose DoMany calls are
 // counted, closed when the test ends.
-func countingRedis(t *testing.T, srv *testserver.Redis) *countingBatcher {
+func countingRedis(t *testing.T, srv *testserver.Redis) *countingRedisBackend {
 	t.Helper()
 	opt, opts, err := redis.ParseURL(srv.URL())
 	if err != nil {
@@ -67,19 +81,46 @@ func countingRedis(t *testing.T, srv *testserver.Redis) *countingBatcher {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rb.Close() })
-	return &countingBatcher{Backend: rb}
+	return &countingRedisBackend{Backend: rb}
 }
 
-// countingBatcher counts the calls of a Redis backend's DoMany.
-type countingBatcher struct {
-	*redis.Backend
-	calls, ops atomic.Int32
+// countingEtcd returns an etcd backend on srv whose DoMany calls are
+// counted, closed when the test ends.
+func countingEtcd(t *testing.T, srv *testserver.Etcd) *countingEtcdBackend {
+	t.Helper()
+	eb, err := etcd.Dial(ctxFor(t, 30*time.Second), clientv3.Config{Endpoints: []string{srv.Endpoint()}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eb.Close() })
+	return &countingEtcdBackend{Backend: eb}
 }
 
-func (c *countingBatcher) DoMany(ctx context.Context, ops []driver.Op) []driver.OpResult {
+// batchCount counts the calls of a backend's DoMany, and their ops.
+type batchCount struct{ calls, ops atomic.Int32 }
+
+func (c *batchCount) count(ops []driver.Op) []driver.Op {
 	c.calls.Add(1)
 	c.ops.Add(int32(len(ops)))
-	return c.Backend.DoMany(ctx, ops)
+	return ops
+}
+
+type countingRedisBackend struct {
+	*redis.Backend
+	batchCount
+}
+
+func (c *countingRedisBackend) DoMany(ctx context.Context, ops []driver.Op) []driver.OpResult {
+	return c.Backend.DoMany(ctx, c.count(ops))
+}
+
+type countingEtcdBackend struct {
+	*etcd.Backend
+	batchCount
+}
+
+func (c *countingEtcdBackend) DoMany(ctx context.Context, ops []driver.Op) []driver.OpResult {
+	return c.Backend.DoMany(ctx, c.count(ops))
 }
 
 func testBatch(t *testing.T, store driver.Backend) {
@@ -185,18 +226,50 @@ func testBatch(t *testing.T, store driver.Backend) {
 }
 
 // TestCancelledBatchesLeaveNoLock: workers taking and releasing locks
-// through the service over Redis, whose batches the instance sends as
-// one pipelined write (driver.Batcher), are stopped by cancelling their
-// context at a moment of no particular kind, many times over. An
-// acquisition whose caller gave up while its batch was on its way may
-// still be granted; the releases that clean up after it (the Client's,
-// by its owner id) must reach Redis after it, so that once everything
+// through the service, whose batches the instance makes in one store
+// call (driver.Batcher: one pipelined write on Redis, one transaction on
+// etcd), are stopped by cancelling their context at a moment of no
+// particular kind, many times over. An acquisition whose caller gave up
+// while its batch was on its way may still be granted; the releases
+// that clean up after it (the Client's, by its owner id, and the
+// store's own) must reach the store after it, so that once everything
 // settled no lock is held.
 func TestCancelledBatchesLeaveNoLock(t *testing.T) {
-	srv := testserver.StartRedis(t)
+	t.Run("redis", func(t *testing.T) {
+		srv := testserver.StartRedis(t)
+		cb := countingRedis(t, srv)
+		cancelledBatches(t, cb, &cb.batchCount, func() (string, error) {
+			return srv.Do("EVAL", `local n = {} for _, k in ipairs(redis.call('KEYS', '*')) do if not string.find(k, ':fence$') then n[#n+1] = k end end return table.concat(n, ' ')`, "0")
+		})
+	})
+	t.Run("etcd", func(t *testing.T) {
+		srv := testserver.StartEtcd(t)
+		cb := countingEtcd(t, srv)
+		raw, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint()}, DialTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = raw.Close() })
+		prefix := cb.LockKey("")
+		cancelledBatches(t, cb, &cb.batchCount, func() (string, error) {
+			r, err := raw.Get(context.Background(), prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+			if err != nil {
+				return "", err
+			}
+			var keys []string
+			for _, kv := range r.Kvs {
+				keys = append(keys, string(kv.Key))
+			}
+			return strings.Join(keys, " "), nil
+		})
+	})
+}
+
+// cancelledBatches runs TestCancelledBatchesLeaveNoLock on store, whose
+// DoMany calls c counts; held lists the locks held in the store.
+func cancelledBatches(t *testing.T, store driver.Backend, c *batchCount, held func() (string, error)) {
 	ctx := ctxFor(t, 2*time.Minute)
-	cb := countingRedis(t, srv)
-	in := startInstance(t, service.Config{Backend: cb})
+	in := startInstance(t, service.Config{Backend: store})
 	const rounds = 30
 	for round := range rounds {
 		c, err := turnstile.Open(ctx, "turnstile://"+in.addr, turnstile.WithTTL(time.Minute))
@@ -225,20 +298,19 @@ func TestCancelledBatchesLeaveNoLock(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if cb.calls.Load() == 0 {
+	if c.calls.Load() == 0 {
 		t.Fatal("no batch went through DoMany")
 	}
 	// The clean-up releases run in the background: give them time.
-	var held string
+	var left string
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		held, err = srv.Do("EVAL", `local n = {} for _, k in ipairs(redis.call('KEYS', '*')) do if not string.find(k, ':fence$') then n[#n+1] = k end end return table.concat(n, ' ')`, "0")
-		if err != nil {
+		if left, err = held(); err != nil {
 			t.Fatal(err)
 		}
-		if held == "" {
+		if left == "" {
 			return
 		}
 	}
-	t.Errorf("cancelled acquisitions left locks held: %s", held)
+	t.Errorf("cancelled acquisitions left locks held: %s", left)
 }
