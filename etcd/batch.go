@@ -14,9 +14,10 @@ import (
 //
 // etcd proposes, logs and applies every transaction as an entry of its
 // Raft log, and on a busy store that cost per entry, not the keys it
-// writes, bounds the writes per second. So when a write finds a
-// transaction of the backend's line on its way, it waits in line, and
-// when that one is answered the line leaves as one transaction: each
+// writes, bounds the writes per second. So when a write finds as many
+// transactions of the backend's line on their way as may be
+// (inFlightTxns), it waits in line, and when one of them is answered the
+// line leaves as one transaction: each
 // write a nested transaction with its own comparisons, evaluated and
 // applied on its own, all at one revision. A lone write leaves at once
 // on its caller's goroutine as a plain transaction, as it did before
@@ -47,10 +48,13 @@ import (
 //     every write of the transaction: their outcome is unknown.
 
 // inFlightTxns is how many transactions of a backend's line may be on
-// their way at once. Two shortened the line's wait but carried half as
-// many writes per Raft entry, and through the service 30 % fewer pairs
-// per second at 64 workers (docs/performance.md).
-const inFlightTxns = 1
+// their way at once. With one, etcd waited between the line's
+// transactions: through the service, whose batches join the line
+// together (DoMany), two gave more pairs per second at 64 workers in six
+// passes of six, the library's own pairs as many; with each op waiting
+// in line on a goroutine of its own, one had been faster
+// (docs/performance.md).
+const inFlightTxns = 2
 
 // lineTimeout bounds how long a transaction of the line — a lone write,
 // or a batch — waits for etcd's answer, whatever its callers' deadlines:
@@ -323,8 +327,8 @@ func (b *Backend) await(ctx context.Context, w *write) writeAnswer {
 // txns commits ws, the writes of one caller made at once (a Batcher's
 // ops), each as commitWrite would, and answers them in their order —
 // without a goroutine per write. Those that may share the line's
-// transaction join the line together, and when no transaction of the
-// line is on its way the line leaves at once, on this goroutine. The
+// transaction join the line together, and when the line may send one
+// more transaction it leaves at once, on this goroutine. The
 // others go alone, each on a goroutine of its own, as concurrent calls
 // would: writes to ranges of keys, every write when batching is off, and
 // writes on a key another owner's write in line or on its way writes

@@ -12,8 +12,8 @@ import (
 
 // DoMany implements driver.Batcher: the writes of the ops — those
 // AcquireSince and Release make — join the backend's line of writes
-// together (see batch.go), and when no transaction of the line is on its
-// way they leave at once as one transaction, on the caller's goroutine.
+// together (see batch.go), and when the line may send one more
+// transaction they leave at once as one, on the caller's goroutine.
 // Each op's result is what its own call would have returned, by the
 // same rules: a write that another owner's write on its key is busy
 // with goes beside it alone, and one owner's writes on a key keep their
