@@ -266,20 +266,10 @@ func (b *Backend) commitWrite(ctx context.Context, w *write) (*clientv3.TxnRespo
 		beside := bt.writing(w.keys)
 		ofLine := !beside && bt.sending < inFlightTxns && len(bt.line) == 0
 		if beside || ofLine {
-			if ofLine {
-				bt.sending++
-			}
-			bt.join(w)
-			bt.send(w)
+			bt.sendAlone(w, ofLine)
 			bt.mu.Unlock()
-			tctx, cancel := ctx, context.CancelFunc(func() {})
-			if ofLine {
-				tctx, cancel = context.WithTimeout(ctx, lineTimeout)
-			}
-			resp, err := b.commitAlone(tctx, w)
-			cancel()
-			b.sendNext(bt.done([]*write{w}, ofLine))
-			return resp, err
+			a := b.commitSent(ctx, w, ofLine)
+			return a.resp, a.err
 		}
 	}
 	bt.enqueue(w)
@@ -292,6 +282,36 @@ func (b *Backend) commitWrite(ctx context.Context, w *write) (*clientv3.TxnRespo
 		return b.commitAlone(ctx, w)
 	}
 	return a.resp, a.err
+}
+
+// sendAlone counts w as on its way by itself: as the line's transaction
+// when ofLine, else beside the line. Called with mu held.
+func (bt *batcher) sendAlone(w *write, ofLine bool) {
+	if ofLine {
+		bt.sending++
+	}
+	bt.join(w)
+	bt.send(w)
+}
+
+// commitSent commits w, counted by sendAlone, by itself — within
+// lineTimeout when it is the line's transaction — and then lets the
+// line go on.
+func (b *Backend) commitSent(ctx context.Context, w *write, ofLine bool) writeAnswer {
+	tctx, cancel := ctx, context.CancelFunc(func() {})
+	if ofLine {
+		tctx, cancel = context.WithTimeout(ctx, lineTimeout)
+	}
+	a := b.answerAlone(tctx, w)
+	cancel()
+	b.sendNext(b.batch.done([]*write{w}, ofLine))
+	return a
+}
+
+// answerAlone commits w as a transaction of its own, and is its answer.
+func (b *Backend) answerAlone(ctx context.Context, w *write) writeAnswer {
+	resp, err := b.commitAlone(ctx, w)
+	return writeAnswer{resp: resp, err: err}
 }
 
 // enqueue puts w in line. Called with mu held.
@@ -345,14 +365,10 @@ func (b *Backend) txns(ctx context.Context, ws []*write) []writeAnswer {
 		w.ctx = ctx
 		switch {
 		case w.ranged || bt.max <= 1:
-			wg.Go(func() { out[i].resp, out[i].err = b.commitAlone(ctx, w) })
+			wg.Go(func() { out[i] = b.answerAlone(ctx, w) })
 		case bt.orders[w.order] == 0 && bt.writing(w.keys):
-			bt.join(w)
-			bt.send(w)
-			wg.Go(func() {
-				out[i].resp, out[i].err = b.commitAlone(ctx, w)
-				b.sendNext(bt.done([]*write{w}, false))
-			})
+			bt.sendAlone(w, false)
+			wg.Go(func() { out[i] = b.commitSent(ctx, w, false) })
 		default:
 			bt.enqueue(w)
 			lined = append(lined, i)
@@ -367,7 +383,7 @@ func (b *Backend) txns(ctx context.Context, ws []*write) []writeAnswer {
 	for _, i := range lined {
 		if out[i] = b.await(ctx, ws[i]); out[i].alone {
 			// Refused as a whole: each write again by itself, at once.
-			wg.Go(func() { out[i] = writeAnswer{}; out[i].resp, out[i].err = b.commitAlone(ctx, ws[i]) })
+			wg.Go(func() { out[i] = b.answerAlone(ctx, ws[i]) })
 		}
 	}
 	wg.Wait()
