@@ -38,10 +38,9 @@ var (
 	// aclLock are the commands of locking: every lock kind, waiting on
 	// release notices, renewals, fencing tokens. Redis 7.0 and later.
 	aclLock = []string{
-		// the scripts: EVALSHA, EVAL when the server lost its script
-		// cache, SCRIPT LOAD before a pipelined batch (renewals of many
-		// leases, the operator views' inspections)
-		"evalsha", "eval", "script|load",
+		// the scripts: EVALSHA, and EVAL when the server lost its
+		// script cache (no SCRIPT LOAD, even before a pipelined batch)
+		"evalsha", "eval",
 		// release notices, and the client library's health checks
 		"ssubscribe", "sunsubscribe", "ping",
 		// the client library asks, when it connects, whether the server
@@ -239,7 +238,7 @@ func exerciseLocking(t *testing.T, ctx context.Context, srv *testserver.Redis, c
 	if got := srv.MustDo(t, "GET", "app:{job}:fence"); got != strconv.FormatUint(l.Token(), 10) {
 		t.Fatalf("fence key app:{job}:fence holds %q, want %d", got, l.Token())
 	}
-	// Renewals of many leases go in one pipelined batch (SCRIPT LOAD).
+	// Renewals of many leases go in one pipelined batch.
 	for _, r := range b.ExtendMany(ctx, []driver.ExtendRequest{{Key: "job", Owner: l.Owner(), TTL: 10 * time.Second}}) {
 		if !r.OK || r.Err != nil {
 			t.Fatalf("ExtendMany: ok=%v err=%v", r.OK, r.Err)
@@ -571,14 +570,6 @@ func TestACLMissingPermission(t *testing.T) {
 			}
 			return err
 		}, []string{"SSUBSCRIBE", "+ssubscribe"}},
-		{"script load", without(full, "+script|load"), func(t *testing.T, ctx context.Context, b *redis.Backend) error {
-			// A batch of renewals loads the script first.
-			sem := semaphoreOf(t, b, 3)
-			if _, ok, err := sem.Acquire(ctx, "a6", "owner", 10*time.Second); err != nil || !ok {
-				t.Fatalf("acquire a permit: ok=%v err=%v", ok, err)
-			}
-			return sem.ExtendMany(ctx, []driver.ExtendRequest{{Key: "a6", Owner: "owner", TTL: 10 * time.Second}})[0].Err
-		}, []string{"SCRIPT|LOAD", "+script|load"}},
 		{"zadd in the semaphore script", without(full, "+zadd"), func(t *testing.T, ctx context.Context, b *redis.Backend) error {
 			sem := semaphoreOf(t, b, 3)
 			_, _, err := sem.Acquire(ctx, "a7", "owner", 10*time.Second)

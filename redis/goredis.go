@@ -75,42 +75,9 @@ func (g *goredisConn) serverTime(ctx context.Context) (int64, error) {
 	return t.UnixMicro(), nil
 }
 
-// evalMulti sends every call in one pipeline of EVALSHA. If the server
-// had lost the script, it loads it and sends the refused calls again.
+// evalMulti runs calls of s as evalMany does.
 func (g *goredisConn) evalMulti(ctx context.Context, s script, cs []call) []reply {
-	out := make([]reply, len(cs))
-	pending := make([]int, len(cs))
-	for i := range pending {
-		pending[i] = i
-	}
-	for attempt := 0; len(pending) > 0; attempt++ {
-		cmds := make([]*goredis.Cmd, len(pending))
-		pipe := g.c.Pipeline()
-		for j, i := range pending {
-			cmds[j] = goredisScripts[s].EvalSha(ctx, pipe, cs[i].keys, anys(cs[i].args)...)
-		}
-		_, _ = pipe.Exec(ctx) // errors are read per command below
-		var again []int
-		for j, i := range pending {
-			out[i].n, out[i].err = cmds[j].Int64()
-			if attempt == 0 && out[i].err != nil && goredis.HasErrorPrefix(out[i].err, "NOSCRIPT") {
-				again = append(again, i)
-			}
-		}
-		if len(again) > 0 {
-			if err := goredisScripts[s].Load(ctx, g.c).Err(); err != nil {
-				for _, i := range again {
-					out[i].err = err // storeError below
-				}
-				again = nil
-			}
-		}
-		pending = again
-	}
-	for i := range out {
-		out[i].err = storeError(out[i].err, sources[s], cs[i], "")
-	}
-	return out
+	return g.evalMany(ctx, scriptCalls(s, cs))
 }
 
 // evalMany sends every call as an EVALSHA in one pipeline. A call

@@ -42,7 +42,7 @@ func TestStoreErrorMessages(t *testing.T) {
 	}{
 		{"7.0 command", "NOPERM this user has no permissions to run the 'evalsha' command", "", "may not run EVALSHA (ACL: +evalsha)"},
 		{"7.2 command", "NOPERM User turnstile has no permissions to run the 'evalsha' command", "", "may not run EVALSHA"},
-		{"subcommand", "NOPERM this user has no permissions to run the 'script|load' command", "", "may not run SCRIPT|LOAD (ACL: +script|load)"},
+		{"subcommand", "NOPERM this user has no permissions to run the 'cluster|slots' command", "", "may not run CLUSTER|SLOTS (ACL: +cluster|slots)"},
 		{"7.0 keys", "NOPERM this user has no permissions to access one of the keys used as arguments", "", `do not cover "app:{k}" or "app:{k}:fence"`},
 		{"7.2 key", "NOPERM No permissions to access a key", "", `"app:{k}" or "app:{k}:fence"`},
 		{"7.0 channel", "NOPERM this user has no permissions to access one of the channels used as arguments", "app:{k}:released", `channel patterns (ACL: &pattern) do not cover "app:{k}:released"`},

@@ -81,24 +81,15 @@ func (r *rueidisConn) serverTime(ctx context.Context) (int64, error) {
 	return parts[0]*1_000_000 + parts[1], nil
 }
 
-// evalMulti: ExecMulti first loads the script on every node (one more
-// round trip per batch), so no call of the batch meets NOSCRIPT, then
-// sends every EVALSHA in one pipeline.
+// evalMulti runs calls of s as evalMany does: EVALSHAs in one pipelined
+// write, with no SCRIPT LOAD before them; a call refused with NOSCRIPT
+// runs again alone through eval. With WithWaitReplicas, renewals wait
+// for the replicas (evalWait).
 func (r *rueidisConn) evalMulti(ctx context.Context, s script, cs []call) []reply {
 	if s == extendScript && r.wait.replicas > 0 {
 		return r.evalWait(ctx, sources[s], plainSHA[s], cs, "extend")
 	}
-	execs := make([]rueidis.LuaExec, len(cs))
-	for i, c := range cs {
-		execs[i] = rueidis.LuaExec{Keys: c.keys, Args: c.args}
-	}
-	res := rueidisScripts[s].ExecMulti(ctx, r.c, execs...)
-	out := make([]reply, len(cs))
-	for i := range out {
-		out[i].n, out[i].err = res[i].AsInt64()
-		out[i].err = storeError(out[i].err, sources[s], cs[i], "")
-	}
-	return out
+	return r.evalMany(ctx, scriptCalls(s, cs))
 }
 
 // evalMany sends every call as an EVALSHA in one pipelined write. A call

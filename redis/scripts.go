@@ -53,6 +53,15 @@ type scriptCall struct {
 	call
 }
 
+// scriptCalls are cs, each a call of s.
+func scriptCalls(s script, cs []call) []scriptCall {
+	out := make([]scriptCall, len(cs))
+	for i, c := range cs {
+		out[i] = scriptCall{s: s, call: c}
+	}
+	return out
+}
+
 // reply is the integer a script returned, or why it did not run.
 type reply struct {
 	n   int64

@@ -102,31 +102,30 @@ func (b *Backend) runMulti(ctx context.Context, s *kindScript, cs []call) []repl
 	return out
 }
 
-// execMulti executes s once per call in one pipelined batch and reads
-// each reply with fromR over rueidis, with fromG over go-redis. Over any
-// other client every call fails with unsupported, a format of the
-// client's type.
+// execMulti executes s once per call in one pipelined batch of EVALSHAs
+// and reads each reply with fromR over rueidis, with fromG over
+// go-redis. Nothing loads the script before the batch: a call refused
+// with NOSCRIPT (the server lost its scripts) runs again alone, as
+// execOne runs it, which sends the script's source when the server
+// still lacks it. Over any other client every call fails with
+// unsupported, a format of the client's type.
 func execMulti[T any](ctx context.Context, b *Backend, s *kindScript, cs []call,
 	fromR func(rueidis.RedisResult) (T, error), fromG func(*goredis.Cmd) (T, error), unsupported string) ([]T, []error) {
 	out := make([]T, len(cs))
 	errs := make([]error, len(cs))
 	switch cn := b.conn.(type) {
 	case *rueidisConn:
-		execs := make([]rueidis.LuaExec, len(cs))
+		cmds := make(rueidis.Commands, len(cs))
 		for i, c := range cs {
-			execs[i] = rueidis.LuaExec{Keys: c.keys, Args: c.args}
+			cmds[i] = cn.c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(c.keys))).Key(c.keys...).Arg(c.args...).Build()
 		}
-		for i, r := range s.r.ExecMulti(ctx, cn.c, execs...) {
+		for i, r := range cn.c.DoMulti(ctx, cmds...) {
+			if noScript(r.Error()) {
+				r = s.r.Exec(ctx, cn.c, cs[i].keys, cs[i].args)
+			}
 			out[i], errs[i] = fromR(r)
 		}
 	case *goredisConn:
-		// Load first, so that no call of the pipeline meets NOSCRIPT.
-		if err := s.g.Load(ctx, cn.c).Err(); err != nil {
-			for i := range errs {
-				errs[i] = storeError(err, "", cs[i], "")
-			}
-			return out, errs
-		}
 		pipe := cn.c.Pipeline()
 		cmds := make([]*goredis.Cmd, len(cs))
 		for i, c := range cs {
@@ -134,6 +133,9 @@ func execMulti[T any](ctx context.Context, b *Backend, s *kindScript, cs []call,
 		}
 		_, _ = pipe.Exec(ctx) // errors are read per command below
 		for i, cmd := range cmds {
+			if err := cmd.Err(); err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
+				cmd = s.g.Run(ctx, cn.c, cs[i].keys, anys(cs[i].args)...)
+			}
 			out[i], errs[i] = fromG(cmd)
 		}
 	default:

@@ -17,7 +17,7 @@ const aclPassword = "Redlock-acl-pw-3d9a"
 // aclNode are the commands a Redlock node's user needs: those of the
 // redis backend's locking, and INFO for the restart quarantine.
 var aclNode = []string{
-	"evalsha", "eval", "script|load", "ssubscribe", "sunsubscribe", "ping",
+	"evalsha", "eval", "ssubscribe", "sunsubscribe", "ping",
 	"get", "set", "append", "del", "exists", "pexpire", "pttl", "persist", "time", "incr", "spublish",
 	"hexists", "hget", "hset", "hincrby",
 	"zadd", "zrem", "zrank", "zcard", "zscore", "zrangebyscore", "zremrangebyscore",

@@ -22,7 +22,7 @@ const aclPassword = "Cli-acl-pw-5e0f1b"
 // aclLocking are the commands of locking (every lock kind, waiting on
 // release notices, renewals, fencing).
 var aclLocking = []string{
-	"evalsha", "eval", "script|load", "ssubscribe", "sunsubscribe", "ping", "cluster|slots",
+	"evalsha", "eval", "ssubscribe", "sunsubscribe", "ping", "cluster|slots",
 	"get", "set", "append", "del", "exists", "pexpire", "pttl", "persist", "time", "incr", "spublish",
 	"hexists", "hget", "hset", "hincrby",
 	"zadd", "zrem", "zrank", "zcard", "zscore", "zrangebyscore", "zremrangebyscore",
