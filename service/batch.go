@@ -49,8 +49,10 @@ func (h *locks) Batch(ctx context.Context, req *connect.Request[v1.BatchRequest]
 		out[i] = r
 	}
 	// Acquisitions and releases on a store that makes many in one round
-	// trip (driver.Batcher) go to it together, on this goroutine; every
-	// other op goes to a pooled goroutine. With no such store, the last
+	// trip (driver.Batcher) go to it together, on this goroutine;
+	// renewals on a store that renews many in one (driver.BatchExtender)
+	// go to it together, as one of the rest; every other op goes to a
+	// pooled goroutine. With no such store, the last
 	// op runs on this goroutine, which would only wait meanwhile: a
 	// batch of one op is made without a hand-off at all.
 	var many manyOps
@@ -59,6 +61,9 @@ func (h *locks) Batch(ctx context.Context, req *connect.Request[v1.BatchRequest]
 		if f := many.add(ctx, s, i, op, answer); f != nil {
 			rest = append(rest, f)
 		}
+	}
+	if f := many.extendCall(ctx, s, answer); f != nil {
+		rest = append(rest, f)
 	}
 	var wg sync.WaitGroup
 	last := len(rest)
@@ -81,11 +86,23 @@ func (h *locks) Batch(ctx context.Context, req *connect.Request[v1.BatchRequest]
 }
 
 // manyOps are the acquisitions and releases of a batch that go to the
-// store in one driver.Batcher call.
+// store in one driver.Batcher call, and its renewals that go in one
+// driver.BatchExtender call.
 type manyOps struct {
 	view *lockView // whose store is the Batcher
 	ops  []driver.Op
 	of   []manyOp // of[j] is what ops[j] answers
+
+	extView *lockView // whose store is the BatchExtender
+	exts    []driver.ExtendRequest
+	extOf   []extendOp // extOf[j] is what exts[j] answers
+}
+
+// extendOp is the batch's op that a driver.ExtendRequest makes: its
+// index in the batch, and its lease.
+type extendOp struct {
+	at    int
+	lease *v1.Lease
 }
 
 // manyOp is the batch's op that a driver.Op makes: its index in the
@@ -116,6 +133,24 @@ func (mo *manyOps) add(ctx context.Context, s *Server, i int, op *v1.BatchOp, an
 			r, err := s.tryEnd(t, token, ok, since, err)
 			answer(i, "TryAcquire", &v1.BatchResult{Result: &v1.BatchResult_Acquired{Acquired: r}}, err)
 		}
+	case *v1.BatchOp_Extend:
+		m := o.Extend
+		v, ttl, err := s.extendStart(ctx, m)
+		if err != nil {
+			answer(i, "Extend", nil, err)
+			return nil
+		}
+		if mo.extends(v) {
+			mo.exts = append(mo.exts, driver.ExtendRequest{Key: m.Lease.Key, Owner: m.Lease.Owner, TTL: ttl})
+			mo.extOf = append(mo.extOf, extendOp{at: i, lease: m.Lease})
+			return nil
+		}
+		return func() {
+			sent := time.Now()
+			ok, err := v.store.Extend(ctx, m.Lease.Key, m.Lease.Owner, ttl)
+			r, err := s.extendEnd(v, m.Lease, ttl, sent, ok, err)
+			answer(i, "Extend", &v1.BatchResult{Result: &v1.BatchResult_Extended{Extended: r}}, err)
+		}
 	case *v1.BatchOp_Release:
 		m := o.Release
 		v, n, err := s.releaseStart(ctx, m)
@@ -135,8 +170,34 @@ func (mo *manyOps) add(ctx context.Context, s *Server, i int, op *v1.BatchOp, an
 		}
 	}
 	return func() {
-		r, method, err := s.batchOp(ctx, op)
-		answer(i, method, r, err)
+		answer(i, "Batch", nil, fmt.Errorf("%w: an op of a batch is none of try_acquire, extend, release", turnstile.ErrInvalidOption))
+	}
+}
+
+// extends reports whether a renewal on v goes to the BatchExtender: the
+// first view of the batch whose store is one, and only that view.
+func (mo *manyOps) extends(v *lockView) bool {
+	if mo.extView == nil {
+		if _, ok := v.store.(driver.BatchExtender); ok {
+			mo.extView = v
+		}
+	}
+	return mo.extView == v
+}
+
+// extendCall returns the call that makes the renewals taken in one call
+// of the BatchExtender and answers them; nil when none was taken.
+func (mo *manyOps) extendCall(ctx context.Context, s *Server, answer func(int, string, *v1.BatchResult, error)) func() {
+	if len(mo.exts) == 0 {
+		return nil
+	}
+	return func() {
+		sent := time.Now()
+		for j, r := range mo.extView.store.(driver.BatchExtender).ExtendMany(ctx, mo.exts) {
+			op := mo.extOf[j]
+			resp, err := s.extendEnd(mo.extView, op.lease, mo.exts[j].TTL, sent, r.OK, r.Err)
+			answer(op.at, "Extend", &v1.BatchResult{Result: &v1.BatchResult_Extended{Extended: resp}}, err)
+		}
 	}
 }
 
@@ -175,16 +236,6 @@ type admittedKey struct{}
 func admitted(ctx context.Context) bool {
 	_, ok := ctx.Value(admittedKey{}).(bool)
 	return ok
-}
-
-// batchOp makes an op that add does not take: an Extend, or no op at
-// all. It returns its result, and its method's name for the metrics.
-func (s *Server) batchOp(ctx context.Context, op *v1.BatchOp) (*v1.BatchResult, string, error) {
-	if o, ok := op.GetOp().(*v1.BatchOp_Extend); ok {
-		r, err := s.extend(ctx, o.Extend)
-		return &v1.BatchResult{Result: &v1.BatchResult_Extended{Extended: r}}, "Extend", err
-	}
-	return nil, "Batch", fmt.Errorf("%w: an op of a batch is none of try_acquire, extend, release", turnstile.ErrInvalidOption)
 }
 
 // batchError is err as a batch answers it: what its own call would have

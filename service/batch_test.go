@@ -108,6 +108,13 @@ func (c *batchCount) count(ops []driver.Op) []driver.Op {
 type countingRedisBackend struct {
 	*redis.Backend
 	batchCount
+	extends batchCount // ExtendMany's calls and requests
+}
+
+func (c *countingRedisBackend) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	c.extends.calls.Add(1)
+	c.extends.ops.Add(int32(len(reqs)))
+	return c.Backend.ExtendMany(ctx, reqs)
 }
 
 func (c *countingRedisBackend) DoMany(ctx context.Context, ops []driver.Op) []driver.OpResult {
@@ -222,6 +229,103 @@ func testBatch(t *testing.T, store driver.Backend) {
 	}
 	if _, err := c.locks.Batch(ctx, connect.NewRequest(&v1.BatchRequest{Ops: big})); connect.CodeOf(err) != connect.CodeInvalidArgument {
 		t.Fatalf("a batch of 1,025 ops: %v, want invalid_argument", err)
+	}
+}
+
+// TestBatchExtends: the renewals of a batch on a store that renews many
+// in one round trip (driver.BatchExtender) go to it in one call, and
+// each is answered as its own Extend would be: renewed for its TTL,
+// NOT_HELD for a lease not held, its own error for a request refused
+// before the store; counted in the metrics one by one.
+func TestBatchExtends(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	cb := countingRedis(t, srv)
+	reg := prometheus.NewRegistry()
+	ts, bearer := tokens(t, map[string]string{"alpha": "lock a:"})
+	in := startInstance(t, service.Config{Backend: cb, Registerer: reg, Tokens: ts})
+	c := clientsOf(t, in.addr, withToken(bearer["alpha"]))
+	ctx := ctxFor(t, 30*time.Second)
+	batch := func(ops ...*v1.BatchOp) []*v1.BatchResult {
+		t.Helper()
+		r, err := c.locks.Batch(ctx, connect.NewRequest(&v1.BatchRequest{Ops: ops}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Msg.Results) != len(ops) {
+			t.Fatalf("%d results for %d ops", len(r.Msg.Results), len(ops))
+		}
+		return r.Msg.Results
+	}
+	// Two leases of one second, renewed for a minute.
+	short := func(key string) *v1.BatchOp {
+		op := tryOp(key, "o")
+		op.GetTryAcquire().Ttl = durationpb.New(time.Second)
+		return op
+	}
+	for i, r := range batch(short("a:1"), short("a:2")) {
+		if r.GetAcquired() == nil {
+			t.Fatalf("acquisition %d: %v", i, r)
+		}
+	}
+	badTTL := extendOp("a:1", "o")
+	badTTL.GetExtend().Ttl = durationpb.New(-time.Second)
+	sent := time.Now()
+	res := batch(
+		extendOp("a:1", "o"),
+		extendOp("a:3", "o"), // never held
+		extendOp("a:2", "o"),
+		extendOp("a:2", "someone else"),
+		badTTL,
+		extendOp("b:1", "o"), // outside the token's prefix
+	)
+	took := time.Since(sent)
+	for _, i := range []int{0, 2} {
+		e := res[i].GetExtended()
+		if e.GetTtl().AsDuration() != time.Minute || e.GetValidity().AsDuration() <= 0 || e.GetValidity().AsDuration() > time.Minute {
+			t.Errorf("op %d (a lease held): %v, want renewed for a minute", i, res[i])
+		}
+		if v := e.GetValidity().AsDuration(); v < time.Minute-took-time.Second {
+			t.Errorf("op %d: validity %v after a call of %v", i, v, took)
+		}
+	}
+	reason := func(i int) string {
+		t.Helper()
+		e := res[i].GetError()
+		if e == nil {
+			t.Fatalf("op %d: %v, want an error", i, res[i])
+		}
+		return apierr.Reason(apierr.FromBatch(e))
+	}
+	for _, i := range []int{1, 3} {
+		if got := reason(i); got != v1.ErrorReason_NOT_HELD.String() {
+			t.Errorf("op %d (not held): reason %q", i, got)
+		}
+	}
+	if got := res[4].GetError().GetCode(); got != connect.CodeInvalidArgument.String() {
+		t.Errorf("op 4 (a negative TTL): code %q, want invalid_argument", got)
+	}
+	if got := reason(5); got != v1.ErrorReason_KEY_NOT_ALLOWED.String() {
+		t.Errorf("op 5 (outside the prefix): reason %q", got)
+	}
+	// The four that reached the store did so in one call.
+	if calls, reqs := cb.extends.calls.Load(), cb.extends.ops.Load(); calls != 1 || reqs != 4 {
+		t.Errorf("ExtendMany: %d calls with %d renewals, want 1 with 4", calls, reqs)
+	}
+	for _, want := range []struct {
+		code string
+		n    float64
+	}{{"ok", 2}, {"failed_precondition", 2}, {"invalid_argument", 1}, {"permission_denied", 1}} {
+		got := metricValue(t, reg, "turnstile_serve_calls_total", map[string]string{"method": "Extend", "code": want.code, "tenant": "alpha"})
+		if got != want.n {
+			t.Errorf("Extend calls %s: %v, want %v", want.code, got, want.n)
+		}
+	}
+	// Renewed on the store: held past the TTL they were granted with.
+	time.Sleep(1500 * time.Millisecond)
+	for i, r := range batch(tryOp("a:1", "p"), tryOp("a:2", "p")) {
+		if got := apierr.Reason(apierr.FromBatch(r.GetError())); got != v1.ErrorReason_NOT_ACQUIRED.String() {
+			t.Errorf("acquisition %d by another owner after the first TTL: %v, want NOT_ACQUIRED", i, r)
+		}
 	}
 }
 

@@ -158,17 +158,30 @@ func (h *locks) Extend(ctx context.Context, req *connect.Request[v1.ExtendReques
 }
 
 func (s *Server) extend(ctx context.Context, m *v1.ExtendRequest) (*v1.ExtendResponse, error) {
-	v, err := s.handleOf(ctx, m.Lease)
+	v, ttl, err := s.extendStart(ctx, m)
 	if err != nil {
 		return nil, err
+	}
+	sent := time.Now()
+	ok, err := v.store.Extend(ctx, m.Lease.Key, m.Lease.Owner, ttl)
+	return s.extendEnd(v, m.Lease, ttl, sent, ok, err)
+}
+
+// extendStart checks an Extend's request and returns its view and TTL.
+func (s *Server) extendStart(ctx context.Context, m *v1.ExtendRequest) (*lockView, time.Duration, error) {
+	v, err := s.handleOf(ctx, m.Lease)
+	if err != nil {
+		return nil, 0, err
 	}
 	ttl, err := s.ttlOf(m.Ttl, m.Ttl != nil)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	l := m.Lease
-	sent := time.Now()
-	ok, err := v.store.Extend(ctx, l.Key, l.Owner, ttl)
+	return v, ttl, nil
+}
+
+// extendEnd answers the renewal of l for ttl, sent to the store at sent.
+func (s *Server) extendEnd(v *lockView, l *v1.Lease, ttl time.Duration, sent time.Time, ok bool, err error) (*v1.ExtendResponse, error) {
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("extend %q: %w", l.Key, err)
