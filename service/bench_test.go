@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/turnstilelock/turnstile"
+	"github.com/turnstilelock/turnstile/driver"
 	"github.com/turnstilelock/turnstile/internal/testserver"
 	"github.com/turnstilelock/turnstile/locktest"
 )
@@ -61,6 +62,47 @@ func BenchmarkRedis(b *testing.B) {
 	// One hot key: every worker waits for it (Acquire) and releases it.
 	b.Run("direct/hot-key/workers=64", func(b *testing.B) { pairs(b, 64, hotKey(direct), noCPU, store) })
 	b.Run("service/hot-key/workers=64", func(b *testing.B) { pairs(b, 64, hotKey(through), server, store) })
+	// A watchdog's batch of renewals.
+	b.Run("direct/renewals=64", func(b *testing.B) { renewals(b, direct, 64, noCPU, store) })
+	b.Run("service/renewals=64", func(b *testing.B) { renewals(b, through, 64, server, store) })
+}
+
+// renewals: one op is a batch of n renewals of leases c holds, as its
+// watchdog sends those that fall due together (driver.BatchExtender),
+// with the CPU each renewal cost reported as pairs reports a pair's.
+func renewals(b *testing.B, c *turnstile.Client, n int, others ...cpuClock) {
+	be, ok := c.Backend().(driver.BatchExtender)
+	if !ok {
+		b.Fatalf("%T renews one lease at a time", c.Backend())
+	}
+	ctx := context.Background()
+	reqs := make([]driver.ExtendRequest, n)
+	prefix := "bench:renew:" + strconv.FormatUint(rand.Uint64(), 36)
+	for i := range reqs {
+		reqs[i] = driver.ExtendRequest{Key: fmt.Sprintf("%s:%d", prefix, i), Owner: "renewer", TTL: time.Minute}
+		if _, ok, err := c.Backend().Acquire(ctx, reqs[i].Key, reqs[i].Owner, reqs[i].TTL); !ok || err != nil {
+			b.Fatalf("acquire %s: ok=%v err=%v", reqs[i].Key, ok, err)
+		}
+	}
+	b.Cleanup(func() {
+		for _, r := range reqs {
+			_, _ = c.Backend().Release(ctx, r.Key, r.Owner)
+		}
+	})
+	cpu0 := cpuTimes(b, others)
+	for b.Loop() {
+		for _, r := range be.ExtendMany(ctx, reqs) {
+			if !r.OK || r.Err != nil {
+				b.Fatalf("renewal: ok=%v err=%v", r.OK, r.Err)
+			}
+		}
+	}
+	cpu1 := cpuTimes(b, others)
+	for i := range cpu1 {
+		unit := strings.Replace(cpuUnits[min(i, len(cpuUnits)-1)], "/pair", "/renewal", 1)
+		b.ReportMetric(float64((cpu1[i]-cpu0[i]).Microseconds())/float64(b.N*n), unit)
+	}
+	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "renewals/s")
 }
 
 // hotKey is an acquisition for pairs: Acquire of c on one key all the
