@@ -52,9 +52,9 @@ func (h *locks) Batch(ctx context.Context, req *connect.Request[v1.BatchRequest]
 	// trip (driver.Batcher) go to it together, on this goroutine;
 	// renewals on a store that renews many in one (driver.BatchExtender)
 	// go to it together, as one of the rest; every other op goes to a
-	// pooled goroutine. With no such store, the last
-	// op runs on this goroutine, which would only wait meanwhile: a
-	// batch of one op is made without a hand-off at all.
+	// pooled goroutine. With no Batcher call to make, the last of the
+	// rest runs on this goroutine, which would only wait meanwhile: a
+	// batch of one op (or of renewals alone) is made without a hand-off.
 	var many manyOps
 	var rest []func()
 	for i, op := range ops {
@@ -146,9 +146,7 @@ func (mo *manyOps) add(ctx context.Context, s *Server, i int, op *v1.BatchOp, an
 			return nil
 		}
 		return func() {
-			sent := time.Now()
-			ok, err := v.store.Extend(ctx, m.Lease.Key, m.Lease.Owner, ttl)
-			r, err := s.extendEnd(v, m.Lease, ttl, sent, ok, err)
+			r, err := s.extendOn(ctx, v, m.Lease, ttl)
 			answer(i, "Extend", &v1.BatchResult{Result: &v1.BatchResult_Extended{Extended: r}}, err)
 		}
 	case *v1.BatchOp_Release:

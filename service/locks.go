@@ -162,9 +162,14 @@ func (s *Server) extend(ctx context.Context, m *v1.ExtendRequest) (*v1.ExtendRes
 	if err != nil {
 		return nil, err
 	}
+	return s.extendOn(ctx, v, m.Lease, ttl)
+}
+
+// extendOn renews l for ttl on v's store, alone.
+func (s *Server) extendOn(ctx context.Context, v *lockView, l *v1.Lease, ttl time.Duration) (*v1.ExtendResponse, error) {
 	sent := time.Now()
-	ok, err := v.store.Extend(ctx, m.Lease.Key, m.Lease.Owner, ttl)
-	return s.extendEnd(v, m.Lease, ttl, sent, ok, err)
+	ok, err := v.store.Extend(ctx, l.Key, l.Owner, ttl)
+	return s.extendEnd(v, l, ttl, sent, ok, err)
 }
 
 // extendStart checks an Extend's request and returns its view and TTL.
