@@ -164,11 +164,7 @@ func testBatch(t *testing.T, store driver.Backend) {
 	}
 	reason := func(i int) string {
 		t.Helper()
-		e := res[i].GetError()
-		if e == nil {
-			t.Fatalf("op %d: %v, want an error", i, res[i])
-		}
-		return apierr.Reason(apierr.FromBatch(e))
+		return errorReason(t, res, i)
 	}
 	won, lost := 0, 1
 	if res[0].GetAcquired() == nil {
@@ -232,6 +228,17 @@ func testBatch(t *testing.T, store driver.Backend) {
 	}
 }
 
+// errorReason is the reason of res[i]'s error; it fails t when res[i]
+// is no error.
+func errorReason(t *testing.T, res []*v1.BatchResult, i int) string {
+	t.Helper()
+	e := res[i].GetError()
+	if e == nil {
+		t.Fatalf("op %d: %v, want an error", i, res[i])
+	}
+	return apierr.Reason(apierr.FromBatch(e))
+}
+
 // TestBatchExtends: the renewals of a batch on a store that renews many
 // in one round trip (driver.BatchExtender) go to it in one call, and
 // each is answered as its own Extend would be: renewed for its TTL,
@@ -290,11 +297,7 @@ func TestBatchExtends(t *testing.T) {
 	}
 	reason := func(i int) string {
 		t.Helper()
-		e := res[i].GetError()
-		if e == nil {
-			t.Fatalf("op %d: %v, want an error", i, res[i])
-		}
-		return apierr.Reason(apierr.FromBatch(e))
+		return errorReason(t, res, i)
 	}
 	for _, i := range []int{1, 3} {
 		if got := reason(i); got != v1.ErrorReason_NOT_HELD.String() {
