@@ -2,7 +2,9 @@ package mysqlproc
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -160,4 +162,42 @@ END //`
 		t.Fatal(err)
 	}
 	near(t, "after Restart", s, -time.Hour)
+}
+
+// TestServersKeepTheirTemporaryFiles: a server starting removes the
+// temporary files ("#sql…") it finds in its temporary directory, left
+// by an earlier run of its own. Each server has one of its own, so that
+// one starting (or its data directory being initialised) never removes
+// the temporary tables of another that runs, or initialises, beside it:
+// mariadb-install-db then failed with "Error on delete of
+// '/tmp/#sql-temptable-…'".
+func TestServersKeepTheirTemporaryFiles(t *testing.T) {
+	if !Available() {
+		t.Fatal(ErrNotInstalled)
+	}
+	a, err := Start(memDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Kill(); a.Remove() })
+	tmp, err := a.Exec("SELECT @@tmpdir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp = strings.TrimSpace(tmp)
+	if tmp == os.TempDir() || !strings.HasPrefix(tmp, filepath.Dir(a.sock)) {
+		t.Fatalf("server's tmpdir %q, want a directory of its own under %s", tmp, filepath.Dir(a.sock))
+	}
+	probe := filepath.Join(tmp, "#sql-turnstile-probe.MAI")
+	if err := os.WriteFile(probe, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Start(memDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Kill(); b.Remove() })
+	if _, err := os.Stat(probe); err != nil {
+		t.Fatalf("a temporary file of the first server after the second started: %v", err)
+	}
 }

@@ -36,6 +36,7 @@ const (
 type Server struct {
 	dir     string // data directory
 	sock    string // unix socket for the root set-up connection
+	tmp     string // the server's temporary directory, beside sock
 	port    int
 	bins    map[string]string
 	certs   *testcerts.Set
@@ -121,9 +122,20 @@ func StartWith(dir string, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: filepath.Join(dir, "data"), sock: filepath.Join(sockDir, "sock"), bins: bins, certs: certs, clock: clock}
+	// A temporary directory of the server's own: a server starting
+	// removes every temporary file ("#sql…") it finds in its own, and in
+	// a shared one (/tmp) it would remove those of the servers that run,
+	// or initialise their data, beside it.
+	tmp := filepath.Join(sockDir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		_ = os.RemoveAll(sockDir)
+		return nil, err
+	}
+	s := &Server{dir: filepath.Join(dir, "data"), sock: filepath.Join(sockDir, "sock"), tmp: tmp, bins: bins, certs: certs, clock: clock}
+	// Arguments mariadb-install-db does not know go to the mariadbd it
+	// runs (--tmpdir).
 	install := exec.Command(bins["mariadb-install-db"], "--no-defaults", "--datadir="+s.dir,
-		"--user=root", "--auth-root-authentication-method=normal", "--skip-test-db")
+		"--user=root", "--auth-root-authentication-method=normal", "--skip-test-db", "--tmpdir="+tmp)
 	if out, err := install.CombinedOutput(); err != nil {
 		s.Remove()
 		return nil, fmt.Errorf("mariadb-install-db: %v: %s", err, out)
@@ -164,6 +176,7 @@ func (s *Server) start() error {
 	cmd := exec.Command(s.bins["mariadbd"], "--no-defaults",
 		"--datadir="+s.dir,
 		"--socket="+s.sock,
+		"--tmpdir="+s.tmp,
 		"--port="+strconv.Itoa(s.port),
 		"--bind-address=127.0.0.1",
 		"--user=root",
