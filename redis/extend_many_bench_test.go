@@ -14,17 +14,14 @@ import (
 // plain lock and of a semaphore's permits. docs/performance.md reports
 // the figures:
 //
-//	cd redis && go test -run '^$' -bench ExtendMany -benchtime 3s
+//	cd redis && go test -run '^$' -bench ExtendMany -benchtime 2s
 func BenchmarkExtendMany(b *testing.B) {
 	srv := testserver.StartRedis(b)
 	be := dial(b, srv)
 	ctx := ctxFor(b, 10*time.Minute)
 	views := []struct {
 		name string
-		v    interface {
-			driver.Backend
-			driver.BatchExtender
-		}
+		v    renewer
 	}{{"plain", be}, {"semaphore", semaphoreOf(b, be, 1)}}
 	for _, v := range views {
 		for _, n := range []int{1, 16, 64} {

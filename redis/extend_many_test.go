@@ -10,6 +10,12 @@ import (
 	"github.com/turnstilelock/turnstile/redis"
 )
 
+// renewer is a view that renews many leases in one round trip.
+type renewer interface {
+	driver.Backend
+	driver.BatchExtender
+}
+
 // TestExtendManyCommands: a batch of renewals (the watchdog's) is its
 // EVALSHAs alone, on every view, over both client libraries: no SCRIPT
 // LOAD before each batch. After the server lost its scripts, each
@@ -22,10 +28,7 @@ func TestExtendManyCommands(t *testing.T) {
 		read, write := readWriteOf(t, b)
 		views := []struct {
 			name string
-			v    interface {
-				driver.Backend
-				driver.BatchExtender
-			}
+			v    renewer
 		}{
 			{"plain", b},
 			{"fair", fairOf(t, b)},

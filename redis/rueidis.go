@@ -81,6 +81,11 @@ func (r *rueidisConn) serverTime(ctx context.Context) (int64, error) {
 	return parts[0]*1_000_000 + parts[1], nil
 }
 
+// evalsha is the EVALSHA of the script whose SHA-1 is sha for c.
+func evalsha(b rueidis.Builder, sha string, c call) rueidis.Completed {
+	return b.Evalsha().Sha1(sha).Numkeys(int64(len(c.keys))).Key(c.keys...).Arg(c.args...).Build()
+}
+
 // evalMulti runs calls of s as evalMany does: EVALSHAs in one pipelined
 // write, with no SCRIPT LOAD before them; a call refused with NOSCRIPT
 // runs again alone through eval. With WithWaitReplicas, renewals wait
@@ -100,7 +105,7 @@ func (r *rueidisConn) evalMulti(ctx context.Context, s script, cs []call) []repl
 func (r *rueidisConn) evalMany(ctx context.Context, cs []scriptCall) []reply {
 	cmds := make(rueidis.Commands, len(cs))
 	for i, c := range cs {
-		cmds[i] = r.c.B().Evalsha().Sha1(plainSHA[c.s]).Numkeys(int64(len(c.keys))).Key(c.keys...).Arg(c.args...).Build()
+		cmds[i] = evalsha(r.c.B(), plainSHA[c.s], c.call)
 	}
 	out := make([]reply, len(cs))
 	for i, res := range r.c.DoMulti(ctx, cmds...) {

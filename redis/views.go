@@ -117,7 +117,7 @@ func execMulti[T any](ctx context.Context, b *Backend, s *kindScript, cs []call,
 	case *rueidisConn:
 		cmds := make(rueidis.Commands, len(cs))
 		for i, c := range cs {
-			cmds[i] = cn.c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(c.keys))).Key(c.keys...).Arg(c.args...).Build()
+			cmds[i] = evalsha(cn.c.B(), s.sha, c)
 		}
 		for i, r := range cn.c.DoMulti(ctx, cmds...) {
 			if noScript(r.Error()) {

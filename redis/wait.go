@@ -145,7 +145,7 @@ func (r *rueidisConn) evalWait(ctx context.Context, src, sha string, cs []call, 
 			for _, i := range pending {
 				c := cs[i]
 				if attempt == 0 {
-					cmds = append(cmds, d.B().Evalsha().Sha1(sha).Numkeys(int64(len(c.keys))).Key(c.keys...).Arg(c.args...).Build())
+					cmds = append(cmds, evalsha(d.B(), sha, c))
 				} else {
 					cmds = append(cmds, d.B().Eval().Script(src).Numkeys(int64(len(c.keys))).Key(c.keys...).Arg(c.args...).Build())
 				}
